@@ -1,0 +1,3 @@
+"""Turn the daskbench pytest plugin on for this repository (not on install)."""
+
+pytest_plugins = ["daskbench.plugin"]

@@ -1,0 +1,5 @@
+import sys
+
+from daskbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,57 @@
+"""`daskbench` command line: one module per group of subcommands, each with ``register``.
+
+Exit codes mean one thing each: 0 success (nothing regressed), 1 a comparison found a
+regression, 2 the command could not run (bad input, missing baseline, unusable store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from daskbench.errors import DaskbenchError, RegressionFound
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+
+#: Modules under daskbench.cli that add subcommands; each has register(subparsers).
+SUBCOMMAND_MODULES = ("runs", "compare", "report", "data")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="daskbench",
+        description="Inspect, compare and report daskbench results. Run the suite with: pytest -m benchmark",
+        epilog="exit codes: 0 ok, 1 regression found, 2 could not run (bad input, missing baseline, bad store)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"daskbench.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"daskbench.cli.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except DaskbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except RegressionFound as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_REGRESSION
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Pieces every subcommand shares: the store option, settings layering, output format."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from daskbench import config
+from daskbench.store import Store
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    config.add_options(parser.add_argument, ("db",))
+
+
+def add_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+
+
+def settings(args: argparse.Namespace) -> config.Settings:
+    """Settings from this command's flags layered over env and [tool.daskbench]."""
+    flags = {option.name: getattr(args, "daskbench_" + option.name, None) for option in config.OPTIONS}
+    return config.resolve(flags, pyproject=config.load_pyproject(Path.cwd()))
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    return Store(settings(args).db)
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def print_table(headers: list[str], rows: list[list[str]]) -> None:
+    """A plain aligned text table; numbers right-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in rows:
+        cells = [c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True)]
+        print("  ".join(cells).rstrip())
+
+
+def _numeric(cell: str) -> bool:
+    return cell.replace(".", "", 1).replace("-", "", 1).replace("x", "", 1).isdigit()

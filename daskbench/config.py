@@ -1,0 +1,262 @@
+"""Settings, layered: defaults < ``[tool.daskbench]`` in pyproject.toml < ``DASKBENCH_*`` env < flags.
+
+Each option is defined once here and added both to pytest (`plugin.py`) and to the CLI
+(`cli.py`). Values are parsed at this boundary; a bad one raises `DaskbenchError` with a
+one-line message naming where the value came from and what is accepted, before any
+cluster starts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daskbench.errors import DaskbenchError
+
+SIZES = ("tiny", "small", "medium", "large")
+DEFAULT_DB = "sqlite:///results/daskbench.db"
+
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}  # fmt: skip
+
+
+def parse_saturation_list(text: str) -> tuple[float, ...]:
+    """``"1.0,1.1,inf"`` -> (1.0, 1.1, inf); each value a number > 0 or ``inf``."""
+    values = []
+    for item in _split(text):
+        try:
+            value = float(item)
+        except ValueError:
+            raise ValueError(f"{item!r} is not a number > 0 or 'inf'") from None
+        if math.isnan(value) or value <= 0:
+            raise ValueError(f"{item!r} is not a number > 0 or 'inf'")
+        values.append(value)
+    return tuple(dict.fromkeys(values))
+
+
+def parse_workers_list(text: str) -> tuple[int, ...]:
+    """``"1,2"`` -> (1, 2); each a whole number of workers >= 1."""
+    return tuple(dict.fromkeys(_positive_int(item, "worker count") for item in _split(text)))
+
+
+def parse_positive_int(text: str) -> int:
+    return _positive_int(text.strip(), "value")
+
+
+def parse_size(text: str) -> str:
+    size = text.strip().lower()
+    if size not in SIZES:
+        raise ValueError(f"{text!r} is not a size; choose one of {', '.join(SIZES)}")
+    return size
+
+
+def parse_bytes(text: str) -> int | None:
+    """``"4GiB"``, ``"512 MB"``, ``"1e9"`` -> bytes; ``"auto"`` -> None (machine split)."""
+    value = text.strip().lower().replace(" ", "")
+    if value in ("", "auto"):
+        return None
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[0-9]+)?)([a-z]*)", value)
+    if not match or match.group(2) not in _UNITS:
+        raise ValueError(f"{text!r} is not a memory size like 4GiB, 512MB or auto")
+    number = int(float(match.group(1)) * _UNITS[match.group(2)])
+    if number <= 0:
+        raise ValueError(f"{text!r} must be more than 0 bytes")
+    return number
+
+
+def parse_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise ValueError(f"{text!r} must be more than 0 seconds")
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{text!r} is not true/false")
+
+
+def parse_text(text: str) -> str:
+    return text.strip()
+
+
+def _split(text: str) -> list[str]:
+    items = [item.strip() for item in str(text).split(",")]
+    if not items or any(not item for item in items):
+        raise ValueError(f"{text!r} is not a comma-separated list")
+    return items
+
+
+def _positive_int(item: str, what: str) -> int:
+    try:
+        value = int(item)
+    except ValueError:
+        raise ValueError(f"{item!r} is not a whole number >= 1") from None
+    if value < 1:
+        raise ValueError(f"{what} {item!r} must be >= 1")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, env var and pyproject key all derive from ``name``."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: str | None
+    help: str
+    example: str
+    is_flag: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "DASKBENCH_" + self.name.upper()
+
+    @property
+    def key(self) -> str:
+        return self.name.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("cluster", parse_text, "local",
+           "cluster: local, tcp://host:8786 (running scheduler), coiled, or module:ClassName",
+           "--cluster tcp://127.0.0.1:8786"),
+    Option("cluster_kwargs", parse_text, None,
+           "YAML file of keyword arguments for the coiled or module:ClassName cluster",
+           "--cluster-kwargs cluster.yaml"),
+    Option("workers", parse_workers_list, "1,2", "comma list of cluster sizes (workers)", "--workers 1,2"),
+    Option("threads_per_worker", parse_positive_int, "1", "threads per worker", "--threads-per-worker 1"),
+    Option("memory_per_worker", parse_bytes, "auto",
+           "memory limit per worker (e.g. 4GiB); auto splits this machine's memory",
+           "--memory-per-worker 4GiB"),
+    Option("saturation", parse_saturation_list, "1.0,1.1,inf",
+           "comma list of distributed.scheduler.worker-saturation values (numbers > 0 or inf)",
+           "--saturation 1.0,inf"),
+    Option("size", parse_size, "small", f"workload size: {', '.join(SIZES)}", "--size tiny"),
+    Option("repeat", parse_positive_int, "1", "repeats per case (workers restarted before each)", "--repeat 3"),
+    Option("timeout", parse_seconds, "900", "seconds one measurement may take before it is recorded as timeout",
+           "--timeout 600"),
+    Option("db", parse_text, DEFAULT_DB, "results store: SQLAlchemy URL (sqlite:///..., postgresql://...)",
+           "--db sqlite:///results/daskbench.db"),
+    Option("label", parse_text, None, "free-text label of the run (default: the git branch)", "--label nightly"),
+    Option("data", parse_text, "results/data", "where workload inputs live: a directory or s3://bucket/prefix",
+           "--data s3://bucket/daskbench-data"),
+    Option("s3_endpoint", parse_text, None, "S3-compatible endpoint URL for --data s3://",
+           "--s3-endpoint http://127.0.0.1:5555"),
+    Option("prices", parse_text, None, "JSON price table (shape of daskbench/metrics/prices.json) for cost",
+           "--prices my-prices.json"),
+    Option("compare", parse_text, None, "after the session, compare this run against this baseline name",
+           "--compare main"),
+    Option("interleave", parse_bool, "false", "run repeats of different settings alternately (ABAB)",
+           "--interleave", is_flag=True),
+)  # fmt: skip
+OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    cluster: str
+    cluster_kwargs: str | None
+    workers: tuple[int, ...]
+    threads_per_worker: int
+    memory_per_worker: int | None
+    saturation: tuple[float, ...]
+    size: str
+    repeat: int
+    timeout: float
+    db: str
+    label: str | None
+    data: str
+    s3_endpoint: str | None
+    prices: str | None
+    compare: str | None
+    interleave: bool
+
+
+def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:
+    """Add the options (all, or those named) to a pytest group or an argparse parser."""
+    for option in OPTIONS:
+        if names is not None and option.name not in names:
+            continue
+        kwargs: dict[str, Any] = {"dest": "daskbench_" + option.name, "default": None}
+        default = f" (default: {option.default})" if option.default is not None else ""
+        help_text = f"{option.help}{default}; env {option.env}"
+        if option.is_flag:
+            addoption(option.flag, action="store_const", const="true", help=help_text, **kwargs)
+        else:
+            addoption(option.flag, metavar=option.name.upper(), help=help_text, **kwargs)
+
+
+def load_pyproject(start: Path) -> dict[str, Any]:
+    """The ``[tool.daskbench]`` table of the nearest pyproject.toml at or above ``start``."""
+    for folder in (start, *start.parents):
+        path = folder / "pyproject.toml"
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text())
+            except tomllib.TOMLDecodeError as exc:
+                raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix the file") from None
+            return dict(data.get("tool", {}).get("daskbench", {}))
+    return {}
+
+
+def resolve(
+    flags: Mapping[str, str | None],
+    env: Mapping[str, str] | None = None,
+    pyproject: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Layer the sources and parse every value; raises `DaskbenchError` naming the source."""
+    env = os.environ if env is None else env
+    pyproject = pyproject or {}
+    unknown = set(pyproject) - {option.key for option in OPTIONS}
+    if unknown:
+        known = ", ".join(option.key for option in OPTIONS)
+        raise DaskbenchError(f"[tool.daskbench] has unknown key(s) {', '.join(sorted(unknown))}; known keys: {known}")
+    values = {option.name: _resolve_one(option, flags, env, pyproject) for option in OPTIONS}
+    return Settings(**values)
+
+
+def _resolve_one(
+    option: Option, flags: Mapping[str, str | None], env: Mapping[str, str], pyproject: Mapping[str, Any]
+) -> Any:
+    raw, source = option.default, "default"
+    if option.key in pyproject:
+        raw, source = _as_text(pyproject[option.key]), f"[tool.daskbench] {option.key}"
+    if env.get(option.env):
+        raw, source = env[option.env], option.env
+    if flags.get(option.name) is not None:
+        raw, source = flags[option.name], option.flag
+    if raw is None:
+        return None
+    try:
+        return option.parse(raw)
+    except ValueError as exc:
+        raise DaskbenchError(f"{source}: {exc} (example: {option.example})") from None
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

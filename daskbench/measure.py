@@ -1,0 +1,188 @@
+"""One measurement: restart workers, open the collectors, time the compute phase, classify.
+
+A worker killed for memory, a lost worker, a timeout or a task error are results: they
+become a Measurement with that outcome and whatever was measured up to the failure,
+never an exception out of here. Only a harness failure before the timed region (the
+cluster cannot restart) propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask
+from distributed import Client, KilledWorker
+
+from daskbench.metrics import counters
+from daskbench.metrics.cost import PriceTable, estimate
+from daskbench.metrics.memory import MemoryCollector, MemorySummary
+from daskbench.model import Case, Measurement, Outcome
+from daskbench.store import now_iso
+
+Target = Any  # a Dask collection, or a zero-argument callable
+
+
+@dataclass
+class Attempt:
+    """What happened inside the timed region."""
+
+    result: Any = None
+    error: BaseException | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def is_collection(value: Any) -> bool:
+    return dask.is_dask_collection(value)
+
+
+def run_target(client: Client, target: Target, timeout: float) -> Attempt:
+    """Build (if the target is a callable returning a collection) and compute, timed apart."""
+    attempt = Attempt()
+    try:
+        if callable(target) and not is_collection(target):
+            start = time.perf_counter()
+            target = target()
+            elapsed = time.perf_counter() - start
+            if not is_collection(target):
+                attempt.phases["compute"] = elapsed
+                attempt.result = target
+                return attempt
+            attempt.phases["build"] = elapsed
+        attempt.result = _compute(client, target, timeout, attempt.phases)
+    except Exception as exc:
+        attempt.error = exc
+    return attempt
+
+
+def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, float]) -> Any:
+    start = time.perf_counter()
+    future = client.compute(collection)
+    try:
+        return future.result(timeout=timeout)
+    finally:
+        phases["compute"] = time.perf_counter() - start
+        future.cancel()
+
+
+def classify(error: BaseException | None, memory: MemorySummary | None) -> tuple[Outcome, str]:
+    """The outcome and a one-line message for what happened in the timed region."""
+    if error is None:
+        return "passed", ""
+    message = _one_line(error)
+    if isinstance(error, TimeoutError):
+        return "timeout", message
+    oom = memory is not None and memory.oom_deaths > 0
+    if isinstance(error, KilledWorker) or (memory is not None and memory.deaths > 0):
+        return ("oom" if oom else "worker-lost"), message
+    return "failed", message
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or "".join(traceback.format_exception_only(type(error), error)).strip()
+    return f"{type(error).__name__}: {text}"[:500]
+
+
+@dataclass
+class Measurer:
+    """Takes measurements on one open cluster for one run."""
+
+    client: Client
+    run_id: str
+    prices: PriceTable
+    timeout: float
+    memory: MemoryCollector = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.memory = MemoryCollector(self.client)
+        self.memory.install()
+
+    def restart(self) -> float:
+        """Restart every worker (clean memory); returns the seconds it took."""
+        start = time.perf_counter()
+        self.client.restart(wait_for_workers=True)
+        return time.perf_counter() - start
+
+    def measure(
+        self, case: Case, repeat: int, target: Target, phases: dict[str, float], extra: dict[str, Any]
+    ) -> tuple[Measurement, Any]:
+        """Restart, measure ``target`` once, and return the measurement and the result."""
+        phases = {**phases, "restart": self.restart()}
+        before = counters.snapshot(self.client)
+        self.memory.start()
+        attempt = run_target(self.client, target, self.timeout)
+        memory = self._stop_memory()
+        totals, task_seconds = self._counters(before)
+        outcome, message = classify(attempt.error, memory)
+        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory, totals,
+                                   {**extra, "task_seconds": task_seconds})  # fmt: skip
+        return measurement, attempt.result
+
+    def _stop_memory(self) -> MemorySummary | None:
+        with contextlib.suppress(Exception):
+            return self.memory.stop()
+        return None
+
+    def _counters(self, before: counters.CounterSnapshot) -> tuple[dict[str, int], dict[str, float]]:
+        with contextlib.suppress(Exception):
+            return counters.difference(before, counters.snapshot(self.client))
+        return {}, {}
+
+    def _record(
+        self,
+        case: Case,
+        repeat: int,
+        outcome: Outcome,
+        message: str,
+        phases: dict[str, float],
+        memory: MemorySummary | None,
+        totals: dict[str, int],
+        extra: dict[str, Any],
+    ) -> Measurement:
+        runtime = phases.get("compute") if outcome == "passed" else None
+        spec = case.cluster
+        cost = estimate(self.prices, runtime, spec.n_workers, spec.threads_per_worker, spec.memory_per_worker,
+                        memory.peak_worker if memory else None)  # fmt: skip
+        extra = {**extra, "instance": cost.instance, "rightsized_instance": cost.rightsized_instance,
+                 "prices_as_of": cost.prices_as_of}  # fmt: skip
+        return Measurement(
+            run_id=self.run_id,
+            fingerprint=case.fingerprint,
+            repeat=repeat,
+            outcome=outcome,
+            message=message,
+            runtime_s=runtime,
+            phases={k: round(v, 6) for k, v in phases.items()},
+            peak_memory_bytes=memory.peak_cluster if memory else None,
+            mean_memory_bytes=memory.mean_cluster if memory else None,
+            peak_worker_memory_bytes=memory.peak_worker if memory else None,
+            peak_worker_memory_fraction=memory.peak_worker_fraction if memory else None,
+            worker_restarts=memory.deaths if memory else None,
+            cost_usd=cost.cost_usd,
+            rightsized_cost_usd=cost.rightsized_cost_usd,
+            timeline=memory.timeline if memory else (),
+            extra=extra,
+            recorded_at=now_iso(),
+            **{name: totals.get(name) for name in counters.COUNTERS},
+        )
+
+
+def failed_measurement(
+    run_id: str, case: Case, repeat: int, error: BaseException, phases: dict[str, float]
+) -> Measurement:
+    """A measurement for a case the harness could not run (the cluster would not start/restart)."""
+    return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome="error",
+                       message=_one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
+
+
+def call_once(fn: Callable[[], Any] | None) -> tuple[Any, float | None]:
+    """Run a data-preparation callable, timed."""
+    if fn is None:
+        return None, None
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start

@@ -1,0 +1,1 @@
+"""Collectors: each opens a window with ``start`` and returns numbers from ``stop``."""

@@ -1,0 +1,252 @@
+"""The records daskbench measures, stores and compares.
+
+Every record is a frozen dataclass that checks itself on construction and names the
+field that broke a rule, so a bad value is caught where it is made, not three modules
+later when it is stored. Stdlib only: everything else imports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+#: Outcomes where the workload did not finish; "failed" is the workload's own error.
+FAILED_OUTCOMES = frozenset(OUTCOMES) - {"passed"}
+
+VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]
+VERDICTS: tuple[str, ...] = get_args(VerdictKind)
+
+#: Metrics a verdict can be about: Measurement attribute names.
+METRICS: tuple[str, ...] = ("runtime_s", "peak_memory_bytes", "peak_worker_memory_bytes", "cost_usd")
+
+
+def format_saturation(value: float) -> str:
+    """Render a worker-saturation value the way dask config spells it: ``"inf"`` or a number."""
+    return "inf" if math.isinf(value) else repr(float(value))
+
+
+def _require(condition: bool, record: str, name: str, rule: str) -> None:
+    if not condition:
+        raise ValueError(f"{record}.{name} {rule}")
+
+
+def _non_negative(record: str, names: tuple[str, ...], obj: object) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        _require(value is None or value >= 0, record, name, f"must be >= 0 or None, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where a case runs. Identity fields feed the fingerprint; ``target`` is info only.
+
+    ``backend`` is the kind of cluster (``local``, ``address``, ``coiled``, ``class``);
+    ``target`` is what was asked for (an address, a class path, a kwargs file), kept so a
+    user can find the cluster again but never part of a case's identity.
+    """
+
+    backend: str
+    n_workers: int
+    threads_per_worker: int
+    memory_per_worker: int | None
+    worker_saturation: float
+    scheduler_config: tuple[tuple[str, str], ...] = ()
+    target: str = ""
+
+    def __post_init__(self) -> None:
+        _require(bool(self.backend), "ClusterSpec", "backend", "must not be empty")
+        _require(self.n_workers >= 1, "ClusterSpec", "n_workers", f"must be >= 1, got {self.n_workers}")
+        _require(
+            self.threads_per_worker >= 1,
+            "ClusterSpec",
+            "threads_per_worker",
+            f"must be >= 1, got {self.threads_per_worker}",
+        )
+        _require(
+            self.memory_per_worker is None or self.memory_per_worker > 0,
+            "ClusterSpec",
+            "memory_per_worker",
+            f"must be > 0 bytes or None, got {self.memory_per_worker}",
+        )
+        _require(
+            self.worker_saturation > 0,
+            "ClusterSpec",
+            "worker_saturation",
+            f"must be a number > 0 or inf, got {self.worker_saturation}",
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that make two clusters comparable; JSON-safe (inf as ``"inf"``)."""
+        return {
+            "backend": self.backend,
+            "n_workers": self.n_workers,
+            "threads_per_worker": self.threads_per_worker,
+            "memory_per_worker": self.memory_per_worker,
+            "worker_saturation": format_saturation(self.worker_saturation),
+            "scheduler_config": dict(self.scheduler_config),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.identity(), "target": self.target}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        return cls(
+            backend=data["backend"],
+            n_workers=int(data["n_workers"]),
+            threads_per_worker=int(data["threads_per_worker"]),
+            memory_per_worker=data.get("memory_per_worker"),
+            worker_saturation=float(data["worker_saturation"]),
+            scheduler_config=tuple(sorted(dict(data.get("scheduler_config") or {}).items())),
+            target=data.get("target", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    """What is measured: a workload, its parameters, and the cluster it runs on.
+
+    The fingerprint hashes identity only (workload, params, cluster identity), so a
+    renamed pytest test or an added note never forks a case's history.
+    """
+
+    workload: str
+    params: Mapping[str, Any]
+    cluster: ClusterSpec
+    info: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        _require(bool(self.workload), "Case", "workload", "must not be empty")
+        try:
+            json.dumps(dict(self.params), sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Case.params must be JSON scalars/lists/dicts: {exc}") from None
+
+    @property
+    def fingerprint(self) -> str:
+        identity = {"workload": self.workload, "params": dict(self.params), "cluster": self.cluster.identity()}
+        blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One invocation of the suite, with everything needed to explain a difference later."""
+
+    run_id: str
+    label: str
+    started_at: str
+    ended_at: str | None = None
+    git_sha: str | None = None
+    ci_url: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+    host: Mapping[str, Any] = field(default_factory=dict)
+    dask_config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require(bool(self.run_id), "Run", "run_id", "must not be empty")
+        _require(bool(self.started_at), "Run", "started_at", "must be an ISO timestamp")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One repeat of one case in one run.
+
+    ``runtime_s`` is the compute phase only; ``phases`` holds every timed phase
+    (cluster start, restart, data preparation, graph build, compute, ...) in seconds.
+    Memory figures are process memory (RSS) in bytes; ``timeline`` is the cluster-wide
+    sum over workers as ``(seconds since compute start, bytes)`` pairs, downsampled.
+    """
+
+    run_id: str
+    fingerprint: str
+    repeat: int
+    outcome: Outcome
+    message: str = ""
+    runtime_s: float | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+    peak_memory_bytes: int | None = None
+    mean_memory_bytes: int | None = None
+    peak_worker_memory_bytes: int | None = None
+    peak_worker_memory_fraction: float | None = None
+    spilled_bytes: int | None = None
+    spill_count: int | None = None
+    task_count: int | None = None
+    bytes_transferred: int | None = None
+    worker_restarts: int | None = None
+    cost_usd: float | None = None
+    rightsized_cost_usd: float | None = None
+    timeline: tuple[tuple[float, int], ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    recorded_at: str = ""
+
+    def __post_init__(self) -> None:
+        _require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
+        _require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
+        _require(
+            self.outcome != "passed" or self.runtime_s is not None,
+            "Measurement",
+            "runtime_s",
+            "is required when outcome is 'passed'",
+        )
+        _non_negative(
+            "Measurement",
+            (
+                "runtime_s",
+                "peak_memory_bytes",
+                "mean_memory_bytes",
+                "peak_worker_memory_bytes",
+                "peak_worker_memory_fraction",
+                "spilled_bytes",
+                "spill_count",
+                "task_count",
+                "bytes_transferred",
+                "worker_restarts",
+                "cost_usd",
+                "rightsized_cost_usd",
+            ),
+            self,
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "passed"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement on one case and one metric: baseline vs candidate, effect and evidence.
+
+    ``ratio`` is candidate / baseline (> 1 means more time, memory or money);
+    ``ci_low``/``ci_high`` bound it at the stated confidence; ``floor`` is the minimum
+    effect that counts (e.g. 1.10).
+    """
+
+    fingerprint: str
+    workload: str
+    params: Mapping[str, Any]
+    metric: str
+    verdict: VerdictKind
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    floor: float | None = None
+    baseline_values: tuple[float, ...] = ()
+    candidate_values: tuple[float, ...] = ()
+    cluster: Mapping[str, Any] = field(default_factory=dict)
+    method: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        _require(self.verdict in VERDICTS, "Verdict", "verdict", f"must be one of {VERDICTS}, got {self.verdict!r}")
+        _require(self.metric in METRICS, "Verdict", "metric", f"must be one of {METRICS}, got {self.metric!r}")
+
+    @property
+    def is_regression(self) -> bool:
+        return self.verdict in ("regressed", "newly-failing")

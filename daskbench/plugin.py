@@ -1,0 +1,412 @@
+"""The pytest plugin: options, the sweep, one cluster per spec, and the ``measure`` fixture.
+
+Every test that uses ``measure`` is parametrized over worker-saturation x cluster size
+through a session-scoped fixture, so pytest groups the tests of one cluster spec and
+starts each cluster once. State for the session lives in one `DaskbenchSession` kept in
+``config.stash``. Bad settings stop the session with one line before any cluster starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from daskbench import config as cfg
+from daskbench.clusters import OpenCluster, backend_of, open_cluster
+from daskbench.errors import DaskbenchError
+from daskbench.measure import Measurer, call_once, failed_measurement
+from daskbench.metrics.cost import PriceTable, load_prices
+from daskbench.model import Case, ClusterSpec, Measurement, Run, format_saturation
+from daskbench.store import Store, now_iso, redact_url
+
+SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("daskbench", "daskbench: Dask benchmarks (pytest -m benchmark)")
+    cfg.add_options(group.addoption)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
+    flags = {option.name: config.getoption("daskbench_" + option.name) for option in cfg.OPTIONS}
+    try:
+        settings = cfg.resolve(flags, pyproject=cfg.load_pyproject(config.rootpath))
+        backend = backend_of(settings.cluster)
+        prices = load_prices(settings.prices)
+    except DaskbenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION_KEY] = DaskbenchSession(settings, backend, prices)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "measure" not in metafunc.fixturenames:
+        return
+    session = metafunc.config.stash[SESSION_KEY]
+    specs = session.requested_specs()
+    ids = [f"sat={format_saturation(s.worker_saturation)}-workers={s.n_workers}" for s in specs]
+    metafunc.parametrize("daskbench_cluster_spec", specs, ids=ids, indirect=True, scope="session")
+    if session.settings.interleave and session.settings.repeat > 1:
+        repeats = list(range(session.settings.repeat))
+        metafunc.parametrize("daskbench_repeat", repeats, ids=[f"r{r}" for r in repeats], indirect=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --interleave, run every case's repeat 0, then every repeat 1, ... (ABAB)."""
+    session = config.stash[SESSION_KEY]
+    if session.settings.interleave and session.settings.repeat > 1:
+        items.sort(key=lambda item: _repeat_of(item))
+
+
+def _repeat_of(item: pytest.Item) -> int:
+    callspec = getattr(item, "callspec", None)
+    return int(callspec.params.get("daskbench_repeat", 0)) if callspec else 0
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Check what needs the network (coiled, data location) once, before any cluster starts."""
+    state = session.config.stash[SESSION_KEY]
+    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    try:
+        if "measure" in used:
+            state.preflight()
+        if "data_location" in used:
+            state.data_location()
+    except DaskbenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    s = config.stash[SESSION_KEY].settings
+    saturations = ",".join(format_saturation(v) for v in s.saturation)
+    return (
+        f"daskbench: cluster={s.cluster} workers={','.join(map(str, s.workers))} saturation={saturations} "
+        f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}"
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.finish(session)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None or state.run is None:
+        return
+    terminalreporter.section("daskbench")
+    terminalreporter.write_line(
+        f"run {state.run.run_id} ({state.run.label}): {state.count} measurement(s) stored in {state.store_display}"
+    )
+    terminalreporter.write_line(f"see them with: daskbench show {state.run.run_id[:8]}")
+    for line in state.summary_lines:
+        terminalreporter.write_line(line)
+
+
+@dataclass
+class DaskbenchSession:
+    """Everything one pytest session shares: settings, store, run, the open cluster."""
+
+    settings: cfg.Settings
+    backend: str
+    prices: PriceTable
+    store: Store | None = None
+    run: Run | None = None
+    count: int = 0
+    cluster: OpenCluster | None = None
+    measurer: Measurer | None = None
+    prepared: dict[str, float] = field(default_factory=dict)
+    summary_lines: list[str] = field(default_factory=list)
+    regressed: bool = False
+
+    @property
+    def store_display(self) -> str:
+        return redact_url(self.settings.db)
+
+    def requested_specs(self) -> list[ClusterSpec]:
+        s = self.settings
+        target = "" if self.backend == "local" else s.cluster
+        workers = s.workers if self.backend != "address" else s.workers[:1]
+        return [
+            ClusterSpec(self.backend, n, s.threads_per_worker, s.memory_per_worker, sat, target=target)
+            for sat in s.saturation
+            for n in workers
+        ]
+
+    def preflight(self) -> None:
+        if self.backend == "coiled":
+            from daskbench.clusters.coiled import check_available
+
+            check_available()
+
+    def data_location(self) -> Any:
+        if not hasattr(self, "_data_location"):
+            from daskbench.inputs import resolve_data_location
+
+            self._data_location = resolve_data_location(self.settings.data, self.settings.s3_endpoint)
+        return self._data_location
+
+    def ensure_run(self) -> tuple[Store, Run]:
+        if self.store is None or self.run is None:
+            from daskbench import provenance
+
+            self.store = Store(self.settings.db)
+            self.run = Run(
+                run_id=str(uuid.uuid4()),
+                label=self.settings.label or provenance.default_label(),
+                started_at=now_iso(),
+                git_sha=provenance.git_sha(),
+                ci_url=provenance.ci_url(),
+                versions=provenance.versions(),
+                host=provenance.host(),
+                dask_config=provenance.dask_config(),
+            )
+            self.store.add_run(self.run)
+        return self.store, self.run
+
+    def open(self, spec: ClusterSpec) -> OpenCluster:
+        """The cluster for ``spec``; at most one is alive, so a new spec closes the old one."""
+        self.close_cluster()
+        _, run = self.ensure_run()
+        kwargs = _cluster_kwargs(self.settings.cluster_kwargs)
+        self.cluster = open_cluster(spec, kwargs)
+        self.measurer = Measurer(self.cluster.client, run.run_id, self.prices, self.settings.timeout)
+        return self.cluster
+
+    def close_cluster(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+        self.cluster, self.measurer = None, None
+
+    def record(self, case: Case, measurement: Measurement) -> None:
+        store, _ = self.ensure_run()
+        store.add_case(case)
+        store.add_measurement(measurement)
+        self.count += 1
+
+    def finish(self, session: pytest.Session) -> None:
+        self.close_cluster()
+        if self.store is None or self.run is None:
+            return
+        self.store.finish_run(self.run.run_id)
+        if self.settings.compare:
+            self._compare(session)
+
+    def _compare(self, session: pytest.Session) -> None:
+        from daskbench.compare import compare_runs, format_table
+
+        assert self.store is not None and self.run is not None
+        try:
+            comparison = compare_runs(self.store, candidate=self.run.run_id, baseline=self.settings.compare)
+        except DaskbenchError as exc:
+            self.summary_lines.append(f"compare against {self.settings.compare!r} could not run: {exc}")
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        self.summary_lines.extend(format_table(comparison).splitlines())
+        if any(v.is_regression for v in comparison.verdicts):
+            self.regressed = True
+            self.summary_lines.append("daskbench: regression found against baseline " + repr(self.settings.compare))
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _cluster_kwargs(path: str | None) -> dict[str, Any]:
+    from daskbench.clusters import load_kwargs
+
+    return load_kwargs(path)
+
+
+@pytest.fixture(scope="session")
+def daskbench_cluster_spec(request: pytest.FixtureRequest) -> ClusterSpec:
+    """The requested cluster spec of this parametrization (saturation x workers)."""
+    return request.param
+
+
+@pytest.fixture
+def daskbench_repeat(request: pytest.FixtureRequest) -> int | None:
+    """With --interleave: which repeat this test item is; otherwise None (all repeats)."""
+    return getattr(request, "param", None)
+
+
+@pytest.fixture(scope="session")
+def daskbench_session(request: pytest.FixtureRequest) -> DaskbenchSession:
+    return request.config.stash[SESSION_KEY]
+
+
+@pytest.fixture(scope="session")
+def daskbench_cluster(
+    daskbench_cluster_spec: ClusterSpec, daskbench_session: DaskbenchSession
+) -> Iterator[OpenCluster]:
+    """One started cluster per spec, shared by the tests of that spec."""
+    try:
+        opened = daskbench_session.open(daskbench_cluster_spec)
+    except DaskbenchError as exc:
+        pytest.exit(f"daskbench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    yield opened
+    daskbench_session.close_cluster()
+
+
+@pytest.fixture
+def daskbench_client(daskbench_cluster: OpenCluster) -> Any:
+    """The distributed Client of the current benchmark cluster."""
+    return daskbench_cluster.client
+
+
+@pytest.fixture(scope="session")
+def size(daskbench_session: DaskbenchSession) -> str:
+    """The workload size of this session: tiny, small, medium or large."""
+    return daskbench_session.settings.size
+
+
+@pytest.fixture(scope="session")
+def data_location(daskbench_session: DaskbenchSession) -> Any:
+    """Where workload inputs live (a daskbench.inputs.DataLocation)."""
+    return daskbench_session.data_location()
+
+
+@pytest.fixture
+def measure(
+    request: pytest.FixtureRequest,
+    daskbench_session: DaskbenchSession,
+    daskbench_cluster: OpenCluster,
+    daskbench_repeat: int | None,
+) -> Callable[..., Any]:
+    """``measure(target, *, name=None, params=None, prepare=None)``: time and record ``target``.
+
+    ``target`` is a Dask collection or a zero-argument callable (a callable returning a
+    collection is the graph-build phase; the collection is then computed, timed). Returns
+    the last repeat's result so the test can check it.
+    """
+    benchmark = _pytest_benchmark_fixture(request)
+    return _Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark)
+
+
+def _pytest_benchmark_fixture(request: pytest.FixtureRequest) -> Any:
+    if not request.config.pluginmanager.has_plugin("benchmark"):
+        return None
+    with contextlib.suppress(pytest.FixtureLookupError):
+        bench = request.getfixturevalue("benchmark")
+        return None if bench.disabled else bench
+    return None
+
+
+@dataclass
+class _Measure:
+    node: pytest.Item
+    session: DaskbenchSession
+    cluster: OpenCluster
+    only_repeat: int | None
+    benchmark: Any
+    used: bool = False
+
+    def __call__(
+        self,
+        target: Any,
+        *,
+        name: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        prepare: Callable[[], Any] | None = None,
+    ) -> Any:
+        if self.used:
+            raise DaskbenchError("measure() can be called once per test; parametrize the test for more cases")
+        self.used = True
+        case = Case(name or self.node.originalname.removeprefix("test_"), dict(params or {}), self.cluster.spec,
+                    info={"test": self.node.nodeid})  # fmt: skip
+        phases = self._prepare(case, prepare)
+        repeats = [self.only_repeat] if self.only_repeat is not None else list(range(self.session.settings.repeat))
+        return self._run(case, target, repeats, phases)
+
+    def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
+        phases = {"cluster_start": round(self.cluster.start_seconds, 6)}
+        _, seconds = call_once(prepare)
+        if seconds is not None:
+            phases["prepare"] = seconds
+        return phases
+
+    def _run(self, case: Case, target: Any, repeats: list[int], phases: dict[str, float]) -> Any:
+        results: list[Measurement] = []
+        last: Any = None
+        for repeat in repeats:
+            measurement, last = self._one(case, target, repeat, phases)
+            results.append(measurement)
+            self._progress(case, measurement)
+            if not measurement.ok:
+                break
+        self._feed_pytest_benchmark(results)
+        failed = [m for m in results if not m.ok]
+        if failed:
+            pytest.fail(f"{failed[0].outcome}: {failed[0].message} (recorded in the store)", pytrace=False)
+        return last
+
+    def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
+        measurer = self.session.measurer
+        assert measurer is not None
+        extra = {"test": self.node.nodeid, "requested_saturation": format_saturation(self._requested_saturation())}
+        try:
+            measurement, result = measurer.measure(case, repeat, target, phases, extra)
+        except Exception as exc:  # the cluster could not restart: a harness error, still recorded
+            measurement, result = failed_measurement(measurer.run_id, case, repeat, exc, phases), None
+        self.session.record(case, measurement)
+        return measurement, result
+
+    def _progress(self, case: Case, measurement: Measurement) -> None:
+        """One line per measurement on the terminal (not captured), so long sweeps show progress."""
+        plugins = self.node.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter is None or self.node.config.get_verbosity() < 0:
+            return
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line(_progress_line(case, measurement))
+
+    def _requested_saturation(self) -> float:
+        callspec = getattr(self.node, "callspec", None)
+        spec = callspec.params.get("daskbench_cluster_spec") if callspec else None
+        return spec.worker_saturation if spec is not None else math.nan
+
+    def _feed_pytest_benchmark(self, results: list[Measurement]) -> None:
+        """Hand the measured compute-phase times to pytest-benchmark (its table, --benchmark-json).
+
+        pytest-benchmark times a callable itself, which would put our restart and
+        collectors inside its timer; instead its stats object is filled with the times we
+        measured. ``_make_stats``/``_mode`` are its internals (stable since 3.x); if they
+        are gone, pytest-benchmark simply shows nothing for daskbench tests.
+        """
+        bench = self.benchmark
+        if bench is None or not hasattr(bench, "_make_stats"):
+            return
+        bench._mode = "daskbench measure(...)"
+        passed = [m for m in results if m.ok and m.runtime_s is not None]
+        if not passed:
+            return
+        stats = bench._make_stats(1)
+        for m in passed:
+            stats.update(m.runtime_s)
+        bench.extra_info.update(_extra_info(passed[-1]))
+
+
+def _progress_line(case: Case, m: Measurement) -> str:
+    memory = f"{m.peak_worker_memory_bytes / 2**20:.0f} MiB" if m.peak_worker_memory_bytes else "-"
+    runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
+    return (
+        f"daskbench: {case.workload} {json.dumps(dict(case.params), sort_keys=True)} "
+        f"sat={format_saturation(case.cluster.worker_saturation)} workers={case.cluster.n_workers} "
+        f"repeat {m.repeat}: {m.outcome} compute {runtime}, peak/worker {memory}"
+    )
+
+
+def _extra_info(m: Measurement) -> dict[str, Any]:
+    return {
+        "peak_memory_bytes": m.peak_memory_bytes,
+        "peak_worker_memory_bytes": m.peak_worker_memory_bytes,
+        "spilled_bytes": m.spilled_bytes,
+        "cost_usd": m.cost_usd,
+        "fingerprint": m.fingerprint,
+    }

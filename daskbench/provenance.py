@@ -1,0 +1,101 @@
+"""Facts about a run that explain differences later: versions, host, dask config, git, CI."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import psutil
+
+PACKAGES = ("dask", "distributed", "xarray", "pandas", "numpy", "pyarrow", "s3fs", "fsspec", "bokeh",
+            "sqlalchemy", "psutil", "tornado", "msgpack", "cloudpickle", "coiled", "daskbench")  # fmt: skip
+#: Config keys whose values are never stored: credentials and the like.
+_SECRET = re.compile(r"token|password|passwd|secret|credential|api[-_]?key|private|auth", re.IGNORECASE)
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def host() -> dict[str, Any]:
+    return {
+        "cpu_model": _cpu_model(),
+        "cores": psutil.cpu_count(logical=True),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "memory_bytes": psutil.virtual_memory().total,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python_implementation": sys.implementation.name,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, with secret-looking keys redacted."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        elif _SECRET.search(str(key)):
+            flat[name] = "***" if value else value
+        else:
+            flat[name] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+    return flat
+
+
+def dask_config() -> dict[str, Any]:
+    import dask
+
+    return flatten(dask.config.config)
+
+
+def git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def git_sha() -> str | None:
+    sha = git("rev-parse", "HEAD")
+    if sha and git("status", "--porcelain", "--untracked-files=no"):
+        return sha + "-dirty"
+    return sha
+
+
+def default_label() -> str:
+    branch = (
+        os.environ.get("GITHUB_HEAD_REF")
+        or os.environ.get("GITHUB_REF_NAME")
+        or git("rev-parse", "--abbrev-ref", "HEAD")
+    )
+    return branch if branch and branch != "HEAD" else "local"
+
+
+def ci_url() -> str | None:
+    server, repo, run = (os.environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
