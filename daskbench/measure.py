@@ -95,16 +95,22 @@ class Measurer:
     run_id: str
     prices: PriceTable
     timeout: float
+    n_workers: int
     memory: MemoryCollector = field(init=False)
 
     def __post_init__(self) -> None:
-        self.memory = MemoryCollector(self.client)
+        self.memory = MemoryCollector(self.client, self.n_workers)
         self.memory.install()
 
     def restart(self) -> float:
-        """Restart every worker (clean memory); returns the seconds it took."""
+        """Restart every worker (clean memory) and wait for all of them; returns the seconds it took.
+
+        ``Client.restart`` waits for as many workers as were there when it was called, which
+        is too few right after a worker was killed, so the cluster size is awaited explicitly.
+        """
         start = time.perf_counter()
-        self.client.restart(wait_for_workers=True)
+        self.client.restart(wait_for_workers=False)
+        self.client.wait_for_workers(self.n_workers, timeout=max(60.0, self.timeout / 10))
         return time.perf_counter() - start
 
     def measure(

@@ -85,10 +85,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    s = config.stash[SESSION_KEY].settings
+    state = config.stash[SESSION_KEY]
+    s = state.settings
     saturations = ",".join(format_saturation(v) for v in s.saturation)
+    workers = "as the scheduler has" if state.backend == "address" else ",".join(map(str, s.workers))
     return (
-        f"daskbench: cluster={s.cluster} workers={','.join(map(str, s.workers))} saturation={saturations} "
+        f"daskbench: cluster={s.cluster} workers={workers} saturation={saturations} "
         f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}"
     )
 
@@ -143,6 +145,10 @@ class DaskbenchSession:
         ]
 
     def preflight(self) -> None:
+        if self.backend == "address":
+            from daskbench.clusters.address import check_reachable
+
+            check_reachable(self.settings.cluster)
         if self.backend == "coiled":
             from daskbench.clusters.coiled import check_available
 
@@ -179,7 +185,9 @@ class DaskbenchSession:
         _, run = self.ensure_run()
         kwargs = _cluster_kwargs(self.settings.cluster_kwargs)
         self.cluster = open_cluster(spec, kwargs)
-        self.measurer = Measurer(self.cluster.client, run.run_id, self.prices, self.settings.timeout)
+        self.measurer = Measurer(
+            self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers
+        )
         return self.cluster
 
     def close_cluster(self) -> None:

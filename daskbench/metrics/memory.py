@@ -10,6 +10,7 @@ memory limit it saw, which is how an out-of-memory kill is told from other death
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ class MemoryWatch(NannyPlugin):
         self.deaths: list[dict[str, float]] = []
         self._pid: int | None = None
         self._proc: psutil.Process | None = None
-        self._last_rss = 0
+        self._pid_high = 0  # high water of the current worker process only
 
     def start(self) -> None:
         with self._lock:
@@ -85,7 +86,7 @@ class MemoryWatch(NannyPlugin):
             if self._active:
                 self.high_water = max(self.high_water, rss)
                 self.samples.append((time.time(), rss))
-                self._last_rss = rss
+                self._pid_high = max(self._pid_high, rss)
 
     def _process(self, pid: int) -> psutil.Process:
         if pid != self._pid:
@@ -100,9 +101,11 @@ class MemoryWatch(NannyPlugin):
         return int(getattr(manager, "memory_limit", None) or getattr(self.nanny, "memory_limit", None) or 0)
 
     def _record_death(self) -> None:
+        # The high water of the dead process, not its last sample: RSS shrinks while it exits.
         limit = self._limit()
-        fraction = self._last_rss / limit if limit else 0.0
-        self.deaths.append({"time": time.time(), "last_rss": self._last_rss, "fraction": fraction})
+        fraction = self._pid_high / limit if limit else 0.0
+        self.deaths.append({"time": time.time(), "peak_rss": self._pid_high, "fraction": fraction})
+        self._pid_high = 0
 
 
 def _start_on_nanny(dask_worker: Any) -> bool:
@@ -132,8 +135,9 @@ class MemorySummary:
 class MemoryCollector:
     """Opens a sampling window on every nanny; ``stop`` returns the summary."""
 
-    def __init__(self, client: Any, bin_seconds: float = 0.05, max_points: int = 300) -> None:
+    def __init__(self, client: Any, n_workers: int, bin_seconds: float = 0.05, max_points: int = 300) -> None:
         self.client = client
+        self.n_workers = n_workers
         self.bin_seconds = bin_seconds
         self.max_points = max_points
 
@@ -147,6 +151,10 @@ class MemoryCollector:
             raise RuntimeError("daskbench memory sampler is not running on every nanny (workers need nannies)")
 
     def stop(self) -> MemorySummary:
+        # A worker killed in the window is being restarted by its nanny; the nanny kept its
+        # samples, but it is only reachable once its new worker has registered again.
+        with contextlib.suppress(TimeoutError):
+            self.client.wait_for_workers(self.n_workers, timeout=60)
         reports = [r for r in self.client.run(_stop_on_nanny, nanny=True).values() if r is not None]
         return summarize(reports, self.t0, self.bin_seconds, self.max_points)
 
@@ -193,8 +201,8 @@ def _forward_fill(bins: list[int | None], n_bins: int) -> list[int]:
 def _peak_worker(reports: list[dict[str, Any]]) -> tuple[int, float | None]:
     if not reports:
         return 0, None
-    best = max(reports, key=lambda r: max(r["high_water"], *(d["last_rss"] for d in r["deaths"]), 0))
-    peak = max(best["high_water"], *(d["last_rss"] for d in best["deaths"]), 0)
+    best = max(reports, key=lambda r: r["high_water"])
+    peak = best["high_water"]
     return peak, (peak / best["memory_limit"] if best["memory_limit"] else None)
 
 

@@ -1,0 +1,59 @@
+"""Settings layering and the one-line errors for bad values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from daskbench.config import resolve
+from daskbench.errors import DaskbenchError
+
+
+def test_flags_beat_env_beat_pyproject_beat_defaults() -> None:
+    """Each layer overrides the one below it."""
+    assert resolve({}).saturation == (1.0, 1.1, math.inf)
+    assert resolve({}, env={}, pyproject={"saturation": [1.0, "inf"]}).saturation == (1.0, math.inf)
+    env = {"DASKBENCH_SATURATION": "2.0"}
+    assert resolve({}, env=env, pyproject={"saturation": "1.0"}).saturation == (2.0,)
+    assert resolve({"saturation": "0.5"}, env=env).saturation == (0.5,)
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        ({"saturation": "0"}, "--saturation: '0' is not a number > 0 or 'inf'"),
+        ({"saturation": "abc"}, "--saturation: 'abc' is not a number > 0"),
+        ({"saturation": "nan"}, "is not a number > 0"),
+        ({"workers": "-1"}, "--workers: worker count '-1' must be >= 1"),
+        ({"size": "huge"}, "--size: 'huge' is not a size; choose one of tiny, small, medium, large"),
+        ({"memory_per_worker": "lots"}, "--memory-per-worker: 'lots' is not a memory size"),
+        ({"repeat": "0"}, "--repeat"),
+    ],
+)
+def test_bad_values_give_one_line_error_with_example(flags: dict[str, str], words: str) -> None:
+    """Every bad value names its flag, what is accepted, and an example."""
+    with pytest.raises(DaskbenchError) as info:
+        resolve(flags, env={})
+    assert words in str(info.value)
+    assert "example:" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_env_error_names_the_env_var() -> None:
+    """A bad DASKBENCH_* value is blamed on the variable, not on a flag the user never typed."""
+    with pytest.raises(DaskbenchError, match="DASKBENCH_WORKERS"):
+        resolve({}, env={"DASKBENCH_WORKERS": "two"})
+
+
+def test_unknown_pyproject_key_is_refused() -> None:
+    """A typo in [tool.daskbench] is an error listing the known keys."""
+    with pytest.raises(DaskbenchError, match=r"unknown key.*saturaton"):
+        resolve({}, env={}, pyproject={"saturaton": "1.0"})
+
+
+def test_memory_sizes_parse_binary_and_decimal_units() -> None:
+    """4GiB and 4GB are different numbers; auto means the machine split."""
+    assert resolve({"memory_per_worker": "4GiB"}, env={}).memory_per_worker == 4 * 2**30
+    assert resolve({"memory_per_worker": "4GB"}, env={}).memory_per_worker == 4 * 10**9
+    assert resolve({}, env={}).memory_per_worker is None

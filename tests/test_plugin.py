@@ -1,0 +1,250 @@
+"""The pytest plugin end to end: real pytest runs driving real Dask clusters into a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from distributed import Client
+
+from daskbench.store import Store
+
+BENCH_FILE = """
+import time
+import dask
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _total(n):
+    return int(np.arange(n).sum())
+
+
+def test_small_sum(measure):
+    assert measure(lambda: dask.delayed(_total)(1000), name="small_sum", params={"n": 1000}) == 499500
+
+
+def test_other_sum(measure):
+    assert measure(dask.delayed(_total)(10), name="other_sum", params={"n": 10}) == 45
+"""
+
+OOM_FILE = """
+import time
+import dask
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _grow(limit_mb):
+    chunks = []
+    for _ in range(limit_mb // 20):
+        chunks.append(np.ones(20 * 2**20, dtype=np.uint8))
+        time.sleep(0.02)
+    return len(chunks)
+
+
+def test_a_eats_memory(measure):
+    measure(lambda: dask.delayed(_grow)(3000), name="grow", params={})
+
+
+def test_b_still_runs(measure):
+    assert measure(dask.delayed(sum)([1, 2, 3]), name="after", params={}) == 6
+"""
+
+
+def run_pytest(
+    folder: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run pytest with the daskbench plugin in ``folder`` as a user would, in a fresh process."""
+    command = [sys.executable, "-m", "pytest", "-p", "daskbench.plugin", "-p", "no:cacheprovider", *args]
+    return subprocess.run(
+        command, cwd=folder, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+def daskbench_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "daskbench", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, subprocess.CompletedProcess[str]]]:
+    """One real sweep: two benchmarks x saturation {1.0, inf} x workers {1}, stored in SQLite."""
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "test_bench.py").write_text(BENCH_FILE)
+    db = f"sqlite:///{folder / 'results.db'}"
+    result = run_pytest(folder, "-m", "benchmark", "-v", "--saturation", "1.0,inf", "--workers", "1", "--db", db,
+                        "--label", "<script>x</script>", "--benchmark-json", str(folder / "bench.json"))  # fmt: skip
+    yield folder, db, result
+
+
+def test_sweep_parametrizes_saturation_and_workers_in_test_ids(
+    sweep: tuple[Path, str, subprocess.CompletedProcess[str]],
+) -> None:
+    """Each benchmark runs once per (saturation, workers) and the test id shows both."""
+    _, _, result = sweep
+    assert result.returncode == 0, result.stdout + result.stderr
+    for test in ("test_small_sum", "test_other_sum"):
+        for sat in ("1.0", "inf"):
+            assert f"{test}[sat={sat}-workers=1] PASSED" in result.stdout
+
+
+def test_sweep_records_the_saturation_read_back_from_the_scheduler(
+    sweep: tuple[Path, str, subprocess.CompletedProcess[str]],
+) -> None:
+    """The stored cluster spec carries the scheduler's own worker-saturation value."""
+    _, db, _ = sweep
+    shown = json.loads(daskbench_cli("show", Store(db).latest_run().run_id, "--db", db, "--format", "json").stdout)
+    assert sorted({row["worker_saturation"] for row in shown}, key=str) == [1.0, "inf"]
+    assert {row["outcome"] for row in shown} == {"passed"}
+    required = {"run_id", "workload", "params", "n_workers", "threads_per_worker", "worker_saturation", "repeat",
+                "outcome", "runtime_s", "peak_memory_bytes", "peak_worker_memory_bytes", "mean_memory_bytes",
+                "spilled_bytes", "cost_usd", "fingerprint"}  # fmt: skip
+    assert all(required <= row.keys() for row in shown)
+    assert all(row["runtime_s"] > 0 and row["peak_worker_memory_bytes"] > 50 * 2**20 for row in shown)
+
+
+def test_cases_sharing_a_spec_share_one_cluster(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:
+    """Two benchmarks of one spec record the same cluster start: the cluster was started once."""
+    _, db, _ = sweep
+    store = Store(db)
+    measurements = store.measurements([store.latest_run().run_id])
+    starts = {m.phases["cluster_start"] for m in measurements}
+    assert len(measurements) == 4 and len(starts) == 2
+
+
+def test_runs_lists_the_run_with_versions(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:
+    """`daskbench runs --format json` lists runs with id, label, start and versions."""
+    _, db, _ = sweep
+    (run,) = json.loads(daskbench_cli("runs", "--db", db, "--format", "json").stdout)
+    assert run["label"] == "<script>x</script>"
+    assert run["measurements"] == 4 and run["versions"]["dask"] and run["started_at"] and run["ended_at"]
+
+
+def test_pytest_benchmark_json_carries_runtime_and_memory(
+    sweep: tuple[Path, str, subprocess.CompletedProcess[str]],
+) -> None:
+    """pytest-benchmark's JSON gets our compute-phase time and memory/cost in extra_info."""
+    folder, _, _ = sweep
+    benchmarks = json.loads((folder / "bench.json").read_text())["benchmarks"]
+    assert len(benchmarks) == 4
+    assert all(b["stats"]["rounds"] == 1 and b["extra_info"]["peak_worker_memory_bytes"] > 0 for b in benchmarks)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        ("--saturation", "0", "--saturation: '0' is not a number > 0 or 'inf'"),
+        ("--saturation", "abc", "--saturation: 'abc' is not a number > 0 or 'inf'"),
+        ("--workers", "-1", "--workers: worker count '-1' must be >= 1"),
+        ("--size", "huge", "--size: 'huge' is not a size"),
+        ("--cluster", "kubernetes", "--cluster 'kubernetes' is not a cluster spec"),
+        ("--cluster", "tcp://127.0.0.1:9", "cannot reach the scheduler at tcp://127.0.0.1:9"),
+    ],
+)
+def test_bad_values_stop_before_any_cluster_starts(tmp_path: Path, flag: str, value: str, words: str) -> None:
+    """A bad option ends the session with one error line, no cluster, no store."""
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE)
+    started = time.perf_counter()
+    result = run_pytest(tmp_path, "-m", "benchmark", f"{flag}={value}", "--db", f"sqlite:///{tmp_path / 'r.db'}")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and words in errors[0], result.stderr
+    assert not (tmp_path / "r.db").exists()
+    assert time.perf_counter() - started < 30
+
+
+def test_interleave_runs_repeat_zero_of_every_case_before_repeat_one(tmp_path: Path) -> None:
+    """--interleave --repeat 2 orders the session ABAB: all r0 items, then all r1 items."""
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE)
+    result = run_pytest(
+        tmp_path,
+        "-m",
+        "benchmark",
+        "--collect-only",
+        "-q",
+        "--interleave",
+        "--repeat",
+        "2",
+        "--saturation",
+        "1.0,inf",
+        "--workers",
+        "1",
+    )
+    items = [line for line in result.stdout.splitlines() if "::" in line]
+    assert len(items) == 8
+    assert all("-r0]" in line for line in items[:4]) and all("-r1]" in line for line in items[4:])
+
+
+def test_worker_killed_for_memory_is_recorded_as_oom_and_later_tests_run(tmp_path: Path) -> None:
+    """A worker the nanny kills at 95% of its limit is an `oom` measurement, not a crashed suite."""
+    (tmp_path / "test_bench.py").write_text(OOM_FILE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    result = run_pytest(tmp_path, "-m", "benchmark", "-v", "--workers", "1", "--saturation", "1.1",
+                        "--memory-per-worker", "768MiB", "--db", db, "-p", "no:benchmark", env=env)  # fmt: skip
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
+    assert "test_b_still_runs[sat=1.1-workers=1] PASSED" in result.stdout
+    store = Store(db)
+    outcomes = {m.repeat: m for m in store.measurements()}
+    grow, after = store.measurements()
+    assert grow.outcome == "oom", grow
+    assert grow.worker_restarts and grow.worker_restarts >= 1
+    assert grow.peak_worker_memory_fraction and grow.peak_worker_memory_fraction > 0.9
+    assert after.outcome == "passed" and outcomes
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def running_scheduler(tmp_path: Path) -> Iterator[str]:
+    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+    # A consistent software environment: the benchmark module is importable where tasks run.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB", "--dashboard-address", ":0"],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for process in (worker, scheduler):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_existing_scheduler_gets_saturation_set_while_idle_and_read_back(
+    tmp_path: Path, running_scheduler: str
+) -> None:
+    """`--cluster tcp://...` sets worker-saturation on the idle scheduler and records what it reports."""
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    result = run_pytest(
+        tmp_path, "-m", "benchmark", "-v", "--cluster", running_scheduler, "--saturation", "1.0,inf", "--db", db
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    store = Store(db)
+    cases = store.cases()
+    saturations = sorted(cases[m.fingerprint].cluster.worker_saturation for m in store.measurements())
+    assert saturations == [1.0, float("inf")]
+    assert {c.cluster.backend for c in cases.values()} == {"address"}
+    assert {c.cluster.memory_per_worker for c in cases.values()} == {2 * 2**30}

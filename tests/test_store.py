@@ -1,0 +1,92 @@
+"""The SQL store: round trips, append-only keys, schema versioning, secrets, bad files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from daskbench.errors import DaskbenchError
+from daskbench.store import SCHEMA_VERSION, Store, redact_url
+from tests.conftest import make_case, make_measurement, make_run
+
+
+def test_measurement_round_trips_every_field(store: Store) -> None:
+    """What is written is what is read back, timeline and extras included."""
+    run, case = make_run(), make_case()
+    written = make_measurement(run, case, phases={"compute": 1.0, "restart": 2.0}, extra={"instance": "m6i.large"})
+    store.add_run(run)
+    store.add_case(case)
+    store.add_measurement(written)
+    (read,) = store.measurements([run.run_id])
+    assert read == written.__class__(**{**written.__dict__, "recorded_at": read.recorded_at})
+    assert store.cases()[case.fingerprint] == case
+
+
+def test_duplicate_measurement_key_is_refused(store: Store) -> None:
+    """(run, fingerprint, repeat) is unique: a row is never written twice or overwritten."""
+    run, case = make_run(), make_case()
+    store.add_run(run)
+    store.add_case(case)
+    store.add_measurement(make_measurement(run, case))
+    with pytest.raises(DaskbenchError, match="already stored"):
+        store.add_measurement(make_measurement(run, case, runtime_s=9.0))
+    assert [m.runtime_s for m in store.measurements([run.run_id])] == [1.0]
+
+
+def test_store_from_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A store written by a newer daskbench is refused with what to do, not misread."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    Store(url).close()
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+        conn.execute("UPDATE schema_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(DaskbenchError, match=r"newer than this daskbench.*upgrade daskbench"):
+        Store(url)
+
+
+def test_corrupt_file_is_refused_with_a_fix(tmp_path: Path) -> None:
+    """A file that is not a database gives a one-line error naming it, not a traceback."""
+    path = tmp_path / "daskbench.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(DaskbenchError, match="not a usable daskbench store") as info:
+        Store(f"sqlite:///{path}")
+    assert "\n" not in str(info.value)
+
+
+def test_password_never_appears_in_the_display_url() -> None:
+    """Database passwords are replaced before a URL reaches logs or reports."""
+    shown = redact_url("postgresql://bench:s3cr3t@db.example:5432/results")
+    assert "s3cr3t" not in shown
+    assert "db.example" in shown
+
+
+def test_run_prefix_lookup_and_ambiguity(store: Store) -> None:
+    """A unique prefix finds a run; an unknown one says how to list runs."""
+    run = make_run(run_id="abcdef12-0000")
+    store.add_run(run)
+    store.add_run(make_run(run_id="abcdff34-0000"))
+    assert store.run("abcde").run_id == run.run_id
+    with pytest.raises(DaskbenchError, match="matches 2 runs"):
+        store.run("abc")
+    with pytest.raises(DaskbenchError, match="daskbench runs"):
+        store.run("zzz")
+
+
+def test_newest_baseline_setting_wins(store: Store) -> None:
+    """Re-pointing a baseline appends a row; the newest one is used."""
+    first, second = make_run(), make_run()
+    store.add_run(first)
+    store.add_run(second)
+    store.set_baseline("main", [first.run_id])
+    store.set_baseline("main", [second.run_id[:8]])
+    assert store.baseline("main") == (second.run_id,)
+    with pytest.raises(DaskbenchError, match="daskbench baseline set nightly"):
+        store.baseline("nightly")
+
+
+def test_sqlite_store_uses_wal(tmp_path: Path) -> None:
+    """SQLite runs in WAL mode so a reader never blocks the suite writing measurements."""
+    Store(f"sqlite:///{tmp_path / 'db.sqlite'}").close()
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
