@@ -11,20 +11,20 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, backend_of, open_cluster
+from daskbench.clusters import OpenCluster, backend_of
 from daskbench.errors import DaskbenchError
-from daskbench.measure import Measurer, call_once, failed_measurement
-from daskbench.metrics.cost import PriceTable, load_prices
-from daskbench.model import Case, ClusterSpec, Measurement, Run, format_saturation
-from daskbench.store import Store, now_iso, redact_url
+from daskbench.measure import call_once, failed_measurement
+from daskbench.metrics.cost import load_prices
+from daskbench.model import Case, ClusterSpec, Measurement, format_saturation
+from daskbench.session import DaskbenchSession
+from daskbench.store import redact_url
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 
@@ -97,8 +97,13 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
-    if state is not None:
-        state.finish(session)
+    if state is None:
+        return
+    outcome = state.finish()
+    if outcome == "regressed":
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif outcome == "compare-error":
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -112,124 +117,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(f"see them with: daskbench show {state.run.run_id[:8]}")
     for line in state.summary_lines:
         terminalreporter.write_line(line)
-
-
-@dataclass
-class DaskbenchSession:
-    """Everything one pytest session shares: settings, store, run, the open cluster."""
-
-    settings: cfg.Settings
-    backend: str
-    prices: PriceTable
-    store: Store | None = None
-    run: Run | None = None
-    count: int = 0
-    cluster: OpenCluster | None = None
-    measurer: Measurer | None = None
-    prepared: dict[str, float] = field(default_factory=dict)
-    summary_lines: list[str] = field(default_factory=list)
-    regressed: bool = False
-
-    @property
-    def store_display(self) -> str:
-        return redact_url(self.settings.db)
-
-    def requested_specs(self) -> list[ClusterSpec]:
-        s = self.settings
-        target = "" if self.backend == "local" else s.cluster
-        workers = s.workers if self.backend != "address" else s.workers[:1]
-        return [
-            ClusterSpec(self.backend, n, s.threads_per_worker, s.memory_per_worker, sat, target=target)
-            for sat in s.saturation
-            for n in workers
-        ]
-
-    def preflight(self) -> None:
-        if self.backend == "address":
-            from daskbench.clusters.address import check_reachable
-
-            check_reachable(self.settings.cluster)
-        if self.backend == "coiled":
-            from daskbench.clusters.coiled import check_available
-
-            check_available()
-
-    def data_location(self) -> Any:
-        if not hasattr(self, "_data_location"):
-            from daskbench.inputs import resolve_data_location
-
-            self._data_location = resolve_data_location(self.settings.data, self.settings.s3_endpoint)
-        return self._data_location
-
-    def ensure_run(self) -> tuple[Store, Run]:
-        if self.store is None or self.run is None:
-            from daskbench import provenance
-
-            self.store = Store(self.settings.db)
-            self.run = Run(
-                run_id=str(uuid.uuid4()),
-                label=self.settings.label or provenance.default_label(),
-                started_at=now_iso(),
-                git_sha=provenance.git_sha(),
-                ci_url=provenance.ci_url(),
-                versions=provenance.versions(),
-                host=provenance.host(),
-                dask_config=provenance.dask_config(),
-            )
-            self.store.add_run(self.run)
-        return self.store, self.run
-
-    def open(self, spec: ClusterSpec) -> OpenCluster:
-        """The cluster for ``spec``; at most one is alive, so a new spec closes the old one."""
-        self.close_cluster()
-        _, run = self.ensure_run()
-        kwargs = _cluster_kwargs(self.settings.cluster_kwargs)
-        self.cluster = open_cluster(spec, kwargs)
-        self.measurer = Measurer(
-            self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers
-        )
-        return self.cluster
-
-    def close_cluster(self) -> None:
-        if self.cluster is not None:
-            self.cluster.close()
-        self.cluster, self.measurer = None, None
-
-    def record(self, case: Case, measurement: Measurement) -> None:
-        store, _ = self.ensure_run()
-        store.add_case(case)
-        store.add_measurement(measurement)
-        self.count += 1
-
-    def finish(self, session: pytest.Session) -> None:
-        self.close_cluster()
-        if self.store is None or self.run is None:
-            return
-        self.store.finish_run(self.run.run_id)
-        if self.settings.compare:
-            self._compare(session)
-
-    def _compare(self, session: pytest.Session) -> None:
-        from daskbench.compare import compare_runs, format_table
-
-        assert self.store is not None and self.run is not None
-        try:
-            comparison = compare_runs(self.store, candidate=self.run.run_id, baseline=self.settings.compare)
-        except DaskbenchError as exc:
-            self.summary_lines.append(f"compare against {self.settings.compare!r} could not run: {exc}")
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            return
-        self.summary_lines.extend(format_table(comparison).splitlines())
-        if any(v.is_regression for v in comparison.verdicts):
-            self.regressed = True
-            self.summary_lines.append("daskbench: regression found against baseline " + repr(self.settings.compare))
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _cluster_kwargs(path: str | None) -> dict[str, Any]:
-    from daskbench.clusters import load_kwargs
-
-    return load_kwargs(path)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from distributed import Client
 
 from daskbench.store import Store
 
+SECRET = "tok-SECRET-do-not-store-123"
 BENCH_FILE = """
 import time
 import dask
@@ -84,7 +85,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str,
     (folder / "test_bench.py").write_text(BENCH_FILE)
     db = f"sqlite:///{folder / 'results.db'}"
     result = run_pytest(folder, "-m", "benchmark", "-v", "--saturation", "1.0,inf", "--workers", "1", "--db", db,
-                        "--label", "<script>x</script>", "--benchmark-json", str(folder / "bench.json"))  # fmt: skip
+                        "--label", "<script>x</script>", "--benchmark-json", str(folder / "bench.json"),
+                        env={"DASK_COILED__TOKEN": SECRET})  # fmt: skip
     yield folder, db, result
 
 
@@ -129,6 +131,15 @@ def test_runs_lists_the_run_with_versions(sweep: tuple[Path, str, subprocess.Com
     (run,) = json.loads(daskbench_cli("runs", "--db", db, "--format", "json").stdout)
     assert run["label"] == "<script>x</script>"
     assert run["measurements"] == 4 and run["versions"]["dask"] and run["started_at"] and run["ended_at"]
+
+
+def test_tokens_in_dask_config_never_reach_the_store(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:
+    """A credential in the dask config is recorded as *** (the store file does not contain it)."""
+    folder, db, result = sweep
+    for path in folder.glob("results.db*"):  # the database and its WAL
+        assert SECRET.encode() not in path.read_bytes()
+    assert SECRET not in result.stdout + result.stderr
+    assert Store(db).latest_run().dask_config["coiled.token"] == "***"
 
 
 def test_pytest_benchmark_json_carries_runtime_and_memory(
