@@ -225,7 +225,8 @@ class Verdict:
 
     ``ratio`` is candidate / baseline (> 1 means more time, memory or money);
     ``ci_low``/``ci_high`` bound it at the stated confidence; ``floor`` is the minimum
-    effect that counts (e.g. 1.10).
+    effect that counts (e.g. 1.10); ``score`` is the history mode's robust z-score of the
+    candidate against the case's history (None in A/B mode).
     """
 
     fingerprint: str
@@ -242,6 +243,7 @@ class Verdict:
     cluster: Mapping[str, Any] = field(default_factory=dict)
     method: str = ""
     note: str = ""
+    score: float | None = None
 
     def __post_init__(self) -> None:
         _require(self.verdict in VERDICTS, "Verdict", "verdict", f"must be one of {VERDICTS}, got {self.verdict!r}")

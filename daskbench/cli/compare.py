@@ -1,0 +1,154 @@
+"""``daskbench baseline set|list`` and ``daskbench compare``.
+
+``daskbench compare`` with no ``--baseline`` and no ``--history`` compares the latest run
+with the baseline named ``main``; when there is no such baseline it falls back to history
+mode (each case against its last 20 good runs) and says so in its output, so a nightly job
+works before anyone has named a baseline. Exit codes: 0 nothing regressed, 1 a regression
+(or a newly failing case), 2 the comparison could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json
+from daskbench.compare import compare_runs, comparison_to_json, format_table, regression_summary
+from daskbench.errors import DaskbenchError, RegressionFound
+from daskbench.model import METRICS
+
+_FLOOR_ALIASES = {
+    "runtime": ("runtime_s",),
+    "memory": ("peak_memory_bytes", "peak_worker_memory_bytes"),
+    "worker_memory": ("peak_worker_memory_bytes",),
+    "cost": ("cost_usd",),
+    **{metric: (metric,) for metric in METRICS},
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_baseline(subparsers)
+    _register_compare(subparsers)
+
+
+def _register_baseline(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "baseline",
+        help="name runs as a baseline, list baselines",
+        description="A baseline is a name (e.g. main) pointing at one or more runs; setting it again repoints it.",
+    )
+    actions = parser.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
+    set_parser = actions.add_parser(
+        "set",
+        help="point NAME at one or more runs",
+        description="Point baseline NAME at these runs (ids or unique prefixes). Several runs pool their "
+        "repeats, which gives even --repeat 1 runs a spread to judge against.",
+    )
+    set_parser.add_argument("name", metavar="NAME", help="baseline name, e.g. main")
+    set_parser.add_argument("runs", metavar="RUN", nargs="+", help="run id or unique prefix")
+    add_db_option(set_parser)
+    set_parser.set_defaults(func=_baseline_set)
+    list_parser = actions.add_parser("list", help="list baselines and their runs", description="List baselines.")
+    add_db_option(list_parser)
+    add_format_option(list_parser)
+    list_parser.set_defaults(func=_baseline_list)
+
+
+def _register_compare(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="verdicts: what got slower, fatter or dearer than the baseline",
+        description="Compare a run (default: the latest) with a baseline (default: the baseline named main; "
+        "without one, each case's last 20 good runs). One row per case and metric, biggest change first.",
+        epilog="exit codes: 0 nothing regressed, 1 something regressed or newly fails, 2 could not run",
+    )
+    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
+    parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
+    parser.add_argument(
+        "--history", metavar="N", type=_history_runs, help="compare each case with its last N good runs instead"
+    )
+    parser.add_argument(
+        "--floor",
+        metavar="FLOORS",
+        help="minimum effect that counts, e.g. runtime=1.1,memory=1.15,cost=20%% or 1.2 for all (default: 1.1)",
+    )
+    parser.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="compare runs from different hosts, or with different cluster specs (cases paired by workload)",
+    )
+    add_format_option(parser)
+    add_db_option(parser)
+    parser.set_defaults(func=_compare)
+
+
+def _history_runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs >= 1 (e.g. --history 20)")
+    return value
+
+
+def parse_floors(text: str) -> dict[str, float]:
+    """``"runtime=1.1,memory=15%,cost=1.2"`` or ``"1.2"`` (every metric) -> floors by metric name."""
+    floors: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        name, _, value = item.rpartition("=")
+        metrics = _FLOOR_ALIASES.get(name.strip().replace("-", "_")) if name else METRICS
+        if not metrics:
+            raise DaskbenchError(f"--floor: unknown metric {name!r}; use runtime, memory, worker_memory or cost")
+        floors.update(dict.fromkeys(metrics, _floor_value(value)))
+    return floors
+
+
+def _floor_value(text: str) -> float:
+    raw = text.strip()
+    try:
+        value = 1.0 + float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 1.0 <= value < 100.0:
+        raise DaskbenchError(f"--floor: {text!r} is not a ratio >= 1 like 1.1 or a percentage like 10% (runtime=1.1)")
+    return value
+
+
+def _baseline_set(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    run_ids = store.set_baseline(args.name, args.runs)
+    print(f"baseline {args.name!r} -> {', '.join(run_id[:8] for run_id in run_ids)}")
+    return 0
+
+
+def _baseline_list(args: argparse.Namespace) -> int:
+    found = open_store(args).baselines()
+    if args.format == "json":
+        print_json({name: list(run_ids) for name, run_ids in found.items()})
+    elif not found:
+        print("no baselines yet; set one with: daskbench baseline set main <run-id>")
+    for name, run_ids in found.items() if args.format == "table" else ():
+        print(f"{name}  {' '.join(run_id[:8] for run_id in run_ids)}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    floors = parse_floors(args.floor) if args.floor else None
+    comparison = compare_runs(
+        open_store(args),
+        candidate=args.candidate,
+        baseline=args.baseline,
+        history=args.history,
+        floors=floors,
+        allow_mixed=args.allow_mixed,
+    )
+    if args.format == "json":
+        print_json(comparison_to_json(comparison))
+    else:
+        print(format_table(comparison))
+    sys.stdout.flush()
+    if comparison.regressions:
+        raise RegressionFound(regression_summary(comparison))
+    return 0

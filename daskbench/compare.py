@@ -1,0 +1,423 @@
+"""Compare a candidate run with a baseline: verdicts from the store, and what differs beside them.
+
+Two modes (the statistics and their defaults live in `daskbench.stats`):
+
+- **A/B**: ``baseline`` is a baseline name (``daskbench baseline set``) or a run id/prefix;
+  the repeats of each case in the baseline run(s) against those in the candidate run.
+- **history**: each case of the candidate against its own last N good runs (runs started
+  before the candidate, on the same kind of host unless ``allow_mixed``).
+
+With neither ``baseline`` nor ``history``, the baseline named ``main`` is used if it
+exists; otherwise compare falls back to history mode (``DEFAULT_HISTORY`` runs) and says
+so in ``Comparison.notes``, because a first nightly set-up has history before anyone has
+named a baseline.
+
+Cases are matched by fingerprint. Per case, outcomes come first: a case with a failed
+repeat (``FAILED_OUTCOMES``) in the candidate but none in the baseline (history: the
+latest earlier run) is ``newly-failing``; the reverse is ``fixed``; failures on both sides
+are ``inconclusive``; these get one row (metric ``runtime_s``) for the whole case, as do
+``new`` (only in the candidate) and ``missing`` (only in the baseline; history: in the
+latest earlier run). Otherwise there is one row per metric with values on either side.
+
+A/B refuses (`DaskbenchError`) runs from hosts whose cpu model, cores or memory differ,
+and runs with no case in common that share workloads whose cluster specs differ. With
+``allow_mixed`` such cases are instead paired by workload and parameters (each baseline
+case with the candidate case whose cluster spec differs in the fewest fields), which is
+how two settings (e.g. worker-saturation 1.1 vs inf) are compared as A and B.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from daskbench import comparable, stats
+from daskbench.compare_format import comparison_to_json as comparison_to_json
+from daskbench.compare_format import format_table as format_table
+from daskbench.compare_format import format_verdict as format_verdict
+from daskbench.compare_format import regression_summary as regression_summary
+from daskbench.compare_format import verdicts_to_json as verdicts_to_json
+from daskbench.errors import DaskbenchError
+from daskbench.model import METRICS, Case, Measurement, Run, Verdict, VerdictKind
+from daskbench.store import Store
+
+#: Per metric: (baseline values, candidate values) of one case.
+SideValues = Callable[[str], tuple[list[float], list[float]]]
+#: Per metric and both sides' values: the statistical decision.
+Decide = Callable[[str, list[float], list[float]], stats.Decision]
+
+DEFAULT_BASELINE = "main"
+#: Outcome rows (new, missing, newly-failing, fixed) are about the whole case; they carry this metric.
+CASE_METRIC = "runtime_s"
+#: Tie-break of equal effects: the verdicts a maintainer must act on first.
+_ORDER = {
+    kind: index
+    for index, kind in enumerate(
+        ("newly-failing", "regressed", "fixed", "improved", "inconclusive", "unchanged", "new", "missing")
+    )
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdicts of one candidate run against a baseline, and what else differs."""
+
+    mode: Literal["ab", "history"]
+    baseline_runs: tuple[Run, ...]
+    candidate_run: Run
+    verdicts: tuple[Verdict, ...]
+    version_diff: dict[str, tuple[str | None, str | None]]
+    config_diff: dict[str, tuple[Any, Any]]
+    host_diff: dict[str, tuple[Any, Any]]
+    baseline_label: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.is_regression)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    floors: Mapping[str, float]
+    z_threshold: float
+    min_history: int
+
+
+def compare_runs(
+    store: Store,
+    *,
+    candidate: str | None = None,
+    baseline: str | None = None,
+    history: int | None = None,
+    floors: Mapping[str, float] | None = None,
+    allow_mixed: bool = False,
+    z_threshold: float = stats.Z_THRESHOLD,
+    min_history: int = stats.MIN_HISTORY,
+) -> Comparison:
+    """Compare ``candidate`` (default: the latest run) with ``baseline`` or its history."""
+    if baseline is not None and history is not None:
+        raise DaskbenchError("give either --baseline or --history, not both")
+    if history is not None and history < 1:
+        raise DaskbenchError(f"--history needs a number of runs >= 1, got {history}")
+    rules = _Rules(_merge_floors(floors), z_threshold, min_history)
+    cand = store.run(candidate) if candidate else store.latest_run()
+    cand_ms = store.measurements([cand.run_id])
+    if not cand_ms:
+        raise DaskbenchError(f"run {cand.run_id[:8]} has no measurements; nothing to compare")
+    notes: list[str] = []
+    if baseline is None and history is None:
+        if DEFAULT_BASELINE in store.baselines():
+            baseline = DEFAULT_BASELINE
+        else:
+            history = stats.DEFAULT_HISTORY
+            notes.append(
+                f"no baseline named {DEFAULT_BASELINE!r}: comparing each case with its last {history} good runs "
+                f"(name one with: daskbench baseline set {DEFAULT_BASELINE} <run-id>)"
+            )
+    if history is not None:
+        return _history_comparison(store, cand, cand_ms, history, rules, allow_mixed, notes)
+    label, base_runs = _resolve_baseline(store, baseline or DEFAULT_BASELINE)
+    return _ab_comparison(store, cand, cand_ms, base_runs, label, rules, allow_mixed, notes)
+
+
+def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
+    merged = dict(stats.DEFAULT_FLOORS)
+    for metric, value in (floors or {}).items():
+        if metric not in METRICS or not value >= 1.0:
+            raise DaskbenchError(f"floor {metric}={value!r}: metrics are {', '.join(METRICS)} and floors are >= 1")
+        merged[metric] = float(value)
+    return merged
+
+
+def _resolve_baseline(store: Store, name: str) -> tuple[str, tuple[Run, ...]]:
+    """A baseline name wins over a run id prefix of the same spelling."""
+    if name in store.baselines():
+        return name, tuple(store.run(run_id) for run_id in store.baseline(name))
+    try:
+        run = store.run(name)
+    except DaskbenchError:
+        raise DaskbenchError(
+            f"no baseline or run named {name!r}; list them with: daskbench baseline list, daskbench runs"
+        ) from None
+    return run.run_id[:8], (run,)
+
+
+# -- A/B --------------------------------------------------------------------------------
+
+
+def _ab_comparison(
+    store: Store,
+    cand: Run,
+    cand_ms: list[Measurement],
+    base_runs: tuple[Run, ...],
+    label: str,
+    rules: _Rules,
+    allow_mixed: bool,
+    notes: list[str],
+) -> Comparison:
+    if cand.run_id in {run.run_id for run in base_runs}:
+        raise DaskbenchError(f"run {cand.run_id[:8]} is both candidate and baseline {label!r}; pass --candidate")
+    if not allow_mixed:
+        comparable.refuse_mixed_hosts(base_runs, cand)
+    base = _by_fingerprint(store.measurements([run.run_id for run in base_runs]))
+    cand_by = _by_fingerprint(cand_ms)
+    cases = store.cases({*base, *cand_by})
+    verdicts: list[Verdict] = []
+    for base_fp, cand_fp, note in comparable.pair_cases(set(base), set(cand_by), cases, allow_mixed):
+        fp = cand_fp or base_fp or ""
+        base_side, cand_side = base.get(base_fp or "", []), cand_by.get(cand_fp or "", [])
+        status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(cases[fp], fp, base_side, cand_side)
+        if status is not None:
+            verdicts.append(status)
+            continue
+        values, decide = _ab_rule(base_side, cand_side, len(base_runs) == 1, rules)
+        verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+    return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
+
+
+def _ab_rule(
+    base: list[Measurement], cand: list[Measurement], one_run: bool, rules: _Rules
+) -> tuple[SideValues, Decide]:
+    """Values ordered by repeat; paired when one baseline run has the candidate's repeats."""
+
+    def values(metric: str) -> tuple[list[float], list[float]]:
+        return _values(base, metric), _values(cand, metric)
+
+    def decide(metric: str, b: list[float], c: list[float]) -> stats.Decision:
+        paired = one_run and len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
+        return stats.ab_decision(b, c, rules.floors[metric], paired=paired)
+
+    return values, decide
+
+
+def _repeat_set(ms: list[Measurement], metric: str) -> list[int]:
+    return sorted(m.repeat for m in ms if m.ok and getattr(m, metric) is not None)
+
+
+# -- history ----------------------------------------------------------------------------
+
+
+def _history_comparison(
+    store: Store,
+    cand: Run,
+    cand_ms: list[Measurement],
+    window: int,
+    rules: _Rules,
+    allow_mixed: bool,
+    notes: list[str],
+) -> Comparison:
+    earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
+    usable = {run.run_id: run for run in earlier if allow_mixed or comparable.same_host(run, cand)}
+    if len(usable) < len(earlier):
+        notes.append(
+            f"history skips {len(earlier) - len(usable)} earlier runs from other hosts "
+            f"({', '.join(comparable.HOST_IDENTITY)} differ); --allow-mixed includes them"
+        )
+    cand_by = _by_fingerprint(cand_ms)
+    cases = store.cases(cand_by)
+    verdicts: list[Verdict] = []
+    used: dict[str, Run] = {}
+    for fp, ms in sorted(cand_by.items()):
+        past = _past(store.measurements(fingerprint=fp), usable)
+        good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
+        used.update((run.run_id, run) for run, _ in good)
+        verdicts += _history_case(cases[fp], fp, ms, past, good, rules)
+    reference = _reference_run(list(usable.values()), cand)
+    if reference is not None:
+        used[reference.run_id] = reference
+        verdicts += _missing_from(store, reference, cand_by)
+        notes.append(
+            f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
+        )
+    base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
+    label = f"last {window} good runs of each case"
+    return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label, notes)
+
+
+def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> list[tuple[Run, list[Measurement]]]:
+    grouped: dict[str, list[Measurement]] = {}
+    for m in ms:
+        if m.run_id in usable:
+            grouped.setdefault(m.run_id, []).append(m)
+    return sorted(((usable[run_id], group) for run_id, group in grouped.items()), key=lambda item: item[0].started_at)
+
+
+def _history_case(
+    case: Case,
+    fp: str,
+    cand: list[Measurement],
+    past: list[tuple[Run, list[Measurement]]],
+    good: list[tuple[Run, list[Measurement]]],
+    rules: _Rules,
+) -> list[Verdict]:
+    if not past:
+        return [_outcome_verdict(case, fp, "new", [], cand, "no earlier run of this case")]
+    status = _outcome_change(case, fp, past[-1][1], cand)
+    if status is not None:
+        return [status]
+
+    def values(metric: str) -> tuple[list[float], list[float]]:
+        summaries = [stats.median(found) for _, group in good if (found := _values(group, metric))]
+        return summaries, _values(cand, metric)
+
+    def decide(metric: str, history: list[float], c: list[float]) -> stats.Decision:
+        floor, z, least = rules.floors[metric], rules.z_threshold, rules.min_history
+        return stats.history_decision(history, c, floor, z_threshold=z, min_history=least)
+
+    return _metric_verdicts(case, fp, values, decide, rules, "")
+
+
+def _reference_run(earlier: list[Run], cand: Run) -> Run | None:
+    """The latest earlier run, preferring one with the candidate's label (e.g. the last nightly)."""
+    ordered = sorted(earlier, key=lambda run: run.started_at)
+    same_label = [run for run in ordered if run.label == cand.label]
+    return (same_label or ordered)[-1] if ordered else None
+
+
+def _missing_from(store: Store, reference: Run, cand_by: Mapping[str, list[Measurement]]) -> list[Verdict]:
+    gone = {fp: ms for fp, ms in _by_fingerprint(store.measurements([reference.run_id])).items() if fp not in cand_by}
+    cases = store.cases(gone)
+    note = f"in run {reference.run_id[:8]}, not in the candidate"
+    return [_outcome_verdict(cases[fp], fp, "missing", ms, [], note) for fp, ms in sorted(gone.items())]
+
+
+# -- one case ---------------------------------------------------------------------------
+
+
+def _presence(case: Case, fp: str, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
+    if not base:
+        return _outcome_verdict(case, fp, "new", [], cand, "not in the baseline")
+    if not cand:
+        return _outcome_verdict(case, fp, "missing", base, [], "not in the candidate")
+    return None
+
+
+def _outcome_change(case: Case, fp: str, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
+    base_failed, cand_failed = [m for m in base if not m.ok], [m for m in cand if not m.ok]
+    if cand_failed and not base_failed:
+        return _outcome_verdict(case, fp, "newly-failing", base, cand, _failure(cand_failed, len(cand)))
+    if base_failed and not cand_failed:
+        return _outcome_verdict(case, fp, "fixed", base, cand, f"passes; was {_failure(base_failed, len(base))}")
+    if base_failed and cand_failed:
+        note = f"fails on both sides: was {_failure(base_failed, len(base))}; now {_failure(cand_failed, len(cand))}"
+        return _outcome_verdict(case, fp, "inconclusive", base, cand, note)
+    return None
+
+
+def _failure(failed: list[Measurement], total: int) -> str:
+    counts = ", ".join(
+        f"{outcome}" + (f" x{n}" if n > 1 else "") for outcome, n in Counter(m.outcome for m in failed).items()
+    )
+    message = next((m.message.splitlines()[0] for m in failed if m.message.strip()), "")
+    return f"{counts} in {len(failed)} of {total} repeats" + (f" ({message[:160]})" if message else "")
+
+
+def _metric_verdicts(
+    case: Case, fp: str, values: SideValues, decide: Decide, rules: _Rules, note: str
+) -> list[Verdict]:
+    """One verdict per metric that has values on either side."""
+    verdicts = []
+    for metric in METRICS:
+        base, cand = values(metric)
+        if not base and not cand:
+            continue
+        if base and cand:
+            decision = decide(metric, base, cand)
+        else:
+            side = "baseline" if not base else "candidate"
+            decision = stats.Decision("inconclusive", note=f"no {metric} values in the {side}")
+        verdicts.append(_verdict(case, fp, metric, base, cand, rules.floors[metric], decision, note))
+    return verdicts
+
+
+def _verdict(
+    case: Case,
+    fp: str,
+    metric: str,
+    base: list[float],
+    cand: list[float],
+    floor: float | None,
+    d: stats.Decision,
+    note: str,
+) -> Verdict:
+    return Verdict(
+        fingerprint=fp,
+        workload=case.workload,
+        params=dict(case.params),
+        metric=metric,
+        verdict=d.verdict,
+        ratio=d.ratio,
+        ci_low=d.ci_low,
+        ci_high=d.ci_high,
+        floor=floor,
+        baseline_values=tuple(base),
+        candidate_values=tuple(cand),
+        cluster=case.cluster.identity(),
+        method=d.method,
+        note="; ".join(part for part in (note, d.note) if part),
+        score=d.score,
+    )
+
+
+def _outcome_verdict(
+    case: Case, fp: str, kind: VerdictKind, base: list[Measurement], cand: list[Measurement], note: str
+) -> Verdict:
+    decision = stats.Decision(kind, method="outcome", note=note)
+    return _verdict(case, fp, CASE_METRIC, _values(base, CASE_METRIC), _values(cand, CASE_METRIC), None, decision, "")
+
+
+def _values(ms: Iterable[Measurement], metric: str) -> list[float]:
+    """A metric's values over the passed repeats, in repeat order (pairs line up by repeat)."""
+    ordered = sorted(ms, key=lambda m: (m.repeat, m.run_id))
+    return [float(getattr(m, metric)) for m in ordered if m.ok and getattr(m, metric) is not None]
+
+
+def _by_fingerprint(ms: Iterable[Measurement]) -> dict[str, list[Measurement]]:
+    grouped: dict[str, list[Measurement]] = {}
+    for m in ms:
+        grouped.setdefault(m.fingerprint, []).append(m)
+    return grouped
+
+
+# -- assembling -------------------------------------------------------------------------
+
+
+def _finish(
+    mode: Literal["ab", "history"],
+    base_runs: tuple[Run, ...],
+    cand: Run,
+    verdicts: list[Verdict],
+    diff_against: Sequence[Run],
+    label: str,
+    notes: list[str],
+) -> Comparison:
+    return Comparison(
+        mode=mode,
+        baseline_runs=base_runs,
+        candidate_run=cand,
+        verdicts=tuple(sorted(verdicts, key=_sort_key)),
+        version_diff=comparable.diff([run.versions for run in diff_against], cand.versions),
+        config_diff=comparable.diff(
+            [comparable.flatten(run.dask_config) for run in diff_against], comparable.flatten(cand.dask_config)
+        ),
+        host_diff=comparable.diff([run.host for run in diff_against], cand.host),
+        baseline_label=label,
+        notes=tuple(notes),
+    )
+
+
+def effect_size(v: Verdict) -> float:
+    """How big a change is, for sorting: outcome changes first, then |log ratio|."""
+    if v.verdict in ("newly-failing", "fixed"):
+        return math.inf
+    if v.ratio is None or not v.ratio > 0:
+        return -1.0
+    return abs(math.log(v.ratio))
+
+
+def _sort_key(v: Verdict) -> tuple[float, int, str, str, int]:
+    return (-effect_size(v), _ORDER[v.verdict], v.workload, v.fingerprint, METRICS.index(v.metric))

@@ -1,0 +1,360 @@
+"""Statistics for deciding "regressed": pure functions, no I/O (stdlib, numpy, daskbench.model).
+
+Every decision works on the log of a metric, so effects are ratios (candidate / baseline)
+and noise is relative. Two modes (DESIGN.md, "Deciding regressed"):
+
+**History** (`history_decision`): the candidate run's median over its repeats against the
+per-run medians of the last N good runs of the same fingerprint. Robust z-score
+``z = (log x - median(log h)) / (1.4826 * MAD(log h))`` (Iglewicz & Hoaglin 1993; the
+conbench lookback z-score made robust). ``regressed`` needs BOTH ``z > Z_THRESHOLD`` and
+``ratio > floor``; ``improved`` the mirror image; ``unchanged`` when the ratio is within
+``[1/floor, floor]``; ``inconclusive`` when the ratio is beyond the floor but ``|z|`` is
+not, or when fewer than ``MIN_HISTORY`` runs exist. Why 4.0 and 10 runs: the MAD of a
+short history is itself noisy, so the null tail of z is far heavier than a normal's.
+Simulated with Gaussian noise (400k trials), P(z > 4) is 4.9% with 5 runs of history,
+1.6% with 8, 1.1% with 10, 0.27% with 20 and 0.10% with 30 (a normal would give 0.003%).
+The floor cuts these further whenever the noise is small against it (at 5% noise and a
+1.10 floor, 10 runs: 0.65%). 10 runs is the least history that keeps one series' false
+alarm rate near 1%; 20 (the default window) brings it to about 0.3%.
+
+**A/B** (`ab_decision`): the repeats of one case in two runs; a 95% confidence interval
+of the ratio; ``regressed`` only when the whole interval lies above the floor
+(``ci_low > floor``), ``improved`` when ``ci_high < 1/floor``, ``unchanged`` when the
+interval lies within ``[1/floor, floor]``, ``inconclusive`` otherwise. The interval:
+
+- paired (same repeat indices on both sides, >= 2 pairs): Student t on the per-pair log
+  ratios; ratio = geometric mean of the pair ratios;
+- unpaired, both sides >= 2: Welch t on the log values (Welch 1947); ratio = ratio of
+  geometric means;
+- one side has a single value, the other >= 2: a Student t prediction interval that
+  borrows the spread of the side with repeats (df = n - 1), as bencher's t_test does;
+- 10 or more values (pairs) per side: percentile bootstrap of the ratio of medians,
+  10,000 resamples from a fixed seed (numpy Generator), robust to stragglers. Below 10
+  the bootstrap of a median under-covers badly (a median of 3 has a handful of distinct
+  resampled values), while t on logs is exact for log-normal noise and a straggler only
+  widens it, which errs towards ``inconclusive``, never towards a false ``regressed``;
+- one value per side: no interval exists. The point ratio decides only ``unchanged``
+  (within the floor); a ratio beyond the floor is ``inconclusive`` with a note saying so
+  and how to get evidence (--repeat 3, a baseline of several runs, or compare --history).
+  A 1-vs-1 comparison therefore never fails a CI job on performance alone.
+
+Small-sample facts behind this (harness-anchors.md section 2): rank tests cannot reach
+significance at 3-5 repeats, so effect-size intervals are used instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from daskbench.model import METRICS, VerdictKind
+
+#: A ratio counts as a change only beyond this factor (either way).
+DEFAULT_FLOORS: dict[str, float] = {metric: 1.10 for metric in METRICS}
+#: History mode: |robust z| needed to call a change (see module docstring for the why).
+Z_THRESHOLD = 4.0
+#: History mode: good runs needed before any verdict but ``inconclusive``.
+MIN_HISTORY = 10
+#: History mode: how many good runs to look back over by default.
+DEFAULT_HISTORY = 20
+#: A/B confidence level of the interval of the ratio.
+CONFIDENCE = 0.95
+#: A/B: values (or pairs) per side from which the bootstrap replaces the t interval.
+BOOTSTRAP_MIN_N = 10
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 20_240_801
+#: MAD -> standard deviation for normal data: 1 / Phi^-1(3/4) = 1.4826...
+MAD_TO_SD = 1.0 / NormalDist().inv_cdf(0.75)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A ratio (candidate / baseline) and its confidence bounds, with how they were made."""
+
+    ratio: float
+    low: float
+    high: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a statistical rule concluded about one metric of one case; Verdict fields."""
+
+    verdict: VerdictKind
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    method: str = ""
+    note: str = ""
+    score: float | None = None
+
+
+# -- summaries ------------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    """The sample median (the summary of repeats, DESIGN.md "Metrics, defined")."""
+    return float(np.median(np.asarray(values, dtype=float)))
+
+
+def mad_scale(values: Sequence[float]) -> float:
+    """Median absolute deviation scaled to a normal sd (scipy ``median_abs_deviation(scale='normal')``)."""
+    data = np.asarray(values, dtype=float)
+    return float(np.median(np.abs(data - np.median(data)))) * MAD_TO_SD
+
+
+def robust_z(history: Sequence[float], value: float) -> float:
+    """``(value - median(history)) / (1.4826 * MAD(history))`` (Iglewicz & Hoaglin 1993).
+
+    A history with no spread (MAD 0) makes any difference infinitely surprising: the
+    result is +-inf, or 0 when ``value`` equals the median; the effect floor then decides.
+    """
+    offset = value - median(history)
+    scale = mad_scale(history)
+    if scale > 0:
+        return offset / scale
+    return 0.0 if offset == 0 else math.copysign(math.inf, offset)
+
+
+# -- Student t, from the regularized incomplete beta function -------------------------
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom (real df > 0).
+
+    Uses P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2) (Abramowitz & Stegun 26.7.1).
+    """
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def student_t_ppf(q: float, df: float) -> float:
+    """The q-quantile of Student's t (scipy ``t.ppf``), by bisection on `student_t_sf`."""
+    if not 0.0 < q < 1.0 or not df > 0:
+        raise ValueError(f"student_t_ppf needs 0 < q < 1 and df > 0, got q={q}, df={df}")
+    if q < 0.5:
+        return -student_t_ppf(1.0 - q, df)
+    target, low, high = 1.0 - q, 0.0, 1.0
+    while student_t_sf(high, df) > target:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if student_t_sf(mid, df) > target else (low, mid)
+        if high - low <= 1e-13 * high:
+            break
+    return (low + high) / 2.0
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by its continued fraction (DLMF 8.17.22)."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below this point
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    return math.exp(log_front) / (a * _beta_fraction(a, b, x))
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """1 + d1/(1 + d2/(1 + ...)) by the modified Lentz method (Press et al., NR 5.2)."""
+    tiny, value, c, d = 1e-300, 1.0, 1.0, 0.0
+    for j in range(1, 20_000):
+        m = j // 2
+        if j % 2:
+            term = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        else:
+            term = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        d = 1.0 / (1.0 + term * d if abs(1.0 + term * d) > tiny else tiny)
+        c = 1.0 + term / c if abs(1.0 + term / c) > tiny else tiny
+        value *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return value
+
+
+# -- intervals of the ratio -----------------------------------------------------------
+
+
+def paired_t_interval(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """t interval of the mean per-pair log ratio (scipy ``ttest_rel(...).confidence_interval``)."""
+    diffs = np.log(np.asarray(cand, dtype=float)) - np.log(np.asarray(base, dtype=float))
+    se = float(np.std(diffs, ddof=1)) / math.sqrt(len(diffs))
+    return _t_interval(
+        float(np.mean(diffs)), se, len(diffs) - 1, confidence, f"paired t on log ratios ({len(diffs)} pairs)"
+    )
+
+
+def welch_t_interval(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Welch t interval of the difference of mean logs (scipy ``ttest_ind(equal_var=False)``)."""
+    b, c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cand, dtype=float))
+    vb, vc = float(np.var(b, ddof=1)) / len(b), float(np.var(c, ddof=1)) / len(c)
+    se = math.sqrt(vb + vc)
+    df = (vb + vc) ** 2 / (vb**2 / (len(b) - 1) + vc**2 / (len(c) - 1)) if se > 0 else 1.0
+    method = f"Welch t on logs ({len(b)} vs {len(c)})"
+    return _t_interval(float(np.mean(c) - np.mean(b)), se, df, confidence, method)
+
+
+def prediction_t_interval(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """One side is a single value: t prediction interval with the other side's spread.
+
+    se = s * sqrt(1/n + 1), df = n - 1, where s and n belong to the side with repeats.
+    """
+    b, c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cand, dtype=float))
+    many = b if len(b) > 1 else c
+    se = float(np.std(many, ddof=1)) * math.sqrt(1.0 / len(many) + 1.0)
+    method = f"t prediction interval on logs ({len(b)} vs {len(c)})"
+    return _t_interval(float(np.mean(c) - np.mean(b)), se, len(many) - 1, confidence, method)
+
+
+def _t_interval(log_ratio: float, se: float, df: float, confidence: float, method: str) -> Interval:
+    half = student_t_ppf(0.5 + confidence / 2.0, df) * se if se > 0 else 0.0
+    return Interval(math.exp(log_ratio), math.exp(log_ratio - half), math.exp(log_ratio + half), method)
+
+
+def bootstrap_ratio_interval(
+    base: Sequence[float],
+    cand: Sequence[float],
+    *,
+    paired: bool,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> Interval:
+    """Percentile bootstrap (Efron & Tibshirani 1993, ch. 13) of the ratio of medians.
+
+    Paired: resample pairs, statistic = median of the log ratios. Unpaired: resample each
+    side, statistic = difference of median logs. Same seed, same answer.
+    """
+    rng = np.random.default_rng(seed)
+    b, c = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(cand, dtype=float))
+    if paired:
+        diffs = c - b
+        point, samples = float(np.median(diffs)), _resampled_medians(rng, diffs, n_resamples)
+    else:
+        point = float(np.median(c) - np.median(b))
+        samples = _resampled_medians(rng, c, n_resamples) - _resampled_medians(rng, b, n_resamples)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(samples, [alpha, 1.0 - alpha])
+    kind = f"{len(b)} pairs" if paired else f"{len(b)} vs {len(c)}"
+    method = f"bootstrap of the median ratio ({kind}, {n_resamples} resamples, seed {seed})"
+    return Interval(math.exp(point), math.exp(float(low)), math.exp(float(high)), method)
+
+
+def _resampled_medians(rng: np.random.Generator, data: np.ndarray, n_resamples: int) -> np.ndarray:
+    return np.median(data[rng.integers(0, len(data), size=(n_resamples, len(data)))], axis=1)
+
+
+def ratio_interval(
+    base: Sequence[float], cand: Sequence[float], *, paired: bool = False, confidence: float = CONFIDENCE
+) -> Interval | None:
+    """The interval the module docstring prescribes for these sample sizes; None for 1 vs 1."""
+    n_base, n_cand = len(base), len(cand)
+    if paired and n_base == n_cand >= 2:
+        if n_base >= BOOTSTRAP_MIN_N:
+            return bootstrap_ratio_interval(base, cand, paired=True, confidence=confidence)
+        return paired_t_interval(base, cand, confidence)
+    if min(n_base, n_cand) >= BOOTSTRAP_MIN_N:
+        return bootstrap_ratio_interval(base, cand, paired=False, confidence=confidence)
+    if min(n_base, n_cand) >= 2:
+        return welch_t_interval(base, cand, confidence)
+    if max(n_base, n_cand) >= 2:
+        return prediction_t_interval(base, cand, confidence)
+    return None
+
+
+# -- verdicts --------------------------------------------------------------------------
+
+
+def classify_interval(low: float, high: float, floor: float) -> VerdictKind:
+    """A/B rule: the whole interval must lie beyond the floor to call a change."""
+    if low > floor:
+        return "regressed"
+    if high < 1.0 / floor:
+        return "improved"
+    if low >= 1.0 / floor and high <= floor:
+        return "unchanged"
+    return "inconclusive"
+
+
+def ab_decision(
+    base: Sequence[float], cand: Sequence[float], floor: float, *, paired: bool = False, confidence: float = CONFIDENCE
+) -> Decision:
+    """A/B verdict for one metric from the repeats of both sides (rules: module docstring)."""
+    _require_values(base, cand)
+    degenerate = _non_positive_decision(base, cand)
+    if degenerate is not None:
+        return degenerate
+    interval = ratio_interval(base, cand, paired=paired, confidence=confidence)
+    if interval is None:
+        return _single_repeat_decision(base[0], cand[0], floor)
+    verdict = classify_interval(interval.low, interval.high, floor)
+    note = ""
+    if verdict == "inconclusive":
+        note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats would narrow it"
+    return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
+
+
+def _single_repeat_decision(base: float, cand: float, floor: float) -> Decision:
+    ratio = cand / base
+    method = "single repeat each side: point estimate, no interval"
+    if 1.0 / floor <= ratio <= floor:
+        return Decision("unchanged", ratio, method=method, note="1 vs 1 repeat: within the floor, but no interval")
+    note = (
+        f"1 vs 1 repeat: beyond the floor {floor:.2f} but no spread to judge it; confirm with "
+        "--repeat 3, a baseline of several runs, or daskbench compare --history"
+    )
+    return Decision("inconclusive", ratio, method=method, note=note)
+
+
+def history_decision(
+    history: Sequence[float],
+    cand: Sequence[float],
+    floor: float,
+    *,
+    z_threshold: float = Z_THRESHOLD,
+    min_history: int = MIN_HISTORY,
+) -> Decision:
+    """History verdict: candidate's median vs per-run summaries ``history`` (oldest first)."""
+    _require_values(history, cand)
+    degenerate = _non_positive_decision(history, cand)
+    if degenerate is not None:
+        return degenerate
+    method = f"history: robust z over {len(history)} runs (threshold {z_threshold:g})"
+    log_history = np.log(np.asarray(history, dtype=float))
+    log_value = math.log(median(cand))
+    ratio = math.exp(log_value - float(np.median(log_history)))
+    if len(history) < min_history:
+        note = f"{len(history)} good runs of history; {min_history} needed before a verdict"
+        return Decision("inconclusive", ratio, method=method, note=note)
+    z = robust_z(log_history.tolist(), log_value)
+    verdict, note = _history_verdict(ratio, z, floor, z_threshold)
+    return Decision(verdict, ratio, method=method, note=note, score=z)
+
+
+def _history_verdict(ratio: float, z: float, floor: float, z_threshold: float) -> tuple[VerdictKind, str]:
+    """Returns (verdict, note)."""
+    if 1.0 / floor <= ratio <= floor:
+        big = abs(z) > z_threshold
+        return "unchanged", (f"a real shift (|z| {abs(z):.1f}) but within the floor {floor:.2f}" if big else "")
+    if abs(z) > z_threshold:
+        return ("regressed" if ratio > 1 else "improved"), ""
+    return "inconclusive", f"beyond the floor but within the history's noise (|z| {abs(z):.1f} <= {z_threshold:g})"
+
+
+def _require_values(base: Sequence[float], cand: Sequence[float]) -> None:
+    if not base or not cand:
+        raise ValueError("a statistical decision needs at least one value on each side")
+
+
+def _non_positive_decision(base: Sequence[float], cand: Sequence[float]) -> Decision | None:
+    """Ratios and logs need positive values; a zero on either side gets a plain answer."""
+    if min(base) > 0 and min(cand) > 0:
+        return None
+    if len({*base, *cand}) == 1:
+        return Decision("unchanged", 1.0, method="exact", note=f"every value is {base[0]:g}")
+    return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")

@@ -1,0 +1,485 @@
+"""daskbench compare / baseline: verdicts from a real SQLite store, output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daskbench import stats
+from daskbench.cli import main
+from daskbench.compare import (
+    Comparison,
+    compare_runs,
+    comparison_to_json,
+    effect_size,
+    format_table,
+    format_verdict,
+)
+from daskbench.errors import DaskbenchError
+from daskbench.model import Case, ClusterSpec, Measurement, Run, Verdict
+from daskbench.store import Store
+
+HOST = {"cpu_model": "Test CPU @ 3GHz", "cores": 8, "memory_bytes": 16 * 2**30, "platform": "Linux-test"}
+START = datetime(2026, 1, 1, tzinfo=UTC)
+NOISE = (-0.01, 0.0, 0.01)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'results.db'}"
+
+
+@pytest.fixture
+def store(db: str) -> Store:
+    return Store(db)
+
+
+def make_case(workload: str = "shuffle", n_workers: int = 2, saturation: float = 1.1, size: str = "small") -> Case:
+    cluster = ClusterSpec("local", n_workers, 1, 2**30, saturation)
+    return Case(workload, {"size": size}, cluster)
+
+
+def add_run(
+    store: Store, index: int, *, label: str = "nightly", host: dict[str, Any] | None = None, **extra: Any
+) -> Run:
+    run = Run(
+        run_id=f"run{index:03d}-{label}",
+        label=label,
+        started_at=(START + timedelta(hours=index)).isoformat(),
+        host=host or HOST,
+        **extra,
+    )
+    store.add_run(run)
+    return run
+
+
+def add_results(
+    store: Store, run: Run, case: Case, runtime: float, *, noise: tuple[float, ...] = NOISE, outcome: str = "passed"
+) -> None:
+    """One measurement per repeat: runtime * (1 + noise[i]), memory 1 GiB * the same factor."""
+    store.add_case(case)
+    for repeat, wiggle in enumerate(noise):
+        ok = outcome == "passed"
+        store.add_measurement(
+            Measurement(
+                run_id=run.run_id,
+                fingerprint=case.fingerprint,
+                repeat=repeat,
+                outcome=outcome,  # type: ignore[arg-type]
+                message="" if ok else "KilledWorker: worker exceeded 95% memory budget",
+                runtime_s=runtime * (1 + wiggle) if ok else None,
+                peak_memory_bytes=int(2**30 * (1 + wiggle)) if ok else None,
+            )
+        )
+
+
+def ab_store(store: Store, base_runtime: float, cand_runtime: float, case: Case | None = None) -> tuple[Run, Run]:
+    """A baseline run named main and a later candidate run of the same case."""
+    case = case or make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, base_runtime)
+    add_results(store, cand, case, cand_runtime)
+    store.set_baseline("main", [base.run_id])
+    return base, cand
+
+
+def only(comparison: Comparison, metric: str = "runtime_s") -> Verdict:
+    found = [v for v in comparison.verdicts if v.metric == metric]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- A/B -------------------------------------------------------------------------------------
+
+
+def test_planted_slowdown_is_regressed_and_exits_1(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 1.3x slower candidate against baseline main: regressed, effect and evidence shown, exit 1."""
+    ab_store(store, 10.0, 13.0)
+    assert main(["compare", "--db", db]) == 1
+    out, err = capsys.readouterr()
+    assert "regressed" in out and "1.30x slower (95% CI" in out and "floor 1.10)" in out
+    assert "1 regression(s) against main" in err
+
+
+def test_unchanged_candidate_exits_0(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same runtime again is unchanged on every metric and exits 0."""
+    ab_store(store, 10.0, 10.0)
+    assert main(["compare", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "summary: 2 unchanged" in out
+
+
+def test_ab_verdict_carries_values_interval_and_method(store: Store) -> None:
+    """The verdict holds both sides' repeats, a CI beyond the floor and a paired t method."""
+    _, cand = ab_store(store, 10.0, 13.0)
+    verdict = only(compare_runs(store, candidate=cand.run_id, baseline="main"))
+    assert verdict.verdict == "regressed"
+    assert verdict.baseline_values == pytest.approx((9.9, 10.0, 10.1))
+    assert verdict.ratio == pytest.approx(1.3, rel=1e-3)
+    assert verdict.ci_low is not None and verdict.ci_low > stats.DEFAULT_FLOORS["runtime_s"]
+    assert "paired t" in verdict.method
+
+
+def test_memory_metric_gets_its_own_row(store: Store) -> None:
+    """Peak memory is judged separately from runtime (same 1 GiB both sides: unchanged)."""
+    ab_store(store, 10.0, 13.0)
+    comparison = compare_runs(store)
+    assert only(comparison, "peak_memory_bytes").verdict == "unchanged"
+    assert only(comparison, "runtime_s").verdict == "regressed"
+
+
+def test_improvement_reads_as_faster(store: Store) -> None:
+    """A 1.3x faster candidate is improved and reads '1.30x faster'."""
+    ab_store(store, 13.0, 10.0)
+    verdict = only(compare_runs(store))
+    assert verdict.verdict == "improved"
+    assert format_verdict(verdict).startswith("1.30x faster (95% CI")
+
+
+def test_baseline_can_be_a_run_id_prefix(store: Store) -> None:
+    """--baseline accepts a run id prefix when no baseline has that name."""
+    base, cand = ab_store(store, 10.0, 13.0)
+    comparison = compare_runs(store, baseline=base.run_id[:6], candidate=cand.run_id)
+    assert comparison.mode == "ab" and comparison.baseline_runs == (base,)
+
+
+def test_single_repeat_runs_get_inconclusive_with_advice(store: Store) -> None:
+    """1 vs 1 repeat: a 1.5x change is inconclusive and the note says how to confirm it."""
+    case = make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0, noise=(0.0,))
+    add_results(store, cand, case, 15.0, noise=(0.0,))
+    verdict = only(compare_runs(store, baseline=base.run_id))
+    assert verdict.verdict == "inconclusive"
+    assert "--repeat 3" in verdict.note
+    assert format_verdict(verdict) == "1.50x slower (1 vs 1 repeats, no interval, floor 1.10)"
+
+
+def test_baseline_of_several_single_repeat_runs_can_find_a_regression(store: Store) -> None:
+    """Nightly --repeat 1: naming 5 runs as the baseline gives a spread, so a 1.5x step regresses."""
+    case = make_case()
+    runs = [add_run(store, i) for i in range(6)]
+    for run, wiggle in zip(runs[:5], (-0.02, 0.0, 0.01, 0.02, -0.01), strict=True):
+        add_results(store, run, case, 10.0, noise=(wiggle,))
+    add_results(store, runs[5], case, 15.0, noise=(0.0,))
+    store.set_baseline("main", [run.run_id for run in runs[:5]])
+    verdict = only(compare_runs(store))
+    assert verdict.verdict == "regressed"
+    assert "prediction" in verdict.method
+
+
+def test_floor_option_widens_what_counts_as_unchanged(store: Store, db: str) -> None:
+    """A 1.15x change regresses at the default floor but not with --floor runtime=1.2."""
+    ab_store(store, 10.0, 11.5)
+    assert main(["compare", "--db", db]) == 1
+    assert main(["compare", "--db", db, "--floor", "runtime=1.2"]) == 0
+    assert main(["compare", "--db", db, "--floor", "20%"]) == 0
+
+
+def test_bad_floor_exits_2_with_a_message(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--floor speed=fast is refused with a one-line error and exit 2."""
+    ab_store(store, 10.0, 10.0)
+    assert main(["compare", "--db", db, "--floor", "speed=1.1"]) == 2
+    assert "unknown metric 'speed'" in capsys.readouterr().err
+
+
+# -- outcomes, presence ------------------------------------------------------------------------
+
+
+def test_newly_failing_case_is_a_regression_naming_the_outcome(
+    store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case that passed in the baseline and OOMs now is newly-failing, shows 'oom', exits 1."""
+    case = make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 0.0, outcome="oom")
+    store.set_baseline("main", [base.run_id])
+    verdict = only(compare_runs(store))
+    assert verdict.verdict == "newly-failing" and verdict.is_regression
+    assert "oom x3 in 3 of 3 repeats" in verdict.note and "KilledWorker" in verdict.note
+    assert main(["compare", "--db", db]) == 1
+    assert "newly failing: oom" in capsys.readouterr().out
+
+
+def test_case_that_passes_again_is_fixed(store: Store) -> None:
+    """A case that hit worker-lost in the baseline and passes now is fixed, not a regression."""
+    case = make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 0.0, outcome="worker-lost")
+    add_results(store, cand, case, 10.0)
+    verdict = only(compare_runs(store, baseline=base.run_id))
+    assert verdict.verdict == "fixed"
+    assert "worker-lost" in verdict.note
+    assert not compare_runs(store, baseline=base.run_id).regressions
+
+
+def test_new_and_missing_cases(store: Store) -> None:
+    """A fingerprint only in the candidate is new; one only in the baseline is missing."""
+    old, new, both = make_case("old-workload"), make_case("new-workload"), make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for run, case in ((base, old), (base, both), (cand, new), (cand, both)):
+        add_results(store, run, case, 10.0)
+    kinds = {
+        v.workload: v.verdict for v in compare_runs(store, baseline=base.run_id).verdicts if v.metric == "runtime_s"
+    }
+    assert kinds == {"old-workload": "missing", "new-workload": "new", "shuffle": "unchanged"}
+
+
+def test_verdicts_are_sorted_by_effect(store: Store) -> None:
+    """Newly failing first, then the biggest ratio, the unchanged last."""
+    small, big, failing = make_case("small-change"), make_case("big-change"), make_case("now-failing")
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for case in (small, big, failing):
+        add_results(store, base, case, 10.0)
+    add_results(store, cand, small, 10.0)
+    add_results(store, cand, big, 20.0)
+    add_results(store, cand, failing, 0.0, outcome="timeout")
+    verdicts = compare_runs(store, baseline=base.run_id).verdicts
+    assert [(v.workload, v.metric) for v in verdicts[:2]] == [("now-failing", "runtime_s"), ("big-change", "runtime_s")]
+    effects = [effect_size(v) for v in verdicts]
+    assert effects == sorted(effects, reverse=True)
+    assert verdicts[-1].verdict == "unchanged"
+
+
+# -- refusals and errors -----------------------------------------------------------------------
+
+
+def test_differing_hosts_are_refused_unless_allow_mixed(
+    store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs on different CPUs: exit 2 naming the difference; --allow-mixed compares them anyway."""
+    case = make_case()
+    base = add_run(store, 1)
+    cand = add_run(store, 2, host={**HOST, "cpu_model": "Other CPU"})
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 10.0)
+    store.set_baseline("main", [base.run_id])
+    assert main(["compare", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "different hosts" in err and "Other CPU" in err and "--allow-mixed" in err
+    assert main(["compare", "--db", db, "--allow-mixed"]) == 0
+    assert "cpu_model" in capsys.readouterr().out
+
+
+def test_differing_cluster_specs_are_refused_unless_allow_mixed(store: Store) -> None:
+    """No common fingerprint but the same workload on another cluster: refused; mixed pairs them."""
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, make_case(n_workers=2), 10.0)
+    add_results(store, cand, make_case(n_workers=4), 6.0)
+    with pytest.raises(DaskbenchError, match=r"cluster spec of shuffle differs \(n_workers 2 -> 4\)"):
+        compare_runs(store, baseline=base.run_id)
+    verdict = only(compare_runs(store, baseline=base.run_id, allow_mixed=True))
+    assert verdict.verdict == "improved"
+    assert "cluster differs: n_workers 2 -> 4" in verdict.note
+
+
+def test_allow_mixed_pairs_a_saturation_sweep_setting_by_setting(store: Store) -> None:
+    """Two sweeps on different cluster sizes pair each saturation with the same saturation."""
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for saturation, runtime in ((1.1, 10.0), (float("inf"), 20.0)):
+        add_results(store, base, make_case(n_workers=2, saturation=saturation), runtime)
+        add_results(store, cand, make_case(n_workers=4, saturation=saturation), runtime)
+    verdicts = [v for v in compare_runs(store, baseline=base.run_id, allow_mixed=True).verdicts]
+    assert {v.verdict for v in verdicts} == {"unchanged"}
+    assert len(verdicts) == 4
+
+
+def test_missing_baseline_name_exits_2(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--baseline nope (no such name or run) is a one-line error with exit 2."""
+    ab_store(store, 10.0, 10.0)
+    assert main(["compare", "--db", db, "--baseline", "nope"]) == 2
+    assert "no baseline or run named 'nope'" in capsys.readouterr().err
+
+
+def test_candidate_inside_its_own_baseline_is_refused(store: Store) -> None:
+    """Comparing a run with itself is an error, not a clean A/A."""
+    base, _ = ab_store(store, 10.0, 10.0)
+    with pytest.raises(DaskbenchError, match="both candidate and baseline"):
+        compare_runs(store, candidate=base.run_id, baseline="main")
+
+
+def test_empty_store_exits_2(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """With no runs at all, compare says to run the suite first."""
+    assert main(["compare", "--db", db]) == 2
+    assert "pytest -m benchmark" in capsys.readouterr().err
+
+
+def test_baseline_and_history_together_exit_2(store: Store, db: str) -> None:
+    """--baseline and --history are exclusive."""
+    ab_store(store, 10.0, 10.0)
+    assert main(["compare", "--db", db, "--baseline", "main", "--history", "5"]) == 2
+
+
+# -- history -----------------------------------------------------------------------------------
+
+
+def history_store(store: Store, runtimes: list[float], *, candidate: float, failing: set[int] = frozenset()) -> Run:
+    """One single-repeat run per runtime (oldest first), then the candidate run; returns it."""
+    case = make_case()
+    for index, runtime in enumerate(runtimes):
+        outcome = "oom" if index in failing else "passed"
+        add_results(store, add_run(store, index), case, runtime, noise=(0.0,), outcome=outcome)
+    cand = add_run(store, len(runtimes))
+    add_results(store, cand, case, candidate, noise=(0.0,))
+    return cand
+
+
+def wobble(n: int, spread: float = 0.02) -> list[float]:
+    """n runtimes around 10 s, spread deterministically by +-spread."""
+    return [10.0 * (1 + spread * ((i * 7) % 5 - 2) / 2) for i in range(n)]
+
+
+def test_history_finds_a_planted_step(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """20 nightly runs at 10 s +-2%, then 13 s: regressed with a z-score, exit 1."""
+    history_store(store, wobble(20), candidate=13.0)
+    assert main(["compare", "--db", db, "--history", "20"]) == 1
+    out = capsys.readouterr().out
+    assert "daskbench compare (history)" in out and "regressed" in out and "vs 20 runs, floor 1.10)" in out
+
+
+def test_history_uses_only_good_runs(store: Store) -> None:
+    """Failed earlier runs are not history: 12 good of 15 runs are used."""
+    cand = history_store(store, wobble(15), candidate=10.0, failing={2, 5, 8})
+    verdict = only(compare_runs(store, candidate=cand.run_id, history=20))
+    assert verdict.verdict == "unchanged"
+    assert len(verdict.baseline_values) == 12
+
+
+def test_history_window_limits_the_lookback(store: Store) -> None:
+    """--history 12 looks at the last 12 good runs only."""
+    history_store(store, wobble(25), candidate=10.0)
+    assert len(only(compare_runs(store, history=12)).baseline_values) == 12
+
+
+def test_history_is_inconclusive_until_enough_runs(store: Store) -> None:
+    """With 4 earlier runs a 2x change is inconclusive and says how much history is needed."""
+    history_store(store, wobble(4), candidate=20.0)
+    verdict = only(compare_runs(store, history=20))
+    assert verdict.verdict == "inconclusive"
+    assert f"{stats.MIN_HISTORY} needed" in verdict.note
+
+
+def test_history_newly_failing_against_the_latest_run(store: Store) -> None:
+    """In history mode a candidate failure after a passing run is newly-failing."""
+    case = make_case()
+    for index in range(3):
+        add_results(store, add_run(store, index), case, 10.0, noise=(0.0,))
+    add_results(store, add_run(store, 3), case, 0.0, noise=(0.0,), outcome="timeout")
+    verdict = only(compare_runs(store, history=20))
+    assert verdict.verdict == "newly-failing" and "timeout" in verdict.note
+
+
+def test_history_reports_missing_cases_of_the_latest_run(store: Store) -> None:
+    """A case the previous nightly ran but the candidate did not is missing."""
+    kept, dropped = make_case(), make_case("dropped")
+    prev, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, prev, kept, 10.0)
+    add_results(store, prev, dropped, 10.0)
+    add_results(store, cand, kept, 10.0)
+    verdicts = {v.workload: v.verdict for v in compare_runs(store, history=20).verdicts if v.metric == "runtime_s"}
+    assert verdicts["dropped"] == "missing"
+
+
+def test_history_skips_runs_from_other_hosts_and_says_so(store: Store) -> None:
+    """Earlier runs on another CPU are left out of history, and a note counts them."""
+    case = make_case()
+    add_results(store, add_run(store, 0, host={**HOST, "cores": 64}), case, 10.0, noise=(0.0,))
+    add_results(store, add_run(store, 1), case, 10.0, noise=(0.0,))
+    add_results(store, add_run(store, 2), case, 10.0, noise=(0.0,))
+    comparison = compare_runs(store, history=20)
+    assert len(only(comparison).baseline_values) == 1
+    assert any("skips 1 earlier runs from other hosts" in note for note in comparison.notes)
+    assert len(only(compare_runs(store, history=20, allow_mixed=True)).baseline_values) == 2
+
+
+def test_without_baseline_main_compare_falls_back_to_history(
+    store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No baseline named main: history mode, and the output says so and how to set one."""
+    history_store(store, wobble(12), candidate=10.0)
+    assert main(["compare", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "no baseline named 'main'" in out and "daskbench baseline set main" in out
+    assert "daskbench compare (history)" in out
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def test_json_output_has_the_verdict_fields(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--format json: each verdict has fingerprint, params, metric, ratio, CI, values, floor, method."""
+    ab_store(store, 10.0, 13.0)
+    assert main(["compare", "--db", db, "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    verdict = next(v for v in data["verdicts"] if v["metric"] == "runtime_s")
+    expected = {"fingerprint", "workload", "params", "metric", "verdict", "ratio", "ci_low", "ci_high"}
+    assert expected | {"baseline_values", "candidate_values", "floor", "method", "note", "cluster"} <= verdict.keys()
+    assert verdict["verdict"] == "regressed" and verdict["params"] == {"size": "small"}
+    assert verdict["cluster"]["n_workers"] == 2 and len(verdict["candidate_values"]) == 3
+    assert data["regressed"] is True and data["mode"] == "ab"
+
+
+def test_json_never_holds_infinity_or_nan(store: Store) -> None:
+    """An infinite z (constant history) and an inf saturation serialise as "inf", strictly valid JSON."""
+    case = make_case(saturation=float("inf"))
+    for index in range(11):
+        add_results(store, add_run(store, index), case, 10.0, noise=(0.0,))
+    cand = add_run(store, 11, dask_config={"distributed.scheduler.worker-saturation": float("inf")})
+    add_results(store, cand, case, 12.0, noise=(0.0,))
+    data = comparison_to_json(compare_runs(store, history=20))
+    text = json.dumps(data, allow_nan=False)
+    verdict = next(v for v in data["verdicts"] if v["metric"] == "runtime_s")
+    assert verdict["score"] == "inf" and verdict["cluster"]["worker_saturation"] == "inf"
+    assert '"inf"' in text
+
+
+def test_table_shows_version_and_config_differences(store: Store) -> None:
+    """The table ends with the versions and dask config that differ between the sides."""
+    case = make_case()
+    base = add_run(store, 1, versions={"dask": "2025.1.0", "numpy": "2.0"}, dask_config={"a": {"b": 1}})
+    cand = add_run(store, 2, versions={"dask": "2025.2.0", "numpy": "2.0"}, dask_config={"a": {"b": 2}})
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 10.0)
+    comparison = compare_runs(store, baseline=base.run_id)
+    assert comparison.version_diff == {"dask": ("2025.1.0", "2025.2.0")}
+    assert comparison.config_diff == {"a.b": (1, 2)}
+    table = format_table(comparison)
+    assert "dask  2025.1.0 -> 2025.2.0" in table and "a.b  1 -> 2" in table and "host: same on both sides" in table
+
+
+def test_format_verdict_states_effect_and_evidence() -> None:
+    """The phrase reads '1.31x slower (95% CI 1.22-1.40, floor 1.10)'; history shows z instead."""
+    common: dict[str, Any] = {"fingerprint": "f", "workload": "w", "params": {}, "metric": "runtime_s", "floor": 1.1}
+    ab = Verdict(verdict="regressed", ratio=1.31, ci_low=1.22, ci_high=1.40, **common)
+    assert format_verdict(ab) == "1.31x slower (95% CI 1.22-1.40, floor 1.10)"
+    memory = Verdict(
+        **{**common, "metric": "peak_memory_bytes"}, verdict="improved", ratio=0.5, ci_low=0.4, ci_high=0.625
+    )
+    assert format_verdict(memory) == "2.00x less memory (95% CI 1.60-2.50, floor 1.10)"
+    history = Verdict(verdict="regressed", ratio=1.31, score=6.24, baseline_values=(1.0,) * 20, **common)
+    assert format_verdict(history) == "1.31x slower (z 6.2 vs 20 runs, floor 1.10)"
+
+
+# -- baseline command --------------------------------------------------------------------------
+
+
+def test_baseline_set_and_list(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """baseline set resolves prefixes and prints the runs; baseline list shows it, also as JSON."""
+    first, second = add_run(store, 1), add_run(store, 2)
+    assert main(["baseline", "set", "main", first.run_id[:6], second.run_id, "--db", db]) == 0
+    assert "baseline 'main' -> run001-n, run002-n" in capsys.readouterr().out
+    assert main(["baseline", "list", "--db", db]) == 0
+    assert "main  run001-n run002-n" in capsys.readouterr().out
+    assert main(["baseline", "list", "--db", db, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"main": [first.run_id, second.run_id]}
+
+
+def test_baseline_set_with_unknown_run_exits_2(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Naming a run that does not exist is exit 2 with the store's message."""
+    assert main(["baseline", "set", "main", "nosuchrun", "--db", db]) == 2
+    assert "no run 'nosuchrun'" in capsys.readouterr().err

@@ -1,0 +1,305 @@
+"""daskbench.stats: planted answers on seeded data, and agreement with scipy."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from daskbench import stats
+
+FLOOR = 1.10
+
+
+def lognormal(rng: np.random.Generator, n: int, sigma: float, ratio: float = 1.0, scale: float = 10.0) -> list[float]:
+    """n values around ``scale * ratio`` with multiplicative noise of ``sigma`` (log sd)."""
+    return (scale * ratio * np.exp(rng.normal(0.0, sigma, n))).tolist()
+
+
+def ab_verdicts(
+    ratio: float, sigma: float, n: int, *, paired: bool, trials: int, seed: int, n_cand: int | None = None
+) -> Counter[str]:
+    rng = np.random.default_rng(seed)
+    found: Counter[str] = Counter()
+    for _ in range(trials):
+        base, cand = lognormal(rng, n, sigma), lognormal(rng, n_cand or n, sigma, ratio)
+        found[stats.ab_decision(base, cand, FLOOR, paired=paired).verdict] += 1
+    return found
+
+
+def history_verdicts(ratio: float, sigma: float, n: int, *, trials: int, seed: int) -> Counter[str]:
+    rng = np.random.default_rng(seed)
+    found: Counter[str] = Counter()
+    for _ in range(trials):
+        history, cand = lognormal(rng, n, sigma), lognormal(rng, 1, sigma, ratio)
+        found[stats.history_decision(history, cand, FLOOR).verdict] += 1
+    return found
+
+
+# -- against scipy ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("df", [0.7, 1, 2, 2.5, 4, 9.3, 30, 1000])
+@pytest.mark.parametrize("q", [0.6, 0.9, 0.975, 0.995, 0.025])
+def test_student_t_ppf_matches_scipy(q: float, df: float) -> None:
+    """Our t quantile (incomplete beta + bisection) equals scipy.stats.t.ppf."""
+    assert stats.student_t_ppf(q, df) == pytest.approx(sp.t.ppf(q, df), rel=1e-8)
+
+
+def test_student_t_sf_matches_scipy() -> None:
+    """The t upper tail equals scipy.stats.t.sf on both sides of zero."""
+    for t in (-3.0, -0.5, 0.0, 0.7, 2.2, 8.0):
+        assert stats.student_t_sf(t, 3.5) == pytest.approx(sp.t.sf(t, 3.5), rel=1e-9, abs=1e-14)
+
+
+def test_mad_scale_matches_scipy_normal_scale() -> None:
+    """mad_scale is scipy's median_abs_deviation(scale='normal') (1.4826 x MAD)."""
+    data = np.random.default_rng(1).lognormal(0.0, 0.3, 17)
+    assert stats.mad_scale(data.tolist()) == pytest.approx(sp.median_abs_deviation(data, scale="normal"), rel=1e-12)
+    assert abs(stats.MAD_TO_SD - 1.4826) < 1e-4
+
+
+def test_paired_t_interval_matches_scipy_ttest_rel() -> None:
+    """The paired interval is exp of scipy's ttest_rel confidence interval on the logs."""
+    rng = np.random.default_rng(2)
+    base, cand = lognormal(rng, 5, 0.05), lognormal(rng, 5, 0.05, 1.2)
+    expected = sp.ttest_rel(np.log(cand), np.log(base)).confidence_interval(0.95)
+    found = stats.paired_t_interval(base, cand)
+    assert (found.low, found.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)), rel=1e-9)
+    assert found.ratio == pytest.approx(math.exp(np.mean(np.log(cand) - np.log(base))))
+
+
+def test_welch_interval_matches_scipy_ttest_ind() -> None:
+    """The unpaired interval is exp of scipy's Welch (equal_var=False) interval on the logs."""
+    rng = np.random.default_rng(3)
+    base, cand = lognormal(rng, 4, 0.03), lognormal(rng, 6, 0.08, 1.1)
+    expected = sp.ttest_ind(np.log(cand), np.log(base), equal_var=False).confidence_interval(0.95)
+    found = stats.welch_t_interval(base, cand)
+    assert (found.low, found.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)), rel=1e-9)
+
+
+def test_prediction_interval_uses_the_spread_of_the_side_with_repeats() -> None:
+    """1 candidate value vs 4 baseline values: mean log diff +- t(0.975, 3) * s * sqrt(1 + 1/4)."""
+    base, cand = [10.0, 10.4, 9.7, 10.1], [12.0]
+    logs = np.log(base)
+    half = sp.t.ppf(0.975, 3) * np.std(logs, ddof=1) * math.sqrt(1 + 1 / 4)
+    centre = math.log(12.0) - float(np.mean(logs))
+    found = stats.prediction_t_interval(base, cand)
+    assert (found.low, found.high) == pytest.approx((math.exp(centre - half), math.exp(centre + half)), rel=1e-9)
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_bootstrap_interval_agrees_with_scipy_percentile_bootstrap(paired: bool) -> None:
+    """Our percentile bootstrap of the median ratio lands where scipy.stats.bootstrap does."""
+    rng = np.random.default_rng(4)
+    base, cand = lognormal(rng, 25, 0.1), lognormal(rng, 25, 0.1, 1.2)
+    b, c = np.log(base), np.log(cand)
+    if paired:
+        data, statistic = (c - b,), np.median
+    else:
+        data, statistic = (c, b), lambda x, y, axis: np.median(x, axis=axis) - np.median(y, axis=axis)
+    ref = sp.bootstrap(
+        data, statistic, paired=False, n_resamples=20_000, method="percentile", rng=np.random.default_rng(5)
+    )
+    found = stats.bootstrap_ratio_interval(base, cand, paired=paired, n_resamples=20_000)
+    expected = (math.exp(ref.confidence_interval.low), math.exp(ref.confidence_interval.high))
+    assert (found.low, found.high) == pytest.approx(expected, rel=0.015)
+
+
+def test_bootstrap_is_reproducible_from_its_fixed_seed() -> None:
+    """Same data, same interval: the bootstrap draws from a seeded numpy Generator."""
+    rng = np.random.default_rng(6)
+    base, cand = lognormal(rng, 12, 0.1), lognormal(rng, 12, 0.1)
+    first = stats.bootstrap_ratio_interval(base, cand, paired=False)
+    assert stats.bootstrap_ratio_interval(base, cand, paired=False) == first
+
+
+# -- which interval, and the interval rule --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n_base", "n_cand", "paired", "method"),
+    [
+        (3, 3, True, "paired t"),
+        (3, 3, False, "Welch t"),
+        (3, 5, True, "Welch t"),
+        (1, 4, False, "prediction"),
+        (4, 1, False, "prediction"),
+        (12, 12, True, "bootstrap"),
+        (10, 14, False, "bootstrap"),
+    ],
+)
+def test_ratio_interval_picks_the_documented_method(n_base: int, n_cand: int, paired: bool, method: str) -> None:
+    """t on logs below 10 per side (paired if asked and sizes match), bootstrap from 10, prediction for 1 vs n."""
+    rng = np.random.default_rng(7)
+    found = stats.ratio_interval(lognormal(rng, n_base, 0.05), lognormal(rng, n_cand, 0.05), paired=paired)
+    assert found is not None and method in found.method
+
+
+def test_ratio_interval_is_none_for_one_value_per_side() -> None:
+    """1 vs 1 has no spread, so no interval."""
+    assert stats.ratio_interval([10.0], [11.0]) is None
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (1.15, 1.40, "regressed"),
+        (0.70, 0.85, "improved"),
+        (0.95, 1.08, "unchanged"),
+        (1.05, 1.40, "inconclusive"),
+        (0.80, 0.95, "inconclusive"),
+        (0.85, 1.20, "inconclusive"),
+    ],
+)
+def test_classify_interval_needs_the_whole_interval_beyond_the_floor(low: float, high: float, expected: str) -> None:
+    """regressed iff low > floor, improved iff high < 1/floor, unchanged iff inside the band."""
+    assert stats.classify_interval(low, high, FLOOR) == expected
+
+
+# -- A/B: planted answers ---------------------------------------------------------------
+
+
+def test_ab_finds_a_planted_30_percent_step_with_three_repeats() -> None:
+    """A 1.3x slowdown with 3% noise and 3 repeats a side is 'regressed' in nearly every trial."""
+    found = ab_verdicts(1.3, 0.03, 3, paired=False, trials=200, seed=10)
+    assert found["regressed"] >= 190
+    assert found["improved"] == found["unchanged"] == 0
+
+
+def test_ab_finds_a_planted_30_percent_step_with_paired_repeats() -> None:
+    """Paired, 5 repeats, 5% noise: the 1.3x step is found in nearly every trial."""
+    found = ab_verdicts(1.3, 0.05, 5, paired=True, trials=200, seed=11)
+    assert found["regressed"] >= 190
+
+
+def test_ab_finds_a_planted_30_percent_speedup() -> None:
+    """The mirror image: a run 1.3x faster is 'improved'."""
+    found = ab_verdicts(1 / 1.3, 0.03, 5, paired=False, trials=200, seed=12)
+    assert found["improved"] >= 195
+
+
+def test_ab_bootstrap_finds_a_planted_step_with_many_repeats() -> None:
+    """12 pairs (bootstrap path) find a 1.3x step despite 10% noise."""
+    found = ab_verdicts(1.3, 0.10, 12, paired=True, trials=40, seed=13)
+    assert found["regressed"] >= 36
+
+
+@pytest.mark.parametrize(("sigma", "paired"), [(0.03, False), (0.05, True)])
+def test_ab_pure_noise_below_the_floor_almost_never_changes(sigma: float, paired: bool) -> None:
+    """A/A with 3 repeats and noise well under the floor: a change in under 1% of 600 seeded trials."""
+    found = ab_verdicts(1.0, sigma, 3, paired=paired, trials=600, seed=14)
+    assert found["regressed"] + found["improved"] <= 6
+
+
+@pytest.mark.parametrize(("sigma", "paired"), [(0.10, False), (0.20, True), (0.20, False)])
+def test_ab_noisy_aa_false_positives_stay_under_the_nominal_rate(sigma: float, paired: bool) -> None:
+    """A/A with noise as big as the floor: each direction stays under the interval's one-sided 2.5%."""
+    found = ab_verdicts(1.0, sigma, 3, paired=paired, trials=600, seed=14)
+    assert found["regressed"] <= 0.025 * 600
+    assert found["improved"] <= 0.025 * 600
+
+
+def test_ab_quiet_aa_comparison_is_unchanged() -> None:
+    """With 1% noise and 5 repeats, identical settings come out 'unchanged'."""
+    found = ab_verdicts(1.0, 0.01, 5, paired=False, trials=100, seed=15)
+    assert found["unchanged"] >= 98
+
+
+def test_ab_single_repeat_beyond_the_floor_is_inconclusive_with_advice() -> None:
+    """1 vs 1 repeat: a 1.5x change has no interval, so it is inconclusive and the note says how to confirm."""
+    decision = stats.ab_decision([10.0], [15.0], FLOOR)
+    assert decision.verdict == "inconclusive"
+    assert decision.ratio == pytest.approx(1.5)
+    assert decision.ci_low is None and decision.ci_high is None
+    assert "--repeat 3" in decision.note and "--history" in decision.note
+
+
+def test_ab_single_repeat_within_the_floor_is_unchanged() -> None:
+    """1 vs 1 repeat within the floor is 'unchanged', with a note that no interval backs it."""
+    decision = stats.ab_decision([10.0], [10.4], FLOOR)
+    assert decision.verdict == "unchanged"
+    assert "no interval" in decision.note
+
+
+def test_ab_single_candidate_against_several_baseline_runs_can_regress() -> None:
+    """One repeat against a 5-value baseline: a 1.5x step is 'regressed' via the prediction interval."""
+    decision = stats.ab_decision([10.0, 10.3, 9.8, 10.1, 9.9], [15.0], FLOOR)
+    assert decision.verdict == "regressed"
+    assert decision.ci_low is not None and decision.ci_low > FLOOR
+
+
+def test_ab_zero_values_do_not_crash() -> None:
+    """All zeros is 'unchanged' (ratio 1); a zero on one side only is 'inconclusive'."""
+    assert stats.ab_decision([0.0, 0.0], [0.0], FLOOR).verdict == "unchanged"
+    assert stats.ab_decision([0.0, 1.0], [2.0], FLOOR).verdict == "inconclusive"
+
+
+# -- history: planted answers -----------------------------------------------------------------
+
+
+def test_history_finds_a_planted_30_percent_step() -> None:
+    """20 runs of history at 3% noise, then a 1.3x run: 'regressed' with z above the threshold."""
+    found = history_verdicts(1.3, 0.03, 20, trials=300, seed=20)
+    assert found["regressed"] >= 297
+    assert history_verdicts(1.3, 0.05, 20, trials=300, seed=20)["regressed"] >= 240  # 5% noise: most, not all
+    rng = np.random.default_rng(21)
+    decision = stats.history_decision(lognormal(rng, 20, 0.03), [13.0], FLOOR)
+    assert decision.verdict == "regressed"
+    assert decision.score is not None and decision.score > stats.Z_THRESHOLD
+    assert decision.ratio == pytest.approx(1.3, rel=0.05)
+
+
+def test_history_finds_a_planted_30_percent_speedup() -> None:
+    """The mirror image in history mode is 'improved'."""
+    found = history_verdicts(1 / 1.3, 0.03, 20, trials=300, seed=22)
+    assert found["improved"] >= 297
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.05, 0.10, 0.20])
+def test_history_pure_noise_rarely_regresses(sigma: float) -> None:
+    """A/A against 20 runs of history: regressed or improved in under 1% of 1000 seeded trials."""
+    found = history_verdicts(1.0, sigma, 20, trials=1000, seed=23)
+    assert found["regressed"] + found["improved"] <= 10
+
+
+def test_history_stays_inconclusive_until_enough_runs() -> None:
+    """Fewer than MIN_HISTORY runs: even a 2x change is only 'inconclusive', with a note."""
+    decision = stats.history_decision([10.0] * (stats.MIN_HISTORY - 1), [20.0], FLOOR)
+    assert decision.verdict == "inconclusive"
+    assert f"{stats.MIN_HISTORY} needed" in decision.note
+
+
+def test_history_real_but_small_shift_is_unchanged() -> None:
+    """A 5% shift on 0.5% noise is real (large z) but within the floor, so 'unchanged' with a note."""
+    history = lognormal(np.random.default_rng(24), 20, 0.005)
+    decision = stats.history_decision(history, [10.5], FLOOR)
+    assert decision.verdict == "unchanged"
+    assert decision.score is not None and decision.score > stats.Z_THRESHOLD
+    assert "within the floor" in decision.note
+
+
+def test_history_change_inside_the_noise_is_inconclusive() -> None:
+    """A 1.2x value against 30%-noisy history is beyond the floor but not the z threshold."""
+    history = lognormal(np.random.default_rng(25), 20, 0.30)
+    decision = stats.history_decision(history, [12.0], FLOOR)
+    assert decision.verdict == "inconclusive"
+    assert "noise" in decision.note
+
+
+def test_history_uses_the_candidate_median_over_repeats() -> None:
+    """The candidate is summarised by its median, so one straggler repeat does not flag it."""
+    history = lognormal(np.random.default_rng(26), 20, 0.02)
+    assert stats.history_decision(history, [10.1, 30.0, 9.9], FLOOR).verdict == "unchanged"
+
+
+def test_robust_z_with_no_spread_is_infinite_for_any_change() -> None:
+    """A constant history makes any difference infinitely surprising; the floor then decides."""
+    assert stats.robust_z([2.0] * 10, 2.5) == math.inf
+    assert stats.robust_z([2.0] * 10, 1.5) == -math.inf
+    assert stats.robust_z([2.0] * 10, 2.0) == 0.0
+    assert stats.history_decision([10.0] * 12, [10.5], FLOOR).verdict == "unchanged"
+    assert stats.history_decision([10.0] * 12, [12.0], FLOOR).verdict == "regressed"
