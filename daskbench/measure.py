@@ -9,6 +9,7 @@ cluster cannot restart) propagates.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import time
 import traceback
 from collections.abc import Callable
@@ -102,6 +103,17 @@ class Measurer:
         self.memory = MemoryCollector(self.client, self.n_workers)
         self.memory.install()
 
+    def warm_up(self, modules: tuple[str, ...]) -> float:
+        """Import ``modules`` on every (freshly restarted) worker; returns the seconds it took.
+
+        A restarted worker is a new process: without this, importing the workload's code
+        (xarray, pandas, the benchmark module...) would land inside the timed compute phase.
+        """
+        start = time.perf_counter()
+        if modules:
+            self.client.run(_import_all, modules)
+        return time.perf_counter() - start
+
     def restart(self) -> float:
         """Restart every worker (clean memory) and wait for all of them; returns the seconds it took.
 
@@ -114,10 +126,16 @@ class Measurer:
         return time.perf_counter() - start
 
     def measure(
-        self, case: Case, repeat: int, target: Target, phases: dict[str, float], extra: dict[str, Any]
+        self,
+        case: Case,
+        repeat: int,
+        target: Target,
+        phases: dict[str, float],
+        extra: dict[str, Any],
+        preload: tuple[str, ...] = (),
     ) -> tuple[Measurement, Any]:
-        """Restart, measure ``target`` once, and return the measurement and the result."""
-        phases = {**phases, "restart": self.restart()}
+        """Restart, warm up, measure ``target`` once; return the measurement and the result."""
+        phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
         before = counters.snapshot(self.client)
         self.memory.start()
         attempt = run_target(self.client, target, self.timeout)
@@ -175,6 +193,17 @@ class Measurer:
             recorded_at=now_iso(),
             **{name: totals.get(name) for name in counters.COUNTERS},
         )
+
+
+def _import_all(modules: tuple[str, ...]) -> list[str]:
+    """Import what can be imported; returns the names that could not be (not an error)."""
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            missing.append(name)
+    return missing
 
 
 def failed_measurement(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -246,7 +247,7 @@ class _Measure:
         assert measurer is not None
         extra = {"test": self.node.nodeid, "requested_saturation": format_saturation(self._requested_saturation())}
         try:
-            measurement, result = measurer.measure(case, repeat, target, phases, extra)
+            measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
             measurement, result = failed_measurement(measurer.run_id, case, repeat, exc, phases), None
         self.session.record(case, measurement)
@@ -285,6 +286,18 @@ class _Measure:
         for m in passed:
             stats.update(m.runtime_s)
         bench.extra_info.update(_extra_info(passed[-1]))
+
+
+#: Libraries a workload commonly uses; preloaded on workers only if the client imported them.
+_LIBRARIES = ("numpy", "pandas", "pyarrow", "dask.array", "dask.dataframe", "dask.bag", "xarray", "s3fs")
+
+
+def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
+    """The benchmark's module, the workloads package and the libraries the client has loaded."""
+    module = getattr(node, "module", None)
+    names = [name for name in sys.modules if name == "workloads" or name.startswith("workloads.")]
+    names += [name for name in _LIBRARIES if name in sys.modules]
+    return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 
 def _progress_line(case: Case, m: Measurement) -> str:

@@ -412,16 +412,18 @@ def test_without_baseline_main_compare_falls_back_to_history(
 
 
 def test_json_output_has_the_verdict_fields(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """--format json: each verdict has fingerprint, params, metric, ratio, CI, values, floor, method."""
+    """--format json is a list of verdicts with fingerprint, params, metric, ratio, CI, values, floor, method."""
     ab_store(store, 10.0, 13.0)
     assert main(["compare", "--db", db, "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    verdict = next(v for v in data["verdicts"] if v["metric"] == "runtime_s")
+    assert isinstance(data, list)
+    verdict = next(v for v in data if v["metric"] == "runtime_s")
     expected = {"fingerprint", "workload", "params", "metric", "verdict", "ratio", "ci_low", "ci_high"}
     assert expected | {"baseline_values", "candidate_values", "floor", "method", "note", "cluster"} <= verdict.keys()
     assert verdict["verdict"] == "regressed" and verdict["params"] == {"size": "small"}
     assert verdict["cluster"]["n_workers"] == 2 and len(verdict["candidate_values"]) == 3
-    assert data["regressed"] is True and data["mode"] == "ab"
+    whole = comparison_to_json(compare_runs(store))
+    assert whole["regressed"] is True and whole["mode"] == "ab"
 
 
 def test_json_never_holds_infinity_or_nan(store: Store) -> None:

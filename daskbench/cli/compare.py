@@ -14,7 +14,7 @@ import math
 import sys
 
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json
-from daskbench.compare import compare_runs, comparison_to_json, format_table, regression_summary
+from daskbench.compare import compare_runs, format_table, regression_summary, verdicts_to_json
 from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.model import METRICS
 
@@ -145,7 +145,7 @@ def _compare(args: argparse.Namespace) -> int:
         allow_mixed=args.allow_mixed,
     )
     if args.format == "json":
-        print_json(comparison_to_json(comparison))
+        print_json(verdicts_to_json(comparison))
     else:
         print(format_table(comparison))
     sys.stdout.flush()
