@@ -111,7 +111,9 @@ class DaskbenchSession:
         if self.store is None or self.run is None:
             return None
         self.store.finish_run(self.run.run_id)
-        return self._compare() if self.settings.compare else None
+        outcome = self._compare() if self.settings.compare else None
+        self.store.close()  # SQLite: the last connection closing folds the WAL into the file
+        return outcome
 
     def _compare(self) -> str | None:
         from daskbench.compare import compare_runs, format_table
