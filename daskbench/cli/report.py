@@ -1,0 +1,69 @@
+"""``daskbench report``: the comparison as one self-contained HTML file.
+
+The same selection as ``daskbench compare`` (latest run against baseline ``main`` by
+default, ``--baseline``/``--candidate`` for any two, ``--history N`` for trends); the
+report never sets the exit code on a regression (``daskbench compare`` gates CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from daskbench.cli.common import add_db_option, open_store
+from daskbench.cli.compare import parse_floors
+from daskbench.report import write_report
+
+DEFAULT_OUTPUT = "results/report.html"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write the HTML comparison report (opens from disk, no network)",
+        description="Write one self-contained HTML file comparing a run (default: the latest) with a baseline "
+        "(default: the baseline named main; without one, each case's recent history): the verdict table with "
+        "a metric switch, and per workload memory over time, change per case, history, scaling and trade-offs.",
+        epilog="examples: daskbench report | daskbench report --baseline main --candidate 3f2a -o review.html | "
+        "daskbench report --history 30",
+    )
+    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
+    parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to report on (default: the latest run)")
+    parser.add_argument(
+        "--history", metavar="N", type=_runs, help="compare each case with its last N good runs; charts show N runs"
+    )
+    parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
+    parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", default=DEFAULT_OUTPUT, help=f"where to write (default: {DEFAULT_OUTPUT})"
+    )
+    add_db_option(parser)
+    parser.set_defaults(func=cmd_report)
+
+
+def _runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs >= 1 (e.g. --history 30)")
+    return value
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = write_report(
+        open_store(args),
+        args.output,
+        candidate=args.candidate,
+        baseline=args.baseline,
+        history=args.history,
+        floors=parse_floors(args.floor) if args.floor else None,
+        allow_mixed=args.allow_mixed,
+    )
+    print(f"wrote {path} ({_size(path.stat().st_size)})")
+    return 0
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:.1f} MiB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:.0f} KiB"

@@ -1,0 +1,174 @@
+"""Assemble the HTML page: one Bokeh document for every chart, one inlined BokehJS, Jinja2.
+
+Every chart of the report is a root of ONE Bokeh document rendered with one
+``components`` call, and BokehJS is inlined once, trimmed to the parts the charts use
+(``bundle_for_objs_and_resources`` over ``INLINE``): the file opens from disk with no
+network and stays small enough to mail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+from bokeh.document import Document
+from bokeh.embed import components
+from bokeh.embed.bundle import bundle_for_objs_and_resources
+from bokeh.model import Model
+from bokeh.plotting import figure
+from bokeh.resources import INLINE
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+import daskbench
+from daskbench.compare import comparison_to_json
+from daskbench.report import tables
+from daskbench.report.charts import change_figure, memory_figure
+from daskbench.report.data import ReportData, Section
+from daskbench.report.style import Palette, note_if_empty
+from daskbench.report.tradeoffs import scaling_figure, tradeoff_figure
+from daskbench.report.trends import history_figure
+
+DATA_ELEMENT_ID = "daskbench-data"
+#: Version of the JSON embedded in the page (``<script id="daskbench-data">``).
+#: 1 - the compare JSON plus "report" (sections, charts, generator).
+DATA_VERSION = 1
+_PACKAGE = resources.files("daskbench.report")
+
+
+@dataclass(frozen=True)
+class ChartGroup:
+    """A heading, a caption and the charts under them (keys into the Bokeh divs)."""
+
+    title: str
+    caption: str
+    keys: tuple[str, ...]
+
+
+#: Per kind of chart group: its heading and the caption that says how to read it.
+GROUPS = {
+    "memory": ("Memory over time", "Cluster memory (sum over workers) during the compute phase of the median "
+               "repeat, per worker-saturation; the dotted red line is the cluster's memory limit; a cross marks "
+               "where a failed repeat stopped."),
+    "change": ("Change against the baseline", "Percent change per case; the bar is the estimate, the whisker its "
+               "95% confidence interval (A/B), the grey band the floor within which a change does not count."),
+    "history": ("History", "Each case over its recent runs; the shaded band is the baseline median ± max(3 MADs, "
+                "floor); squares are baseline runs, the diamond the candidate, crosses failed runs. "
+                "The metric switch above chooses the metric."),
+    "settings": ("Settings: cluster size and worker-saturation", "Medians per setting: runtime and cost against the "
+                 "number of workers, and runtime against peak memory (hollow: baseline, filled: candidate)."),
+}  # fmt: skip
+
+
+def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], dict[str, figure]]:
+    """The charts of one workload section, grouped under headings, and their Bokeh roots."""
+    sizes, slug = section.cluster_sizes, section.slug
+    roots: dict[str, figure] = {}
+    roots |= {f"{slug}-memory-{n}": memory_figure(section, n, palette) for n in sizes}
+    roots |= {f"{slug}-change-{m}": change_figure(section, m) for m in ("runtime_s", "peak_memory_bytes")}
+    roots |= {f"{slug}-history-{n}": history_figure(section, n, palette) for n in sizes}
+    roots |= {f"{slug}-settings-{m}": scaling_figure(section, m, palette) for m in ("runtime_s", "cost_usd")}
+    roots[f"{slug}-settings-tradeoff"] = tradeoff_figure(section, palette)
+    for root in roots.values():
+        note_if_empty(root)
+    groups = [ChartGroup(*GROUPS[kind], _keys(roots, f"{slug}-{kind}-")) for kind in GROUPS]
+    return groups, roots
+
+
+def _keys(roots: Mapping[str, object], prefix: str) -> tuple[str, ...]:
+    return tuple(key for key in roots if key.startswith(prefix))
+
+
+def script_json(value: Any) -> Markup:
+    """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` as \\u escapes, so no text ends the tag."""
+    text = json.dumps(value, sort_keys=True, allow_nan=False, ensure_ascii=True)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def render_page(data: ReportData) -> str:
+    """The whole report as one self-contained HTML string."""
+    sizes = sorted({view.n_workers for section in data.sections for view in section.cases})
+    palette = Palette(data.saturations, sizes)
+    sections: list[tuple[Section, list[ChartGroup]]] = []
+    roots: dict[str, Model] = {}
+    for section in data.sections:
+        groups, section_roots = chart_groups(section, palette)
+        sections.append((section, groups))
+        roots |= section_roots
+    script, divs = components(_one_document(roots)) if roots else ("", {})
+    bokeh_js = bundle_for_objs_and_resources(list(roots.values()), INLINE).scripts() if roots else ""
+    rows = tables.verdict_rows(data)
+    counts = tables.summary_counts(rows)
+    context = {
+        "c": data.comparison,
+        "data": data,
+        "sections": sections,
+        "divs": {key: Markup(div) for key, div in divs.items()},
+        "bokeh_js": Markup(bokeh_js),
+        "bokeh_script": Markup(script),
+        "columns": tables.run_columns(data),
+        "diffs": tables.diff_rows(data.comparison),
+        "rows": rows,
+        "counts": counts,
+        "headline": tables.headline(rows),
+        "metrics": tables.metric_titles(),
+        "legend": palette.legend(),
+        "data_json": script_json(_page_data(data, sections)),
+        "data_id": DATA_ELEMENT_ID,
+        "css": Markup(_static("static.css")),
+        "js": Markup(_static("static.js")),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "version": daskbench.__version__,
+        "t": tables,
+    }
+    return _environment().get_template("template.html").render(context)
+
+
+def _one_document(roots: dict[str, Model]) -> dict[str, Model]:
+    """Put every root into one Document in one go: adding roots one by one re-walks all models each time."""
+    document = Document()
+    with document.models.freeze():
+        for root in roots.values():
+            document.add_root(root)
+    return roots
+
+
+def _page_data(data: ReportData, sections: list[tuple[Section, list[ChartGroup]]]) -> dict[str, Any]:
+    """The comparison as compare --format json prints it, plus what the page drew where."""
+    found = comparison_to_json(data.comparison)
+    found["report"] = {
+        "version": DATA_VERSION,
+        "history_window": data.history_window,
+        "sections": [
+            {
+                "id": section.slug,
+                "workload": section.workload,
+                "params": dict(section.params),
+                "cases": [view.fingerprint for view in section.cases],
+                "charts": [key for group in groups for key in group.keys],
+            }
+            for section, groups in sections
+        ],
+    }
+    return found
+
+
+def _static(name: str) -> str:
+    text = _PACKAGE.joinpath(name).read_text(encoding="utf-8")
+    if "</" in text and name.endswith(".js"):  # a literal "</script" would end the inline tag early
+        raise ValueError(f"{name} must not contain '</'")
+    return text
+
+
+def _environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(str(_PACKAGE)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )

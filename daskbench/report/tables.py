@@ -1,0 +1,285 @@
+"""The report's text parts as plain rows: runs side by side, differences, the verdict table.
+
+Everything here is a string or a number for the template; the template escapes every
+string (Jinja2 autoescape), so nothing here needs to.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlparse
+
+from daskbench import stats
+from daskbench.compare import Comparison, effect_size, format_verdict
+from daskbench.compare_format import format_value
+from daskbench.model import METRICS, VERDICTS, Run, Verdict
+from daskbench.report.data import OUTCOME_METHOD, ReportData, Section, saturation_text
+from daskbench.report.style import UNITS, percent
+
+#: Versions always shown in the runs table; others only when they differ (all are under "all versions").
+KEY_PACKAGES = ("dask", "distributed", "python")
+#: Interval strips in the verdict table span ratios 1/CI_SPAN .. CI_SPAN on a log scale.
+CI_SPAN = 2.0
+VERDICT_LABELS = {kind: kind.replace("-", " ") for kind in VERDICTS}
+
+
+@dataclass(frozen=True)
+class Strip:
+    """Positions (percent of the strip width) of a ratio, its interval and the floor band."""
+
+    point: float
+    low: float
+    high: float
+    floor_low: float
+    floor_high: float
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the verdict table."""
+
+    metric: str
+    verdict: str
+    workload: str
+    section: str
+    params: str
+    cluster: str
+    change: str
+    phrase: str
+    baseline: str
+    candidate: str
+    note: str
+    effect: float
+    strip: Strip | None
+    case_level: bool
+
+    @property
+    def verdict_label(self) -> str:
+        return VERDICT_LABELS[self.verdict]
+
+    @property
+    def effect_attr(self) -> str:
+        return "inf" if math.isinf(self.effect) else f"{self.effect:.6f}"
+
+
+def params_text(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in sorted(params.items())) or "-"
+
+
+def cluster_text(cluster: Mapping[str, Any]) -> str:
+    workers = cluster.get("n_workers", "?")
+    threads = cluster.get("threads_per_worker", "?")
+    return f"{workers}w × {threads}t · sat {cluster.get('worker_saturation', '?')}"
+
+
+def verdict_rows(data: ReportData) -> dict[str, list[Row]]:
+    """Per metric, its rows in the comparison's order (biggest effect first).
+
+    A case-level row (new, missing, newly failing, fixed, failing on both sides) is about
+    the whole case, so it appears under every metric.
+    """
+    slugs = {view.fingerprint: section.slug for section in data.sections for view in section.cases}
+    rows: dict[str, list[Row]] = {metric: [] for metric in METRICS}
+    for v in data.comparison.verdicts:
+        case_level = v.method == OUTCOME_METHOD
+        for metric in METRICS if case_level else (v.metric,):
+            rows[metric].append(_row(v, metric, slugs.get(v.fingerprint, ""), case_level))
+    return rows
+
+
+def _row(v: Verdict, metric: str, slug: str, case_level: bool) -> Row:
+    change = ""
+    if not case_level and (pct := percent(v.ratio)) is not None:
+        change = f"{pct:+.1f}%"
+    own = metric == v.metric  # a case-level row carries runtime values; under other metrics it shows none
+    return Row(
+        metric=metric,
+        verdict=v.verdict,
+        workload=v.workload,
+        section=slug,
+        params=params_text(v.params),
+        cluster=cluster_text(v.cluster),
+        change=change,
+        phrase=format_verdict(v),
+        baseline=_summary(v.metric, v.baseline_values) if own else "-",
+        candidate=_summary(v.metric, v.candidate_values) if own else "-",
+        note="" if case_level else v.note,
+        effect=effect_size(v),
+        strip=None if case_level else _strip(v),
+        case_level=case_level,
+    )
+
+
+def _summary(metric: str, values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    text = format_value(metric, stats.median(values))
+    return f"{text} (n={len(values)})" if len(values) > 1 else text
+
+
+def _strip(v: Verdict) -> Strip | None:
+    if v.ratio is None or not v.ratio > 0:
+        return None
+    floor = v.floor or stats.DEFAULT_FLOORS[v.metric]
+    low = v.ci_low if v.ci_low and v.ci_low > 0 else v.ratio
+    high = v.ci_high if v.ci_high and v.ci_high > 0 else v.ratio
+    return Strip(*(_position(r) for r in (v.ratio, low, high, 1.0 / floor, floor)))
+
+
+def _position(ratio: float) -> float:
+    """Where ``ratio`` sits on a log strip from 1/CI_SPAN (0) to CI_SPAN (100), clipped."""
+    fraction = (math.log(ratio) + math.log(CI_SPAN)) / (2 * math.log(CI_SPAN))
+    return round(min(max(fraction, 0.0), 1.0) * 100.0, 2)
+
+
+def summary_counts(rows: Mapping[str, list[Row]]) -> dict[str, list[tuple[str, int]]]:
+    """Per metric, (verdict, count) in the order of `VERDICTS`, zero counts left out."""
+    found = {}
+    for metric, metric_rows in rows.items():
+        counts = {kind: sum(row.verdict == kind for row in metric_rows) for kind in VERDICTS}
+        found[metric] = [(kind, n) for kind, n in counts.items() if n]
+    return found
+
+
+# -- runs side by side ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    """One side of the comparison, as the runs table shows it."""
+
+    title: str
+    label: str
+    run_ids: str
+    started: str
+    git_sha: str
+    ci_url: str | None
+    ci_text: str
+    versions: Mapping[str, str]
+    host: str
+    cluster: str
+
+
+def run_columns(data: ReportData) -> list[RunColumn]:
+    c = data.comparison
+    baseline = _newest(c.baseline_runs)
+    columns = []
+    if baseline is not None:
+        title = f"Baseline: {c.baseline_label}" if c.baseline_label else "Baseline"
+        columns.append(_column(title, baseline, c.baseline_runs, _sections_cluster(data.sections, "baseline")))
+    columns.append(
+        _column("Candidate", c.candidate_run, (c.candidate_run,), _sections_cluster(data.sections, "candidate"))
+    )
+    return columns
+
+
+def _newest(runs: Sequence[Run]) -> Run | None:
+    return max(runs, key=lambda run: run.started_at, default=None)
+
+
+def _column(title: str, run: Run, runs: Sequence[Run], cluster: str) -> RunColumn:
+    ids = run.run_id if len(runs) == 1 else f"{len(runs)} runs, newest {run.run_id}"
+    first = min(r.started_at for r in runs)
+    started = when_text(run.started_at) if len(runs) == 1 else f"{when_text(first)} … {when_text(run.started_at)}"
+    return RunColumn(
+        title=title,
+        label=run.label,
+        run_ids=ids,
+        started=started,
+        git_sha=run.git_sha or "-",
+        ci_url=run.ci_url if _is_web_url(run.ci_url) else None,
+        ci_text=run.ci_url or "-",
+        versions={str(k): str(v) for k, v in sorted(run.versions.items())},
+        host=_host_text(run.host),
+        cluster=cluster,
+    )
+
+
+def when_text(started_at: str) -> str:
+    """``2025-06-13T10:15:00+00:00`` -> ``2025-06-13 10:15 UTC``; unparseable text is kept as is."""
+    try:
+        when = datetime.fromisoformat(started_at)
+    except ValueError:
+        return started_at
+    zone = "" if when.tzinfo is None else " UTC" if when.utcoffset() == timedelta(0) else when.strftime(" %z")
+    return when.strftime("%Y-%m-%d %H:%M") + zone
+
+
+def _is_web_url(url: str | None) -> bool:
+    """Only http(s) links become clickable: a ``javascript:`` URL from the store stays text."""
+    return bool(url) and urlparse(url or "").scheme in ("http", "https")
+
+
+def _host_text(host: Mapping[str, Any]) -> str:
+    memory = host.get("memory_bytes")
+    parts = [str(host.get("cpu_model", "?")), f"{host.get('cores', '?')} cores"]
+    if isinstance(memory, (int, float)):
+        parts.append(f"{memory / 2**30:.0f} GiB")
+    return ", ".join(parts)
+
+
+def _sections_cluster(sections: Iterable[Section], side: str) -> str:
+    specs = [
+        view.case.cluster
+        for s in sections
+        for view in s.cases
+        if (view.candidate if side == "candidate" else view.baseline)
+    ]
+    if not specs:
+        return "-"
+    backends = ", ".join(sorted({spec.backend for spec in specs}))
+    workers = "/".join(str(n) for n in sorted({spec.n_workers for spec in specs}))
+    threads = "/".join(str(n) for n in sorted({spec.threads_per_worker for spec in specs}))
+    memory = "/".join(sorted({_gib(spec.memory_per_worker) for spec in specs}))
+    saturations = ", ".join(saturation_text(s) for s in sorted({spec.worker_saturation for spec in specs}))
+    return f"{backends}: {workers} workers × {threads} threads, {memory} per worker; worker-saturation {saturations}"
+
+
+def _gib(value: int | None) -> str:
+    return "no limit" if value is None else f"{value / 2**30:g} GiB"
+
+
+def key_versions(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
+    """(package, version per column): the key packages, then any other package that differs."""
+    differing = [row for row in all_versions(columns) if len(set(row[1])) > 1 and row[0] not in KEY_PACKAGES]
+    key = [(name, [column.versions.get(name, "-") for column in columns]) for name in KEY_PACKAGES]
+    return [row for row in key if any(value != "-" for value in row[1])] + differing
+
+
+def all_versions(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
+    names = sorted({name for column in columns for name in column.versions})
+    return [(name, [column.versions.get(name, "-") for column in columns]) for name in names]
+
+
+def headline(rows: Mapping[str, list[Row]]) -> list[str]:
+    """What got worse, e.g. ``["1 case newly failing", "runtime: 6 regressed"]``."""
+    first = next(iter(rows.values()), [])
+    failing = sum(row.case_level and row.verdict == "newly-failing" for row in first)
+    found = [f"{failing} {'case' if failing == 1 else 'cases'} newly failing"] if failing else []
+    for metric, title in metric_titles():
+        regressed = sum(not row.case_level and row.verdict == "regressed" for row in rows.get(metric, []))
+        if regressed:
+            found.append(f"{title.lower()}: {regressed} regressed")
+    return found
+
+
+def diff_rows(comparison: Comparison) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """(title, [(key, baseline, candidate)]) for versions, dask config and host."""
+    sections = (("Versions", comparison.version_diff), ("Dask config", comparison.config_diff),
+                ("Host", comparison.host_diff))  # fmt: skip
+    return [(title, [(key, _shown(a), _shown(b)) for key, (a, b) in found.items()]) for title, found in sections]
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is None else str(value)
+
+
+def metric_titles() -> list[tuple[str, str]]:
+    """(metric, switch label) in `METRICS` order, the order of the history tabs."""
+    labels = {"runtime_s": "Runtime", "peak_memory_bytes": "Peak memory",
+              "peak_worker_memory_bytes": "Per-worker peak", "cost_usd": "Cost"}  # fmt: skip
+    return [(metric, labels.get(metric, UNITS[metric].title)) for metric in METRICS]

@@ -1,0 +1,178 @@
+"""The report in a real headless Chromium, opened from disk with the network off.
+
+Needs Debian's ``chromium`` at /usr/bin/chromium (ci/setup installs it); skipped without
+it. Leaves a full-page screenshot at results/report-screenshot.png (or in
+$DASKBENCH_SCREENSHOT_DIR) for CI to keep as an artifact.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, HOSTILE_URL, build_report_store, shared_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)"
+    ),
+]
+
+#: Every chart rendered: each Bokeh root's view has a size, and so does every canvas in the shadow DOM.
+RENDERED = """() => {
+  if (!window.Bokeh || !Bokeh.documents.length) return null;
+  const roots = [...document.querySelectorAll(".chart [data-root-id]")].map(el => {
+    const view = el.firstElementChild;
+    const box = view ? view.getBoundingClientRect() : {width: 0, height: 0};
+    return [box.width, box.height];
+  });
+  const canvases = [];
+  const walk = node => {
+    for (const el of node.querySelectorAll("*")) {
+      if (el.tagName === "CANVAS") canvases.push([el.width, el.height]);
+      if (el.shadowRoot) walk(el.shadowRoot);
+    }
+  };
+  walk(document);
+  return {roots, canvases};
+}"""
+READY = f"""() => {{
+  const found = ({RENDERED})();
+  return found && found.roots.length > 0 && found.roots.every(([w, h]) => w > 0 && h > 0)
+    && found.canvases.length >= found.roots.length ? found : null;
+}}"""
+HISTORY = """() => {
+  const out = {titles: [], drawn: []};
+  for (const model of Bokeh.documents[0].all_models) {
+    if (model.name === "history-figure") out.titles.push(model.title.text);
+    if (model.name === "history-points") {
+      const data = model.data instanceof Map ? Object.fromEntries(model.data) : model.data;
+      out.drawn.push(JSON.stringify(Array.from(data.y)) === JSON.stringify(Array.from(data.y__cost_usd)));
+    }
+  }
+  return out;
+}"""
+
+
+def _switch(metric: str) -> str:
+    """The visible button of the metric switch (the radio itself is visually hidden)."""
+    return f'input[name="metric"][value="{metric}"] + span'
+
+
+@dataclass
+class Visit:
+    """What the browser saw while it had a report open."""
+
+    page: object
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+def _open(browser: object, path: Path) -> Iterator[Visit]:
+    """Open ``path`` from disk offline; record console errors, requests and dialogs."""
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    visit = Visit(page)
+    page.on("console", lambda message: visit.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: visit.errors.append(str(error)))
+    page.on("request", lambda request: visit.requests.append(request.url))
+    page.on("dialog", lambda dialog: (visit.dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(path.as_uri())
+    page.wait_for_function(READY, timeout=60_000)
+    try:
+        yield visit
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def report(browser: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Visit]:
+    path = tmp_path_factory.mktemp("browser") / "report.html"
+    path.write_text(shared_report()[1], encoding="utf-8")
+    yield from _open(browser, path)
+
+
+def test_report_renders_offline_without_errors_or_requests(report: Visit) -> None:
+    """From file:// with the network off: no console errors, no request but the file itself."""
+    assert report.errors == []
+    assert len(report.requests) == 1 and report.requests[0].startswith("file://")
+
+
+def test_every_chart_is_drawn_with_a_size(report: Visit) -> None:
+    """27 Bokeh roots (9 per workload), each with a non-zero box, and a canvas for each."""
+    found = report.page.evaluate(RENDERED)  # type: ignore[attr-defined]
+    assert len(found["roots"]) == 27
+    assert all(width > 100 and height > 100 for width, height in found["roots"])
+    assert len([c for c in found["canvases"] if c[0] > 0 and c[1] > 0]) >= 27
+
+
+def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -> None:
+    """Choosing Cost shows the cost rows (and hides runtime's), and redraws history in cost."""
+    page = report.page
+    page.click(_switch("cost_usd"))  # type: ignore[attr-defined]
+    assert page.get_attribute("body", "data-metric") == "cost_usd"  # type: ignore[attr-defined]
+    assert page.is_visible('tbody[data-metric="cost_usd"]') and not page.is_visible('tbody[data-metric="runtime_s"]')  # type: ignore[attr-defined]
+    first = page.inner_text('tbody[data-metric="cost_usd"] tr:nth-child(2)')  # type: ignore[attr-defined]
+    assert "dearer" in first or "cheaper" in first
+    history = page.evaluate(HISTORY)  # type: ignore[attr-defined]
+    assert len(history["titles"]) == 6 and all(title.startswith("Cost") for title in history["titles"])
+    assert history["drawn"] and all(history["drawn"])
+    assert page.url.endswith("#metric=cost_usd")  # type: ignore[attr-defined]
+
+
+def test_hide_unchanged_filters_rows(report: Visit) -> None:
+    """The filter hides unchanged rows and leaves the others."""
+    page = report.page
+    page.click(_switch("runtime_s"))  # type: ignore[attr-defined]
+    selector = 'tbody[data-metric="runtime_s"] tr.v-unchanged'
+    assert page.is_visible(selector)  # type: ignore[attr-defined]
+    page.check("#hide-unchanged")  # type: ignore[attr-defined]
+    assert not page.is_visible(selector) and page.is_visible('tbody[data-metric="runtime_s"] tr.v-regressed')  # type: ignore[attr-defined]
+    page.uncheck("#hide-unchanged")  # type: ignore[attr-defined]
+
+
+def test_screenshot_is_kept_for_review(report: Visit) -> None:
+    """A full-page screenshot of the runtime view lands where CI collects artifacts."""
+    folder = Path(os.environ.get("DASKBENCH_SCREENSHOT_DIR") or REPO / "results")
+    folder.mkdir(parents=True, exist_ok=True)
+    report.page.click(_switch("runtime_s"))  # type: ignore[attr-defined]
+    report.page.evaluate("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
+    shot = folder / "report-screenshot.png"
+    report.page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
+    assert shot.stat().st_size > 50_000
+
+
+def test_hostile_store_text_never_runs(browser: object, tmp_path: Path) -> None:
+    """Script and img tags in a label and an error message show as text: no dialog, no error."""
+    written = build_report_store(tmp_path / "db.sqlite", candidate_label=HOSTILE_LABEL, oom_message=HOSTILE_MESSAGE,
+                                 candidate_ci_url=HOSTILE_URL, nightlies=2, workload_names=("ocean_anomaly",))  # fmt: skip
+    path = tmp_path / "hostile.html"
+    from daskbench.report import write_report
+
+    write_report(written.store, path)
+    for visit in _open(browser, path):
+        visit.page.click("text=" + HOSTILE_URL)  # type: ignore[attr-defined]
+        assert visit.dialogs == [] and visit.errors == []
+        assert HOSTILE_LABEL in visit.page.inner_text("table.runs-table")  # type: ignore[attr-defined]
+        assert visit.page.evaluate("document.querySelectorAll('img').length") == 0  # type: ignore[attr-defined]
