@@ -71,3 +71,11 @@ def test_death_near_the_limit_counts_as_oom() -> None:
               "deaths": [{"time": 1.0, "peak_rss": 960, "fraction": 0.96}, {"time": 2.0, "peak_rss": 100, "fraction": 0.1}]}  # fmt: skip
     summary = summarize([report], 0.0, 0.05, 10)
     assert (summary.deaths, summary.oom_deaths) == (2, 1)
+
+
+def test_local_cluster_survives_many_restarts(cluster: OpenCluster) -> None:
+    """Twenty back-to-back measurements (each restarts workers) keep the whole cluster alive."""
+    measurer = Measurer(cluster.client, "restart-test", load_prices(), 120, 1)
+    case = Case("noop", {}, cluster.spec)
+    outcomes = [measurer.measure(case, r, dask.delayed(_hold)(1, 0.0), {}, {})[0].outcome for r in range(20)]
+    assert outcomes == ["passed"] * 20

@@ -5,13 +5,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import dask
 from distributed import Client, LocalCluster
 
 from daskbench.clusters import default_memory_per_worker
 from daskbench.model import ClusterSpec
 
+#: LocalCluster (a SpecCluster) closes a worker's nanny when the worker has been gone for
+#: ``lost-worker-timeout`` (15 s). The check is scheduled at every removal and reads the
+#: config then, so with a restart before every measurement a check from an earlier restart
+#: can land while a later restart has the workers briefly away, and the nannies are closed
+#: for good: the cluster is left with no workers after ~8 restarts. Our workers only go
+#: away because we restart them, so that clean-up is turned off for this process.
+LOST_WORKER_TIMEOUT = {"distributed.deploy.lost-worker-timeout": "1 day"}
+
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
+    dask.config.set(LOST_WORKER_TIMEOUT)
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
     options: dict[str, Any] = {
         "n_workers": spec.n_workers,
