@@ -1,0 +1,51 @@
+"""``daskbench data prepare``: write workload inputs once, ahead of a run.
+
+Useful before a nightly run against a cloud cluster: inputs for ``--size large`` take
+a while to write, and the benchmarks then find them complete and reuse them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from daskbench import config, inputs
+from daskbench.cli.common import settings
+from workloads.datasets import GENERATORS
+from workloads.sizes import human_bytes
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    data = subparsers.add_parser("data", help="prepare workload inputs", description="Manage workload inputs.")
+    commands = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
+    prepare = commands.add_parser(
+        "prepare",
+        help="write workload inputs once (reused when already complete)",
+        description="Write the inputs of the workloads that read data, once per (workload, size, seed); "
+        "a complete copy is reused, a partial one is rewritten.",
+    )
+    config.add_options(prepare.add_argument, ("data", "s3_endpoint", "size"))
+    prepare.add_argument(
+        "--workload",
+        action="append",
+        choices=sorted(GENERATORS),
+        help="only this workload's inputs (repeatable; default: all)",
+    )
+    prepare.add_argument("--seed", type=int, default=0, help="generator seed (default: 0, as the benchmarks use)")
+    prepare.set_defaults(func=run_prepare)
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    options = settings(args)
+    location = inputs.resolve_data_location(options.data, options.s3_endpoint)
+    print(f"inputs for size {options.size} in {location.root}")
+    for workload in args.workload or sorted(GENERATORS):
+        prepared = inputs.prepare(location, workload, options.size, args.seed)
+        print(_progress_line(prepared), flush=True)
+    return 0
+
+
+def _progress_line(prepared: inputs.Prepared) -> str:
+    size = f"{human_bytes(prepared.input_bytes)} in {len(prepared.files)} files"
+    if prepared.reused:
+        return f"  reused {prepared.name}: {size}"
+    return f"  wrote  {prepared.name}: {size} in {prepared.seconds:.1f} s"

@@ -1,0 +1,122 @@
+"""Prepared inputs: written once per (workload, size, seed), content-addressed, verified.
+
+A dataset lives in ``<root>/<workload>-<size>-<seed>-<hash>/`` where the hash covers
+the generator's parameters, so changing a size table or a file format writes a new
+dataset instead of silently reusing an old one. ``_manifest.json`` is written last and
+lists every file with its byte size; a dataset without one, or whose files are missing
+or of another size (an interrupted or damaged preparation), is deleted and written
+again. Everything goes through fsspec, so the same code fills a local directory or S3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+from fsspec import AbstractFileSystem
+
+from workloads import joins, wordcount
+
+MANIFEST = "_manifest.json"
+
+
+@dataclass(frozen=True)
+class Generator:
+    """How a workload's inputs are made: its parameters (hashed) and its writer."""
+
+    params: Callable[[str], dict[str, Any]]
+    write: Callable[[AbstractFileSystem, str, str, int], None]
+
+
+GENERATORS: dict[str, Generator] = {
+    "wordcount": Generator(wordcount.generator_params, wordcount.write_corpus),
+    "joins": Generator(joins.generator_params, joins.write_tables),
+}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A dataset ready to read: where it is, its files and whether it was reused."""
+
+    url: str  # the dataset directory, local path or s3://...
+    storage_options: dict[str, Any]
+    files: dict[str, int]  # path relative to ``url`` -> bytes
+    reused: bool
+    seconds: float = 0.0  # spent writing (0 when reused)
+    name: str = field(default="", compare=False)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(self.files.values())
+
+    def bytes_under(self, *folders: str) -> int:
+        """Total bytes of the files in these top-level folders (e.g. one side of a join)."""
+        return sum(n for path, n in self.files.items() if path.split("/", 1)[0] in folders)
+
+
+def dataset_name(workload: str, size: str, seed: int) -> str:
+    """``<workload>-<size>-<seed>-<10 hex digits of the generator parameters>``."""
+    params = _generator(workload).params(size)
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{workload}-{size}-{seed}-{digest}"
+
+
+def prepare(
+    root: str, workload: str, size: str, seed: int = 0, storage_options: dict[str, Any] | None = None
+) -> Prepared:
+    """The dataset under ``root``, written now unless a complete copy is already there."""
+    storage_options = dict(storage_options or {})
+    fs, base = fsspec.core.url_to_fs(root, **storage_options)
+    name = dataset_name(workload, size, seed)
+    path, url = f"{base.rstrip('/')}/{name}", f"{root.rstrip('/')}/{name}"
+    files = verified_files(fs, path)
+    if files is not None:
+        return Prepared(url, storage_options, files, reused=True, name=name)
+    start = time.perf_counter()
+    files = _write(fs, path, workload, size, seed)
+    return Prepared(url, storage_options, files, reused=False, seconds=time.perf_counter() - start, name=name)
+
+
+def verified_files(fs: AbstractFileSystem, path: str) -> dict[str, int] | None:
+    """The manifest's files if every one is present with its recorded size, else None."""
+    try:
+        with fs.open(f"{path}/{MANIFEST}", "r") as handle:
+            recorded = {str(k): int(v) for k, v in json.load(handle)["files"].items()}
+    except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return recorded if _listing(fs, path) == recorded else None
+
+
+def _write(fs: AbstractFileSystem, path: str, workload: str, size: str, seed: int) -> dict[str, int]:
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+    fs.makedirs(path, exist_ok=True)
+    generator = _generator(workload)
+    generator.write(fs, path, size, seed)
+    files = _listing(fs, path)
+    manifest = {"workload": workload, "size": size, "seed": seed, "params": generator.params(size), "files": files}
+    with fs.open(f"{path}/{MANIFEST}", "w") as handle:  # last: its presence means complete
+        json.dump(manifest, handle, indent=1, sort_keys=True)
+    return files
+
+
+def _listing(fs: AbstractFileSystem, path: str) -> dict[str, int]:
+    """Relative path -> bytes of every file under ``path`` but the manifest."""
+    fs.invalidate_cache(path)
+    found = fs.find(path, detail=True)
+    prefix = fs._strip_protocol(path).rstrip("/") + "/"
+    files = {name[len(prefix) :]: int(info["size"]) for name, info in found.items() if info["type"] == "file"}
+    files.pop(MANIFEST, None)
+    return dict(sorted(files.items()))
+
+
+def _generator(workload: str) -> Generator:
+    try:
+        return GENERATORS[workload]
+    except KeyError:
+        raise ValueError(f"workload {workload!r} has no prepared inputs; known: {', '.join(GENERATORS)}") from None
