@@ -16,7 +16,7 @@ def _assert_matches(result, expected):
 @pytest.mark.parametrize("shuffle", joins.SHUFFLE_METHODS)
 def test_join_big(measure, size, data_location, shuffle):
     """An inner join of two large frames on a unique key: row count and checksum are exact."""
-    tables = inputs.prepare(data_location, "joins", size)
+    tables = measure.prepare(lambda: inputs.prepare(data_location, "joins", size))
     result = measure(
         lambda: joins.join_big(tables.url, shuffle, tables.storage_options),
         name="join_big",
@@ -27,7 +27,7 @@ def test_join_big(measure, size, data_location, shuffle):
 
 def test_join_big_small(measure, size, data_location):
     """A large frame joined with a one-partition small frame: row count and checksum are exact."""
-    tables = inputs.prepare(data_location, "joins", size)
+    tables = measure.prepare(lambda: inputs.prepare(data_location, "joins", size))
     result = measure(
         lambda: joins.join_big_small(tables.url, tables.storage_options),
         name="join_big_small",

@@ -202,6 +202,17 @@ class _Measure:
     only_repeat: int | None
     benchmark: Any
     used: bool = False
+    prepare_seconds: float | None = None
+
+    def prepare(self, fn: Callable[[], Any]) -> Any:
+        """Run data preparation once, timed as the ``prepare`` phase; returns its value.
+
+        For inputs the case's parameters depend on (their location, their size in bytes):
+        ``tables = measure.prepare(lambda: inputs.prepare(...))``, then ``measure(...)``.
+        """
+        value, seconds = call_once(fn)
+        self.prepare_seconds = (self.prepare_seconds or 0.0) + (seconds or 0.0)
+        return value
 
     def __call__(
         self,
@@ -222,9 +233,10 @@ class _Measure:
 
     def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
         phases = {"cluster_start": round(self.cluster.start_seconds, 6)}
-        _, seconds = call_once(prepare)
-        if seconds is not None:
-            phases["prepare"] = seconds
+        if prepare is not None:
+            self.prepare(prepare)
+        if self.prepare_seconds is not None:
+            phases["prepare"] = self.prepare_seconds
         return phases
 
     def _run(self, case: Case, target: Any, repeats: list[int], phases: dict[str, float]) -> Any:

@@ -35,7 +35,8 @@ def test_small_sum(measure):
 
 
 def test_other_sum(measure):
-    assert measure(dask.delayed(_total)(10), name="other_sum", params={"n": 10}) == 45
+    n = measure.prepare(lambda: (time.sleep(0.2), 10)[1])
+    assert measure(dask.delayed(_total)(n), name="other_sum", params={"n": n}) == 45
 """
 
 OOM_FILE = """
@@ -116,13 +117,18 @@ def test_sweep_records_the_saturation_read_back_from_the_scheduler(
     assert all(row["runtime_s"] > 0 and row["peak_worker_memory_bytes"] > 50 * 2**20 for row in shown)
 
 
-def test_cases_sharing_a_spec_share_one_cluster(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:
-    """Two benchmarks of one spec record the same cluster start: the cluster was started once."""
+def test_cases_sharing_a_spec_share_one_cluster_and_prepare_is_timed(
+    sweep: tuple[Path, str, subprocess.CompletedProcess[str]],
+) -> None:
+    """Two benchmarks of one spec record the same cluster start (one cluster); measure.prepare is a phase."""
     _, db, _ = sweep
     store = Store(db)
     measurements = store.measurements([store.latest_run().run_id])
     starts = {m.phases["cluster_start"] for m in measurements}
     assert len(measurements) == 4 and len(starts) == 2
+    cases = store.cases()
+    prepared = [m.phases.get("prepare") for m in measurements if cases[m.fingerprint].workload == "other_sum"]
+    assert len(prepared) == 2 and all(p is not None and p >= 0.2 for p in prepared)
 
 
 def test_runs_lists_the_run_with_versions(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:

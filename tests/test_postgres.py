@@ -43,13 +43,25 @@ def postgres_url() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     data = folder / "data"
-    subprocess.run(_as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]), check=True, capture_output=True)
+    subprocess.run(
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
+        check=True,
+        capture_output=True,
+    )
     options = f"-p {port} -k {folder} -h 127.0.0.1"
-    subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]), check=True, capture_output=True)
+    subprocess.run(
+        _as_postgres(
+            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
+        ),
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://postgres:{PASSWORD}@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True)
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 
