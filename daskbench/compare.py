@@ -166,6 +166,8 @@ def _ab_comparison(
     base = _by_fingerprint(store.measurements([run.run_id for run in base_runs]))
     cand_by = _by_fingerprint(cand_ms)
     cases = store.cases({*base, *cand_by})
+    # Runs that measure this host's run-to-run noise: same host, never the candidate itself.
+    host_runs = {run.run_id for run in store.runs() if allow_mixed or comparable.same_host(run, cand)} - {cand.run_id}
     verdicts: list[Verdict] = []
     for base_fp, cand_fp, note in comparable.pair_cases(set(base), set(cand_by), cases, allow_mixed):
         fp = cand_fp or base_fp or ""
@@ -174,24 +176,45 @@ def _ab_comparison(
         if status is not None:
             verdicts.append(status)
             continue
-        values, decide = _ab_rule(base_side, cand_side, len(base_runs) == 1, rules)
+        noise_runs = _per_run(store.measurements(fingerprint=base_fp), host_runs) if len(base_runs) == 1 else {}
+        values, decide = _ab_rule(base_side, cand_side, noise_runs, rules)
         verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
 
 
 def _ab_rule(
-    base: list[Measurement], cand: list[Measurement], one_run: bool, rules: _Rules
+    base: list[Measurement], cand: list[Measurement], noise_runs: dict[str, list[Measurement]], rules: _Rules
 ) -> tuple[SideValues, Decide]:
-    """Values ordered by repeat; paired when one baseline run has the candidate's repeats."""
+    """How two separate runs are judged (stats module docstring, "Two runs are two sessions").
+
+    One baseline run: the repeats of both sides, the interval widened by the case's
+    run-to-run noise from ``noise_runs`` (its runs on this host). Several baseline runs:
+    each baseline run's median against the candidate's median (t prediction interval).
+    """
+    by_run = _per_run(base, None)
 
     def values(metric: str) -> tuple[list[float], list[float]]:
         return _values(base, metric), _values(cand, metric)
 
     def decide(metric: str, b: list[float], c: list[float]) -> stats.Decision:
-        paired = one_run and len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
-        return stats.ab_decision(b, c, rules.floors[metric], paired=paired)
+        floor = rules.floors[metric]
+        if len(by_run) > 1:
+            medians = [stats.median(v) for v in (_values(ms, metric) for ms in by_run.values()) if v]
+            return stats.ab_decision(medians, [stats.median(c)], floor)
+        paired = len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
+        history = [stats.median(v) for v in (_values(ms, metric) for ms in noise_runs.values()) if v]
+        return stats.ab_decision(b, c, floor, paired=paired, noise=stats.run_noise(history))
 
     return values, decide
+
+
+def _per_run(ms: Iterable[Measurement], runs: set[str] | None) -> dict[str, list[Measurement]]:
+    """Measurements grouped by run, optionally only of the runs in ``runs``."""
+    grouped: dict[str, list[Measurement]] = {}
+    for m in ms:
+        if runs is None or m.run_id in runs:
+            grouped.setdefault(m.run_id, []).append(m)
+    return grouped
 
 
 def _repeat_set(ms: list[Measurement], metric: str) -> list[int]:

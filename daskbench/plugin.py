@@ -225,7 +225,7 @@ class _Measure:
         if self.used:
             raise DaskbenchError("measure() can be called once per test; parametrize the test for more cases")
         self.used = True
-        case = Case(name or self.node.originalname.removeprefix("test_"), dict(params or {}), self.cluster.spec,
+        case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self.cluster.spec,
                     info={"test": self.node.nodeid})  # fmt: skip
         phases = self._prepare(case, prepare)
         repeats = [self.only_repeat] if self.only_repeat is not None else list(range(self.session.settings.repeat))

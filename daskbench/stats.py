@@ -38,6 +38,17 @@ interval lies within ``[1/floor, floor]``, ``inconclusive`` otherwise. The inter
   and how to get evidence (--repeat 3, a baseline of several runs, or compare --history).
   A 1-vs-1 comparison therefore never fails a CI job on performance alone.
 
+**Two runs are two sessions.** Repeats inside one run share its cluster, its process
+placement and the machine's state at that hour; another run does not. Measured here with
+``ci/aa`` (5 identical runs, tiny sizes, 2 cores), the spread of per-run medians was 2-4x
+the spread of repeats within a run (log sd 0.02-0.21 against 0.03-0.09), and an interval
+from repeats alone flagged 7 of 112 A/A rows as regressed. So an A/B interval between
+separate runs is widened by the run-to-run noise of the case (`with_run_noise`): the log
+sd of its per-run medians on this host (`run_noise`, at least 3 runs), or, with fewer
+runs, an assumed ``DEFAULT_RUN_SD`` of 15%. With a baseline of several runs, each baseline
+run counts once (its median), and the candidate's median is judged against their spread
+with a t prediction interval, which carries the run-to-run noise itself.
+
 Small-sample facts behind this (harness-anchors.md section 2): rank tests cannot reach
 significance at 3-5 repeats, so effect-size intervals are used instead.
 """
@@ -67,6 +78,10 @@ CONFIDENCE = 0.95
 BOOTSTRAP_MIN_N = 10
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20_240_801
+#: A/B between separate runs: run-to-run noise (log sd) assumed when a case has fewer than
+#: MIN_RUNS_FOR_NOISE runs to estimate it from (measured here: up to 0.21 at tiny sizes).
+DEFAULT_RUN_SD = 0.15
+MIN_RUNS_FOR_NOISE = 3
 #: MAD -> standard deviation for normal data: 1 / Phi^-1(3/4) = 1.4826...
 MAD_TO_SD = 1.0 / NormalDist().inv_cdf(0.75)
 
@@ -281,21 +296,73 @@ def classify_interval(low: float, high: float, floor: float) -> VerdictKind:
     return "inconclusive"
 
 
+@dataclass(frozen=True)
+class RunNoise:
+    """Run-to-run noise of one case and metric: log sd of per-run medians, and its source."""
+
+    sd: float
+    runs: int  # runs it was estimated from; 0 means DEFAULT_RUN_SD was assumed
+
+
+def run_noise(run_medians: Sequence[float]) -> RunNoise:
+    """Sample sd of the log per-run medians; the default assumption with fewer than 3 runs."""
+    if len(run_medians) < MIN_RUNS_FOR_NOISE or min(run_medians) <= 0:
+        return RunNoise(DEFAULT_RUN_SD, 0)
+    return RunNoise(float(np.std(np.log(np.asarray(run_medians, dtype=float)), ddof=1)), len(run_medians))
+
+
+def with_run_noise(
+    interval: Interval | None, ratio: float, noise: RunNoise, confidence: float = CONFIDENCE
+) -> Interval:
+    """Widen an interval of the ratio (or a bare point ratio) by the noise between two runs.
+
+    Each run's level differs from the case's mean by a run effect of log sd ``noise.sd``, so
+    two runs differ by sqrt(2) * sd; that term (with a t quantile on ``runs - 1`` df, or a
+    normal one for the assumed default) is added in quadrature to each side's half-width.
+    """
+    if noise.runs:
+        quantile = student_t_ppf(0.5 + confidence / 2.0, noise.runs - 1)
+    else:
+        quantile = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    extra = quantile * math.sqrt(2.0) * noise.sd
+    center = math.log(interval.ratio if interval else ratio)
+    below = center - math.log(interval.low) if interval else 0.0
+    above = math.log(interval.high) - center if interval else 0.0
+    source = f"from {noise.runs} runs" if noise.runs else f"assumed, fewer than {MIN_RUNS_FOR_NOISE} runs"
+    method = f"{interval.method if interval else 'point ratio'} + run-to-run sd {noise.sd:.1%} ({source})"
+    return Interval(math.exp(center), math.exp(center - math.hypot(below, extra)),
+                    math.exp(center + math.hypot(above, extra)), method)  # fmt: skip
+
+
 def ab_decision(
-    base: Sequence[float], cand: Sequence[float], floor: float, *, paired: bool = False, confidence: float = CONFIDENCE
+    base: Sequence[float],
+    cand: Sequence[float],
+    floor: float,
+    *,
+    paired: bool = False,
+    confidence: float = CONFIDENCE,
+    noise: RunNoise | None = None,
 ) -> Decision:
-    """A/B verdict for one metric from the repeats of both sides (rules: module docstring)."""
+    """A/B verdict for one metric from the values of both sides (rules: module docstring).
+
+    ``noise`` is the run-to-run noise to add when the two sides are separate runs judged
+    from their repeats; None when the values already are per-run summaries.
+    """
     _require_values(base, cand)
     degenerate = _non_positive_decision(base, cand)
     if degenerate is not None:
         return degenerate
     interval = ratio_interval(base, cand, paired=paired, confidence=confidence)
+    if noise is not None:
+        interval = with_run_noise(interval, median(cand) / median(base), noise, confidence)
     if interval is None:
         return _single_repeat_decision(base[0], cand[0], floor)
     verdict = classify_interval(interval.low, interval.high, floor)
     note = ""
     if verdict == "inconclusive":
-        note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats would narrow it"
+        note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats or runs would narrow it"
+        if noise is not None and not noise.runs:
+            note += f"; run-to-run noise assumed {noise.sd:.0%} until this case has {MIN_RUNS_FOR_NOISE} runs"
     return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
 
 

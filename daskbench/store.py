@@ -355,7 +355,7 @@ def _run_row(run: Run) -> dict[str, Any]:
     }
 
 
-def _run_from_row(row: Mapping[str, Any]) -> Run:
+def _run_from_row(row: Mapping[Any, Any]) -> Run:
     return Run(
         run_id=row["run_id"],
         label=row["label"],
@@ -369,7 +369,7 @@ def _run_from_row(row: Mapping[str, Any]) -> Run:
     )
 
 
-def _case_from_row(row: Mapping[str, Any]) -> Case:
+def _case_from_row(row: Mapping[Any, Any]) -> Case:
     return Case(
         workload=row["workload"],
         params=json.loads(row["params"]),
@@ -393,7 +393,7 @@ def _measurement_row(m: Measurement) -> dict[str, Any]:
     return row
 
 
-def _measurement_from_row(row: Mapping[str, Any]) -> Measurement:
+def _measurement_from_row(row: Mapping[Any, Any]) -> Measurement:
     return Measurement(
         run_id=row["run_id"],
         fingerprint=row["fingerprint"],

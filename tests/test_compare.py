@@ -77,9 +77,18 @@ def add_results(
         )
 
 
+def add_history(store: Store, case: Case, runtime: float, runs: int = 3) -> None:
+    """Earlier runs of ``case`` at ``runtime`` (+-1% run to run): its run-to-run noise."""
+    for index in range(runs):
+        run = add_run(store, 0, label=f"history-{case.fingerprint[:6]}-{index}")
+        add_results(store, run, case, runtime * (0.99 + 0.01 * index))
+
+
 def ab_store(store: Store, base_runtime: float, cand_runtime: float, case: Case | None = None) -> tuple[Run, Run]:
-    """A baseline run named main and a later candidate run of the same case."""
+    """A baseline run named main and a later candidate run of the same case, after three
+    earlier runs at the baseline's level (+-1%) that show the case's run-to-run noise."""
     case = case or make_case()
+    add_history(store, case, base_runtime)
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, base_runtime)
     add_results(store, cand, case, cand_runtime)
@@ -147,16 +156,39 @@ def test_baseline_can_be_a_run_id_prefix(store: Store) -> None:
     assert comparison.mode == "ab" and comparison.baseline_runs == (base,)
 
 
-def test_single_repeat_runs_get_inconclusive_with_advice(store: Store) -> None:
-    """1 vs 1 repeat: a 1.5x change is inconclusive and the note says how to confirm it."""
+def test_single_repeat_runs_without_history_are_inconclusive_with_advice(store: Store) -> None:
+    """1 vs 1 repeat and no earlier runs: a 1.5x change is within the assumed run-to-run noise."""
     case = make_case()
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0, noise=(0.0,))
     add_results(store, cand, case, 15.0, noise=(0.0,))
     verdict = only(compare_runs(store, baseline=base.run_id))
     assert verdict.verdict == "inconclusive"
-    assert "--repeat 3" in verdict.note
-    assert format_verdict(verdict) == "1.50x slower (1 vs 1 repeats, no interval, floor 1.10)"
+    assert "run-to-run noise assumed 15% until this case has 3 runs" in verdict.note
+    assert "assumed" in verdict.method
+
+
+def test_single_repeat_runs_with_stable_history_find_a_regression(store: Store) -> None:
+    """The nightly case: one repeat a run, but earlier runs show +-1% noise, so 1.5x is regressed."""
+    case = make_case()
+    add_history(store, case, 10.0)
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0, noise=(0.0,))
+    add_results(store, cand, case, 15.0, noise=(0.0,))
+    verdict = only(compare_runs(store, baseline=base.run_id))
+    assert verdict.verdict == "regressed" and verdict.ci_low is not None and verdict.ci_low > 1.1
+    assert "from 4 runs" in verdict.method
+
+
+def test_repeats_that_agree_do_not_hide_run_to_run_noise(store: Store) -> None:
+    """A/A drift: repeats agree within a run, runs differ by 15%; a 1.2x run is not a regression."""
+    case = make_case()
+    for index, level in enumerate((10.0, 11.5, 9.8, 11.2)):
+        add_results(store, add_run(store, 0, label=f"drift-{index}"), case, level)
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 12.0)
+    assert only(compare_runs(store, baseline=base.run_id)).verdict == "inconclusive"
 
 
 def test_baseline_of_several_single_repeat_runs_can_find_a_regression(store: Store) -> None:
@@ -221,6 +253,7 @@ def test_case_that_passes_again_is_fixed(store: Store) -> None:
 def test_new_and_missing_cases(store: Store) -> None:
     """A fingerprint only in the candidate is new; one only in the baseline is missing."""
     old, new, both = make_case("old-workload"), make_case("new-workload"), make_case()
+    add_history(store, both, 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     for run, case in ((base, old), (base, both), (cand, new), (cand, both)):
         add_results(store, run, case, 10.0)
@@ -233,6 +266,7 @@ def test_new_and_missing_cases(store: Store) -> None:
 def test_verdicts_are_sorted_by_effect(store: Store) -> None:
     """Newly failing first, then the biggest ratio, the unchanged last."""
     small, big, failing = make_case("small-change"), make_case("big-change"), make_case("now-failing")
+    add_history(store, small, 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     for case in (small, big, failing):
         add_results(store, base, case, 10.0)
@@ -268,6 +302,7 @@ def test_differing_hosts_are_refused_unless_allow_mixed(
 
 def test_differing_cluster_specs_are_refused_unless_allow_mixed(store: Store) -> None:
     """No common fingerprint but the same workload on another cluster: refused; mixed pairs them."""
+    add_history(store, make_case(n_workers=2), 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, make_case(n_workers=2), 10.0)
     add_results(store, cand, make_case(n_workers=4), 6.0)
@@ -280,6 +315,8 @@ def test_differing_cluster_specs_are_refused_unless_allow_mixed(store: Store) ->
 
 def test_allow_mixed_pairs_a_saturation_sweep_setting_by_setting(store: Store) -> None:
     """Two sweeps on different cluster sizes pair each saturation with the same saturation."""
+    for saturation, runtime in ((1.1, 10.0), (float("inf"), 20.0)):
+        add_history(store, make_case(n_workers=2, saturation=saturation), runtime)
     base, cand = add_run(store, 1), add_run(store, 2)
     for saturation, runtime in ((1.1, 10.0), (float("inf"), 20.0)):
         add_results(store, base, make_case(n_workers=2, saturation=saturation), runtime)

@@ -303,3 +303,27 @@ def test_robust_z_with_no_spread_is_infinite_for_any_change() -> None:
     assert stats.robust_z([2.0] * 10, 2.0) == 0.0
     assert stats.history_decision([10.0] * 12, [10.5], FLOOR).verdict == "unchanged"
     assert stats.history_decision([10.0] * 12, [12.0], FLOOR).verdict == "regressed"
+
+
+def test_run_noise_needs_three_runs_else_assumes_the_default() -> None:
+    """Fewer than 3 runs give the documented default; 3+ give the sd of the log run medians."""
+    from daskbench.stats import DEFAULT_RUN_SD, run_noise
+
+    assert run_noise([1.0, 1.2]) == stats.RunNoise(DEFAULT_RUN_SD, 0)
+    noise = run_noise([1.0, 1.1, 0.9, 1.05])
+    assert noise.runs == 4
+    assert noise.sd == pytest.approx(float(np.std(np.log([1.0, 1.1, 0.9, 1.05]), ddof=1)))
+
+
+def test_run_noise_widens_the_interval_in_quadrature() -> None:
+    """Adding run noise keeps the ratio, widens both bounds, and matches the t-quantile formula."""
+    from daskbench.stats import Interval, RunNoise, with_run_noise
+
+    narrow = Interval(1.3, 1.25, 1.35, "t")
+    wide = with_run_noise(narrow, 1.3, RunNoise(0.05, 6))
+    extra = sp.t.ppf(0.975, 5) * np.sqrt(2) * 0.05
+    assert wide.ratio == pytest.approx(1.3)
+    assert np.log(1.3 / wide.low) == pytest.approx(np.hypot(np.log(1.3 / 1.25), extra))
+    assert np.log(wide.high / 1.3) == pytest.approx(np.hypot(np.log(1.35 / 1.3), extra))
+    point = with_run_noise(None, 2.0, RunNoise(0.05, 6))
+    assert point.low == pytest.approx(2.0 * np.exp(-extra)) and "point ratio" in point.method
