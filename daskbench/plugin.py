@@ -76,6 +76,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Check what needs the network (coiled, data location) once, before any cluster starts."""
     state = session.config.stash[SESSION_KEY]
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    markexpr = session.config.getoption("markexpr", "") or ""
+    if not session.items and "benchmark" in markexpr and "not benchmark" not in markexpr:
+        keyword = session.config.getoption("keyword", "") or ""
+        raise pytest.UsageError(
+            f"no benchmark matches{f' -k {keyword!r}' if keyword else ''}; "
+            "list them with: pytest -m benchmark --collect-only -q"
+        )
     try:
         if "measure" in used:
             state.preflight()

@@ -167,6 +167,7 @@ def test_pytest_benchmark_json_carries_runtime_and_memory(
         ("--size", "huge", "--size: 'huge' is not a size"),
         ("--cluster", "kubernetes", "--cluster 'kubernetes' is not a cluster spec"),
         ("--cluster", "tcp://127.0.0.1:9", "cannot reach the scheduler at tcp://127.0.0.1:9"),
+        ("-k", "no_such_workload", "no benchmark matches -k 'no_such_workload'; list them with"),
     ],
 )
 def test_bad_values_stop_before_any_cluster_starts(tmp_path: Path, flag: str, value: str, words: str) -> None:

@@ -66,7 +66,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
     parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
     parser.add_argument(
-        "--history", metavar="N", type=_history_runs, help="compare each case with its last N good runs instead"
+        "--history", metavar="N", type=history_runs, help="compare each case with its last N good runs instead"
     )
     parser.add_argument(
         "--floor",
@@ -83,7 +83,8 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_compare)
 
 
-def _history_runs(text: str) -> int:
+def history_runs(text: str) -> int:
+    """argparse type of --history: a whole number of runs >= 1."""
     try:
         value = int(text)
     except ValueError:

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from daskbench.cli.common import add_db_option, open_store
-from daskbench.cli.compare import parse_floors
+from daskbench.cli.compare import history_runs, parse_floors
 from daskbench.report import write_report
 
 DEFAULT_OUTPUT = "results/report.html"
@@ -30,7 +30,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
     parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to report on (default: the latest run)")
     parser.add_argument(
-        "--history", metavar="N", type=_runs, help="compare each case with its last N good runs; charts show N runs"
+        "--history",
+        metavar="N",
+        type=history_runs,
+        help="compare each case with its last N good runs; charts show N runs",
     )
     parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
     parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
@@ -39,16 +42,6 @@ def register(subparsers: Any) -> None:
     )
     add_db_option(parser)
     parser.set_defaults(func=cmd_report)
-
-
-def _runs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs >= 1 (e.g. --history 30)")
-    return value
 
 
 def cmd_report(args: argparse.Namespace) -> int:
