@@ -167,6 +167,7 @@ def test_pytest_benchmark_json_carries_runtime_and_memory(
         ("--size", "huge", "--size: 'huge' is not a size"),
         ("--cluster", "kubernetes", "--cluster 'kubernetes' is not a cluster spec"),
         ("--cluster", "tcp://127.0.0.1:9", "cannot reach the scheduler at tcp://127.0.0.1:9"),
+        ("--cluster", "coiled", "--cluster coiled needs the coiled package: pip install 'daskbench[coiled]'"),
         ("-k", "no_such_workload", "no benchmark matches -k 'no_such_workload'; list them with"),
     ],
 )
@@ -220,6 +221,38 @@ def test_worker_killed_for_memory_is_recorded_as_oom_and_later_tests_run(tmp_pat
     assert grow.worker_restarts and grow.worker_restarts >= 1
     assert grow.peak_worker_memory_fraction and grow.peak_worker_memory_fraction > 0.9
     assert after.outcome == "passed" and outcomes
+
+
+SLOW_FILE = """
+import time
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def test_too_slow(measure):
+    measure(dask.delayed(_nap)(20), name="too_slow", params={})
+"""
+
+
+def test_measurement_over_the_timeout_is_recorded_as_timeout(tmp_path: Path) -> None:
+    """--timeout stops waiting for a measurement; it is stored as `timeout`, with no runtime."""
+    (tmp_path / "test_bench.py").write_text(SLOW_FILE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    started = time.perf_counter()
+    result = run_pytest(tmp_path, "-m", "benchmark", "--workers", "1", "--saturation", "1.1", "--timeout", "2",
+                        "--db", db, "-p", "no:benchmark")  # fmt: skip
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED
+    (measurement,) = Store(db).measurements()
+    assert measurement.outcome == "timeout" and measurement.runtime_s is None
+    assert 2 <= measurement.phases["compute"] < 10
+    assert time.perf_counter() - started < 60
 
 
 def _free_port() -> int:
