@@ -203,7 +203,8 @@ def _ab_rule(
             return stats.ab_decision(medians, [stats.median(c)], floor)
         paired = len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
         history = [stats.median(v) for v in (_values(ms, metric) for ms in noise_runs.values()) if v]
-        return stats.ab_decision(b, c, floor, paired=paired, noise=stats.run_noise(history))
+        noise = stats.run_noise(history, stats.DEFAULT_RUN_SD[metric])
+        return stats.ab_decision(b, c, floor, paired=paired, noise=noise)
 
     return values, decide
 

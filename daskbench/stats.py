@@ -45,7 +45,7 @@ the spread of repeats within a run (log sd 0.02-0.21 against 0.03-0.09), and an 
 from repeats alone flagged 7 of 112 A/A rows as regressed. So an A/B interval between
 separate runs is widened by the run-to-run noise of the case (`with_run_noise`): the log
 sd of its per-run medians on this host (`run_noise`, at least 3 runs), or, with fewer
-runs, an assumed ``DEFAULT_RUN_SD`` of 15%. With a baseline of several runs, each baseline
+runs, an assumed ``DEFAULT_RUN_SD`` (15% for time and cost, 3% for memory). With a baseline of several runs, each baseline
 run counts once (its median), and the candidate's median is judged against their spread
 with a t prediction interval, which carries the run-to-run noise itself.
 
@@ -78,9 +78,12 @@ CONFIDENCE = 0.95
 BOOTSTRAP_MIN_N = 10
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20_240_801
-#: A/B between separate runs: run-to-run noise (log sd) assumed when a case has fewer than
-#: MIN_RUNS_FOR_NOISE runs to estimate it from (measured here: up to 0.21 at tiny sizes).
-DEFAULT_RUN_SD = 0.15
+#: A/B between separate runs: run-to-run noise (log sd) assumed per metric when a case has
+#: fewer than MIN_RUNS_FOR_NOISE runs to estimate it from. Measured here with ci/aa at tiny
+#: sizes: runtime up to 0.21 (median 0.12); peak memory at most 0.0023.
+DEFAULT_RUN_SD: dict[str, float] = {
+    "runtime_s": 0.15, "cost_usd": 0.15, "peak_memory_bytes": 0.03, "peak_worker_memory_bytes": 0.03,
+}  # fmt: skip
 MIN_RUNS_FOR_NOISE = 3
 #: MAD -> standard deviation for normal data: 1 / Phi^-1(3/4) = 1.4826...
 MAD_TO_SD = 1.0 / NormalDist().inv_cdf(0.75)
@@ -304,10 +307,10 @@ class RunNoise:
     runs: int  # runs it was estimated from; 0 means DEFAULT_RUN_SD was assumed
 
 
-def run_noise(run_medians: Sequence[float]) -> RunNoise:
-    """Sample sd of the log per-run medians; the default assumption with fewer than 3 runs."""
+def run_noise(run_medians: Sequence[float], default: float = DEFAULT_RUN_SD["runtime_s"]) -> RunNoise:
+    """Sample sd of the log per-run medians; ``default`` (assumed) with fewer than 3 runs."""
     if len(run_medians) < MIN_RUNS_FOR_NOISE or min(run_medians) <= 0:
-        return RunNoise(DEFAULT_RUN_SD, 0)
+        return RunNoise(default, 0)
     return RunNoise(float(np.std(np.log(np.asarray(run_medians, dtype=float)), ddof=1)), len(run_medians))
 
 

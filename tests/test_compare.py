@@ -522,3 +522,14 @@ def test_baseline_set_with_unknown_run_exits_2(db: str, capsys: pytest.CaptureFi
     """Naming a run that does not exist is exit 2 with the store's message."""
     assert main(["baseline", "set", "main", "nosuchrun", "--db", db]) == 2
     assert "no run 'nosuchrun'" in capsys.readouterr().err
+
+
+def test_memory_needs_less_history_than_time_to_be_called_unchanged(store: Store) -> None:
+    """Without history, equal runs are unchanged on memory (3% assumed noise) but not on time (15%)."""
+    case = make_case()
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 10.0)
+    kinds = {v.metric: v.verdict for v in compare_runs(store, baseline=base.run_id).verdicts}
+    assert kinds["peak_memory_bytes"] == "unchanged"
+    assert kinds["runtime_s"] == "inconclusive"

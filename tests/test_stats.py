@@ -309,7 +309,8 @@ def test_run_noise_needs_three_runs_else_assumes_the_default() -> None:
     """Fewer than 3 runs give the documented default; 3+ give the sd of the log run medians."""
     from daskbench.stats import DEFAULT_RUN_SD, run_noise
 
-    assert run_noise([1.0, 1.2]) == stats.RunNoise(DEFAULT_RUN_SD, 0)
+    assert run_noise([1.0, 1.2]) == stats.RunNoise(DEFAULT_RUN_SD["runtime_s"], 0)
+    assert run_noise([1.0], DEFAULT_RUN_SD["peak_memory_bytes"]).sd == 0.03
     noise = run_noise([1.0, 1.1, 0.9, 1.05])
     assert noise.runs == 4
     assert noise.sd == pytest.approx(float(np.std(np.log([1.0, 1.1, 0.9, 1.05]), ddof=1)))
