@@ -41,7 +41,7 @@ from daskbench.compare_format import format_verdict as format_verdict
 from daskbench.compare_format import regression_summary as regression_summary
 from daskbench.compare_format import verdicts_to_json as verdicts_to_json
 from daskbench.errors import DaskbenchError
-from daskbench.model import METRICS, Case, Measurement, Run, Verdict, VerdictKind
+from daskbench.model import METRICS, Case, Measurement, Run, Verdict, VerdictKind, group_measurements
 from daskbench.store import Store
 
 #: Per metric: (baseline values, candidate values) of one case.
@@ -52,6 +52,8 @@ Decide = Callable[[str, list[float], list[float]], stats.Decision]
 DEFAULT_BASELINE = "main"
 #: Outcome rows (new, missing, newly-failing, fixed) are about the whole case; they carry this metric.
 CASE_METRIC = "runtime_s"
+#: The ``method`` of those case-level rows, so readers (the report) can tell them apart.
+OUTCOME_METHOD = "outcome"
 #: Tie-break of equal effects: the verdicts a maintainer must act on first.
 _ORDER = {
     kind: index
@@ -163,8 +165,8 @@ def _ab_comparison(
         raise DaskbenchError(f"run {cand.run_id[:8]} is both candidate and baseline {label!r}; pass --candidate")
     if not allow_mixed:
         comparable.refuse_mixed_hosts(base_runs, cand)
-    base = _by_fingerprint(store.measurements([run.run_id for run in base_runs]))
-    cand_by = _by_fingerprint(cand_ms)
+    base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
+    cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases({*base, *cand_by})
     # Runs that measure this host's run-to-run noise: same host, never the candidate itself.
     host_runs = {run.run_id for run in store.runs() if allow_mixed or comparable.same_host(run, cand)} - {cand.run_id}
@@ -176,7 +178,7 @@ def _ab_comparison(
         if status is not None:
             verdicts.append(status)
             continue
-        noise_runs = _per_run(store.measurements(fingerprint=base_fp), host_runs) if len(base_runs) == 1 else {}
+        noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
         values, decide = _ab_rule(base_side, cand_side, noise_runs, rules)
         verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
@@ -191,7 +193,7 @@ def _ab_rule(
     run-to-run noise from ``noise_runs`` (its runs on this host). Several baseline runs:
     each baseline run's median against the candidate's median (t prediction interval).
     """
-    by_run = _per_run(base, None)
+    by_run = group_measurements(base, "run_id")
 
     def values(metric: str) -> tuple[list[float], list[float]]:
         return _values(base, metric), _values(cand, metric)
@@ -209,13 +211,10 @@ def _ab_rule(
     return values, decide
 
 
-def _per_run(ms: Iterable[Measurement], runs: set[str] | None) -> dict[str, list[Measurement]]:
-    """Measurements grouped by run, optionally only of the runs in ``runs``."""
-    grouped: dict[str, list[Measurement]] = {}
-    for m in ms:
-        if runs is None or m.run_id in runs:
-            grouped.setdefault(m.run_id, []).append(m)
-    return grouped
+def _runs_of(store: Store, fingerprint: str | None, runs: set[str]) -> dict[str, list[Measurement]]:
+    """A case's measurements in the given runs, grouped by run."""
+    found = store.measurements(fingerprint=fingerprint) if fingerprint else []
+    return group_measurements((m for m in found if m.run_id in runs), "run_id")
 
 
 def _repeat_set(ms: list[Measurement], metric: str) -> list[int]:
@@ -241,7 +240,7 @@ def _history_comparison(
             f"history skips {len(earlier) - len(usable)} earlier runs from other hosts "
             f"({', '.join(comparable.HOST_IDENTITY)} differ); --allow-mixed includes them"
         )
-    cand_by = _by_fingerprint(cand_ms)
+    cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases(cand_by)
     verdicts: list[Verdict] = []
     used: dict[str, Run] = {}
@@ -303,7 +302,11 @@ def _reference_run(earlier: list[Run], cand: Run) -> Run | None:
 
 
 def _missing_from(store: Store, reference: Run, cand_by: Mapping[str, list[Measurement]]) -> list[Verdict]:
-    gone = {fp: ms for fp, ms in _by_fingerprint(store.measurements([reference.run_id])).items() if fp not in cand_by}
+    gone = {
+        fp: ms
+        for fp, ms in group_measurements(store.measurements([reference.run_id]), "fingerprint").items()
+        if fp not in cand_by
+    }
     cases = store.cases(gone)
     note = f"in run {reference.run_id[:8]}, not in the candidate"
     return [_outcome_verdict(cases[fp], fp, "missing", ms, [], note) for fp, ms in sorted(gone.items())]
@@ -390,7 +393,7 @@ def _verdict(
 def _outcome_verdict(
     case: Case, fp: str, kind: VerdictKind, base: list[Measurement], cand: list[Measurement], note: str
 ) -> Verdict:
-    decision = stats.Decision(kind, method="outcome", note=note)
+    decision = stats.Decision(kind, method=OUTCOME_METHOD, note=note)
     return _verdict(case, fp, CASE_METRIC, _values(base, CASE_METRIC), _values(cand, CASE_METRIC), None, decision, "")
 
 
@@ -398,13 +401,6 @@ def _values(ms: Iterable[Measurement], metric: str) -> list[float]:
     """A metric's values over the passed repeats, in repeat order (pairs line up by repeat)."""
     ordered = sorted(ms, key=lambda m: (m.repeat, m.run_id))
     return [float(getattr(m, metric)) for m in ordered if m.ok and getattr(m, metric) is not None]
-
-
-def _by_fingerprint(ms: Iterable[Measurement]) -> dict[str, list[Measurement]]:
-    grouped: dict[str, list[Measurement]] = {}
-    for m in ms:
-        grouped.setdefault(m.fingerprint, []).append(m)
-    return grouped
 
 
 # -- assembling -------------------------------------------------------------------------

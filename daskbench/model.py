@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -252,3 +252,13 @@ class Verdict:
     @property
     def is_regression(self) -> bool:
         return self.verdict in ("regressed", "newly-failing")
+
+
+def group_measurements(
+    measurements: Iterable[Measurement], by: Literal["fingerprint", "run_id"]
+) -> dict[str, list[Measurement]]:
+    """Measurements grouped by case fingerprint or by run, each group in the given order."""
+    grouped: dict[str, list[Measurement]] = {}
+    for m in measurements:
+        grouped.setdefault(getattr(m, by), []).append(m)
+    return grouped

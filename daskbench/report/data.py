@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from daskbench import stats
 from daskbench.comparable import same_host
-from daskbench.compare import Comparison
-from daskbench.model import METRICS, Case, Measurement, Run, Verdict, format_saturation
+from daskbench.compare import OUTCOME_METHOD, Comparison
+from daskbench.model import METRICS, Case, Measurement, Run, Verdict, format_saturation, group_measurements
 from daskbench.store import Store
 
 #: How many runs of each case the history charts show when the comparison does not say.
@@ -28,7 +28,6 @@ BAND_MADS = 3.0
 #: Key of a case-level verdict (new, missing, newly failing, fixed) in `CaseView.verdicts`.
 CASE_VERDICT = "case"
 #: The ``Verdict.method`` daskbench.compare gives verdicts about a whole case rather than a metric.
-OUTCOME_METHOD = "outcome"
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,7 @@ def gather(store: Store, comparison: Comparison, *, history_window: int | None =
     cases = store.cases(fingerprints)
     runs, per_case = _recent_measurements(store, comparison, window)
     roles = _roles(comparison)
-    candidate = _by_fingerprint(store.measurements([comparison.candidate_run.run_id]))
+    candidate = group_measurements(store.measurements([comparison.candidate_run.run_id]), "fingerprint")
     baseline = _baseline_measurements(store, comparison, per_case, roles)
     verdicts = _verdicts_by_case(comparison.verdicts)
     views = [
@@ -134,7 +133,7 @@ def _baseline_measurements(
 ) -> dict[str, list[Measurement]]:
     """A/B: the baseline runs' measurements; history: each case's newest earlier run stands for it."""
     if comparison.mode == "ab":
-        return _by_fingerprint(store.measurements([run.run_id for run in comparison.baseline_runs]))
+        return group_measurements(store.measurements([run.run_id for run in comparison.baseline_runs]), "fingerprint")
     return {fp: _latest_baseline(per_run, roles) for fp, per_run in per_case.items()}
 
 
@@ -198,13 +197,6 @@ def _verdicts_by_case(verdicts: Iterable[Verdict]) -> dict[str, dict[str, Verdic
         key = CASE_VERDICT if v.method == OUTCOME_METHOD else v.metric
         found.setdefault(v.fingerprint, {})[key] = v
     return found
-
-
-def _by_fingerprint(measurements: Iterable[Measurement]) -> dict[str, list[Measurement]]:
-    grouped: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        grouped.setdefault(m.fingerprint, []).append(m)
-    return grouped
 
 
 # -- history ----------------------------------------------------------------------------

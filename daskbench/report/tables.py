@@ -14,10 +14,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from daskbench import stats
-from daskbench.compare import Comparison, effect_size, format_verdict
+from daskbench.compare import OUTCOME_METHOD, Comparison, effect_size, format_verdict
 from daskbench.compare_format import format_value
 from daskbench.model import METRICS, VERDICTS, Run, Verdict
-from daskbench.report.data import OUTCOME_METHOD, ReportData, Section, saturation_text
+from daskbench.report.data import ReportData, Section, saturation_text
 from daskbench.report.style import UNITS, percent
 
 #: Versions always shown in the runs table; others only when they differ (all are under "all versions").
