@@ -158,9 +158,9 @@ def daskbench_cluster(
 
 
 @pytest.fixture
-def daskbench_client(daskbench_cluster: OpenCluster) -> Any:
-    """The distributed Client of the current benchmark cluster."""
-    return daskbench_cluster.client
+def daskbench_client(daskbench_cluster: OpenCluster, daskbench_session: DaskbenchSession) -> Any:
+    """The distributed Client of the current benchmark cluster (restarted after a harness error)."""
+    return (daskbench_session.cluster or daskbench_cluster).client
 
 
 @pytest.fixture(scope="session")
@@ -211,6 +211,11 @@ class _Measure:
     used: bool = False
     prepare_seconds: float | None = None
 
+    @property
+    def _cluster(self) -> OpenCluster:
+        """The session's live cluster (a fresh one after a harness error), else the fixture's."""
+        return self.session.cluster or self.cluster
+
     def prepare(self, fn: Callable[[], Any]) -> Any:
         """Run data preparation once, timed as the ``prepare`` phase; returns its value.
 
@@ -232,14 +237,14 @@ class _Measure:
         if self.used:
             raise DaskbenchError("measure() can be called once per test; parametrize the test for more cases")
         self.used = True
-        case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self.cluster.spec,
+        case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self._cluster.spec,
                     info={"test": self.node.nodeid})  # fmt: skip
         phases = self._prepare(case, prepare)
         repeats = [self.only_repeat] if self.only_repeat is not None else list(range(self.session.settings.repeat))
         return self._run(case, target, repeats, phases)
 
     def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
-        phases = {"cluster_start": round(self.cluster.start_seconds, 6)}
+        phases = {"cluster_start": round(self._cluster.start_seconds, 6)}
         if prepare is not None:
             self.prepare(prepare)
         if self.prepare_seconds is not None:
@@ -269,6 +274,9 @@ class _Measure:
             measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
             measurement, result = failed_measurement(measurer.run_id, case, repeat, exc, phases), None
+            self.session.record(case, measurement)
+            self.session.recover()
+            return measurement, result
         self.session.record(case, measurement)
         return measurement, result
 

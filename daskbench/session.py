@@ -31,6 +31,7 @@ class DaskbenchSession:
     count: int = 0
     cluster: OpenCluster | None = None
     measurer: Measurer | None = None
+    requested: ClusterSpec | None = None
     summary_lines: list[str] = field(default_factory=list)
 
     @property
@@ -85,6 +86,7 @@ class DaskbenchSession:
     def open(self, spec: ClusterSpec) -> OpenCluster:
         """The cluster for ``spec``; at most one is alive, so a new spec closes the old one."""
         self.close_cluster()
+        self.requested = spec
         _, run = self.ensure_run()
         kwargs = _cluster_kwargs(self.settings.cluster_kwargs)
         self.cluster = open_cluster(spec, kwargs)
@@ -92,6 +94,11 @@ class DaskbenchSession:
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers
         )
         return self.cluster
+
+    def recover(self) -> None:
+        """After a harness error (workers would not restart), start this spec's cluster afresh."""
+        if self.requested is not None:
+            self.open(self.requested)
 
     def close_cluster(self) -> None:
         if self.cluster is not None:

@@ -255,6 +255,38 @@ def test_measurement_over_the_timeout_is_recorded_as_timeout(tmp_path: Path) -> 
     assert time.perf_counter() - started < 60
 
 
+BROKEN_FILE = """
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_a_breaks_the_cluster(measure, daskbench_client):
+    assert measure(dask.delayed(sum)([1, 2]), name="a", params={}) == 3
+    daskbench_client.cluster.close()  # what a crashed cluster looks like to the harness
+
+
+def test_b_meets_the_broken_cluster(measure):
+    measure(dask.delayed(sum)([1, 2]), name="b", params={})
+
+
+def test_c_gets_a_fresh_cluster(measure):
+    assert measure(dask.delayed(sum)([3, 4]), name="c", params={}) == 7
+"""
+
+
+def test_a_cluster_that_breaks_is_recorded_as_error_and_replaced(tmp_path: Path) -> None:
+    """When workers cannot be restarted the measurement is an `error` and the next test gets a new cluster."""
+    (tmp_path / "test_bench.py").write_text(BROKEN_FILE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    result = run_pytest(
+        tmp_path, "-m", "benchmark", "--workers", "1", "--saturation", "1.1", "--db", db, "-p", "no:benchmark"
+    )
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
+    assert [m.outcome for m in Store(db).measurements()] == ["passed", "error", "passed"]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
