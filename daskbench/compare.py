@@ -12,8 +12,8 @@ exists; otherwise compare falls back to history mode (``DEFAULT_HISTORY`` runs) 
 so in ``Comparison.notes``, because a first nightly set-up has history before anyone has
 named a baseline.
 
-Cases are matched by fingerprint. Per case, outcomes come first: a case with a failed
-repeat (``FAILED_OUTCOMES``) in the candidate but none in the baseline (history: the
+Cases are matched by fingerprint. Per case, outcomes come first: a case with a repeat
+that did not pass (any outcome but ``passed``) in the candidate but none in the baseline (history: the
 latest earlier run) is ``newly-failing``; the reverse is ``fixed``; failures on both sides
 are ``inconclusive``; these get one row (metric ``runtime_s``) for the whole case, as do
 ``new`` (only in the candidate) and ``missing`` (only in the baseline; history: in the

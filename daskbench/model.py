@@ -16,8 +16,6 @@ from typing import Any, Literal, get_args
 
 Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
-#: Outcomes where the workload did not finish; "failed" is the workload's own error.
-FAILED_OUTCOMES = frozenset(OUTCOMES) - {"passed"}
 
 VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]
 VERDICTS: tuple[str, ...] = get_args(VerdictKind)

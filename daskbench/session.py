@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, open_cluster
+from daskbench.clusters import OpenCluster, load_kwargs, open_cluster
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
@@ -88,7 +88,7 @@ class DaskbenchSession:
         self.close_cluster()
         self.requested = spec
         _, run = self.ensure_run()
-        kwargs = _cluster_kwargs(self.settings.cluster_kwargs)
+        kwargs = load_kwargs(self.settings.cluster_kwargs)
         self.cluster = open_cluster(spec, kwargs)
         self.measurer = Measurer(
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers
@@ -136,9 +136,3 @@ class DaskbenchSession:
             self.summary_lines.append(f"daskbench: regression found against baseline {self.settings.compare!r}")
             return "regressed"
         return None
-
-
-def _cluster_kwargs(path: str | None) -> dict[str, Any]:
-    from daskbench.clusters import load_kwargs
-
-    return load_kwargs(path)

@@ -307,26 +307,6 @@ class Store:
         with self._tx() as conn:
             return [_measurement_from_row(row) for row in conn.execute(query).mappings()]
 
-    def history(
-        self, fingerprint: str, before: str | None = None, limit: int | None = None
-    ) -> list[tuple[Run, list[Measurement]]]:
-        """Per run (oldest first) the measurements of one case, optionally only runs started before ``before``."""
-        query = (
-            sa.select(measurements, runs.c.started_at)
-            .join(runs, runs.c.run_id == measurements.c.run_id)
-            .where(measurements.c.fingerprint == fingerprint)
-            .order_by(runs.c.started_at, measurements.c.id)
-        )
-        if before is not None:
-            query = query.where(runs.c.started_at < before)
-        with self._tx() as conn:
-            rows = conn.execute(query).mappings().all()
-        grouped: dict[str, list[Measurement]] = {}
-        for row in rows:
-            grouped.setdefault(row["run_id"], []).append(_measurement_from_row(row))
-        selected = list(grouped.items())[-limit:] if limit else list(grouped.items())
-        return [(self.run(run_id), found) for run_id, found in selected]
-
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()

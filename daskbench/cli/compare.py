@@ -42,8 +42,8 @@ def _register_baseline(subparsers: argparse._SubParsersAction) -> None:
     set_parser = actions.add_parser(
         "set",
         help="point NAME at one or more runs",
-        description="Point baseline NAME at these runs (ids or unique prefixes). Several runs pool their "
-        "repeats, which gives even --repeat 1 runs a spread to judge against.",
+        description="Point baseline NAME at these runs (ids or unique prefixes). With several runs each counts "
+        "once (its median), so their spread shows the run-to-run noise even of --repeat 1 runs.",
     )
     set_parser.add_argument("name", metavar="NAME", help="baseline name, e.g. main")
     set_parser.add_argument("runs", metavar="RUN", nargs="+", help="run id or unique prefix")
