@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from workloads import arrays
+from daskbench.workloads import arrays
 
 pytestmark = pytest.mark.benchmark
 

@@ -3,7 +3,7 @@
 import pytest
 
 from daskbench import inputs
-from workloads import joins
+from daskbench.workloads import joins
 
 pytestmark = pytest.mark.benchmark
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from workloads import ocean
+from daskbench.workloads import ocean
 
 pytestmark = pytest.mark.benchmark
 

@@ -3,7 +3,7 @@
 import pytest
 
 from daskbench import inputs
-from workloads import wordcount
+from daskbench.workloads import wordcount
 
 pytestmark = pytest.mark.benchmark
 

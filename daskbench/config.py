@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from daskbench.clusters import forms as cluster_forms
 from daskbench.errors import DaskbenchError
+from daskbench.workloads.base import SIZES
 
-SIZES = ("tiny", "small", "medium", "large")
 DEFAULT_DB = "sqlite:///results/daskbench.db"
 
 _UNITS = {
@@ -138,8 +139,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("cluster", parse_text, "local",
-           "cluster: local, tcp://host:8786 (running scheduler), coiled, or module:ClassName",
+    Option("cluster", parse_text, "local", f"cluster: {cluster_forms()}",
            "--cluster tcp://127.0.0.1:8786"),
     Option("cluster_kwargs", parse_text, None,
            "YAML file of keyword arguments for the coiled or module:ClassName cluster",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, load_kwargs, open_cluster
+from daskbench.clusters import OpenCluster, backend_named, load_kwargs, open_cluster
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
@@ -39,9 +39,10 @@ class DaskbenchSession:
         return redact_url(self.settings.db)
 
     def requested_specs(self) -> list[ClusterSpec]:
-        s = self.settings
-        target = "" if self.backend == "local" else s.cluster
-        workers = s.workers if self.backend != "address" else s.workers[:1]
+        """One spec per (saturation, workers); a fixed-size backend (a running scheduler) gets one count."""
+        s, backend = self.settings, backend_named(self.backend)
+        target = s.cluster if backend.records_target else ""
+        workers = s.workers[:1] if backend.fixed_size else s.workers
         return [
             ClusterSpec(self.backend, n, s.threads_per_worker, s.memory_per_worker, sat, target=target)
             for sat in s.saturation
@@ -49,14 +50,8 @@ class DaskbenchSession:
         ]
 
     def preflight(self) -> None:
-        if self.backend == "address":
-            from daskbench.clusters.address import check_reachable
-
-            check_reachable(self.settings.cluster)
-        if self.backend == "coiled":
-            from daskbench.clusters.coiled import check_available
-
-            check_available()
+        """The backend's early check (scheduler reachable, coiled installed), before any cluster starts."""
+        backend_named(self.backend).preflight(self.settings.cluster)
 
     def data_location(self) -> Any:
         if not hasattr(self, "_data_location"):
@@ -123,7 +118,8 @@ class DaskbenchSession:
         return outcome
 
     def _compare(self) -> str | None:
-        from daskbench.compare import compare_runs, format_table
+        from daskbench.compare import compare_runs
+        from daskbench.compare_format import format_table
 
         assert self.store is not None and self.run is not None
         try:

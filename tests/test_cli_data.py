@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from daskbench.cli import EXIT_ERROR, EXIT_OK, main
-from workloads.datasets import MANIFEST, dataset_name
+from daskbench.workloads.datasets import MANIFEST, dataset_name
 
 if TYPE_CHECKING:
     from tests.s3server import S3Bucket

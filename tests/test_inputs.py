@@ -13,8 +13,8 @@ from distributed import Client, LocalCluster
 from daskbench import inputs
 from daskbench.errors import DaskbenchError
 from daskbench.inputs import DataLocation, resolve_data_location
-from workloads import datasets, joins, wordcount
-from workloads.datasets import MANIFEST
+from daskbench.workloads import datasets, joins, wordcount
+from daskbench.workloads.datasets import MANIFEST
 
 if TYPE_CHECKING:
     from tests.s3server import S3Bucket

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from workloads import arrays, joins, ocean, sizes, wordcount
+from daskbench.workloads import arrays, joins, ocean, registry, wordcount
+from daskbench.workloads.base import SIZES
 
 SYNC = {"scheduler": "sync"}
 
@@ -199,17 +200,17 @@ def test_unknown_shuffle_method_is_refused(tables: Path) -> None:
 
 def test_every_workload_describes_every_size() -> None:
     """The README's size table has one row per workload and size, each with bytes and chunks."""
-    rows = sizes.describe_all()
+    rows = registry.describe_all()
     names = {row["workload"] for row in rows}
-    assert names == {"ocean_anomaly", "transpose_mean", "tree_sum_std", "wordcount", "join_big", "join_big_small"}
-    assert len(rows) == len(names) * len(sizes.SIZES)
+    assert names == {case for workload in registry.WORKLOADS.values() for case in workload.cases}
+    assert len(rows) == len(names) * len(SIZES)
     assert all(row["input_bytes"] > 0 and row["chunks"] for row in rows)
 
 
 def test_sizes_grow_from_tiny_to_large() -> None:
     """Each workload's input grows with its size."""
     by_workload: dict[str, list[int]] = {}
-    for row in sizes.describe_all():
+    for row in registry.describe_all():
         by_workload.setdefault(row["workload"], []).append(row["input_bytes"])
     assert all(values == sorted(values) and len(set(values)) == 4 for values in by_workload.values())
 

@@ -10,8 +10,8 @@ import argparse
 
 from daskbench import config, inputs
 from daskbench.cli.common import settings
-from workloads.datasets import GENERATORS
-from workloads.sizes import human_bytes
+from daskbench.text import format_bytes
+from daskbench.workloads.datasets import GENERATORS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 
 def _progress_line(prepared: inputs.Prepared) -> str:
-    size = f"{human_bytes(prepared.input_bytes)} in {len(prepared.files)} files"
+    size = f"{format_bytes(prepared.input_bytes)} in {len(prepared.files)} files"
     if prepared.reused:
         return f"  reused {prepared.name}: {size}"
     return f"  wrote  {prepared.name}: {size} in {prepared.seconds:.1f} s"

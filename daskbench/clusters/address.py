@@ -6,16 +6,16 @@ idle and read back; the cluster size is whatever workers it has.
 
 from __future__ import annotations
 
-import math
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from distributed import Client
-
-from daskbench.clusters import set_saturation
+from daskbench.clusters.common import Backend, set_saturation
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -26,24 +26,35 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((parsed.hostname, parsed.port), timeout=timeout).close()
     except OSError as exc:
-        raise DaskbenchError(
-            f"cannot reach the scheduler at {address} ({exc.strerror or type(exc).__name__}); "
-            "check it is running (dask scheduler) and the address/port, or use --cluster local"
-        ) from None
+        raise _unreachable(address, exc.strerror or type(exc).__name__) from None
+
+
+def _unreachable(address: str, reason: str) -> DaskbenchError:
+    """One message for the preflight and the connect, so the fix reads the same either way."""
+    return DaskbenchError(
+        f"cannot reach the scheduler at {address} ({reason}); "
+        "check it is running (dask scheduler) and the address/port, or use --cluster local"
+    )
 
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
+    """A client of the running scheduler, its worker-saturation set; no cluster to close."""
+    from distributed import Client
+
     timeout = kwargs.pop("timeout", 10)
     try:
         client = Client(spec.target, timeout=timeout, **kwargs)
     except (OSError, TimeoutError) as exc:
-        raise DaskbenchError(
-            f"cannot reach the scheduler at {spec.target} ({type(exc).__name__}); "
-            "check it is running (dask scheduler) and the address/port, or use --cluster local"
-        ) from None
+        raise _unreachable(spec.target, type(exc).__name__) from None
     try:
-        set_saturation(client, math.inf if math.isinf(spec.worker_saturation) else spec.worker_saturation)
+        set_saturation(client, spec.worker_saturation)
     except Exception:
         client.close()
         raise
     return client, None
+
+
+ADDRESS = Backend(
+    "address", r"(tcp|tls|ws|wss|inproc|ucx)://\S+", "tcp://host:8786 (a running scheduler)", start,
+    preflight=check_reachable, fixed_size=True,
+)  # fmt: skip

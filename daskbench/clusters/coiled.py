@@ -9,14 +9,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import dask
-
+from daskbench.clusters.common import Backend
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 
 
-def check_available() -> None:
-    """Fail early, before any cluster starts, if coiled or its credentials are missing."""
+def check_available(target: str = "coiled") -> None:
+    """Fail early, before any cluster starts, if coiled or its credentials are missing.
+
+    ``target`` (the ``--cluster`` value) carries nothing here; it is taken so this is
+    the backend's ``preflight``.
+    """
+    import dask
+
     try:
         import coiled  # noqa: F401
     except ImportError:
@@ -26,6 +31,7 @@ def check_available() -> None:
 
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """A coiled.Cluster of ``spec``'s size, waited for until every worker is up."""
     check_available()
     import coiled
 
@@ -34,3 +40,6 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Any, Any]:
     client = cluster.get_client()
     client.wait_for_workers(spec.n_workers)
     return client, cluster
+
+
+COILED = Backend("coiled", r"coiled", "coiled (a Coiled cloud cluster)", start, preflight=check_available)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask
-from distributed import Client, LocalCluster
-
-from daskbench.clusters import default_memory_per_worker
+from daskbench.clusters.common import Backend, default_memory_per_worker
 from daskbench.model import ClusterSpec
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 #: LocalCluster (a SpecCluster) closes a worker's nanny when the worker has been gone for
 #: ``lost-worker-timeout`` (15 s). The check is scheduled at every removal and reads the
@@ -21,6 +21,10 @@ LOST_WORKER_TIMEOUT = {"distributed.deploy.lost-worker-timeout": "1 day"}
 
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
+    """A LocalCluster of ``spec``'s size; ``kwargs`` override the defaults below."""
+    import dask
+    from distributed import Client, LocalCluster
+
     dask.config.set(LOST_WORKER_TIMEOUT)
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
     options: dict[str, Any] = {
@@ -33,3 +37,6 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     }
     cluster = LocalCluster(**{**options, **kwargs})
     return Client(cluster), cluster
+
+
+LOCAL = Backend("local", r"local", "local (worker processes on this machine)", start, records_target=False)

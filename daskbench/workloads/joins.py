@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
-from workloads.sizes import check_size, human_bytes
+from daskbench.text import format_bytes
+from daskbench.workloads.base import Inputs, Workload, check_size
 
 ShuffleMethod = Literal["tasks", "p2p"]
 SHUFFLE_METHODS: tuple[str, ...] = ("tasks", "p2p")
@@ -61,13 +62,14 @@ def generator_params(size: str) -> dict[str, Any]:
 
 
 def describe(size: str) -> list[dict[str, Any]]:
+    """The README rows of both joins at ``size``: rows per side, bytes in memory, files."""
     spec = check_size(size, SIZES)
     side = 8 * (2 + spec.float_columns)
     big = (spec.left_rows + spec.right_rows) * side
     rows = [("join_big", f"{spec.left_rows:,} x {spec.right_rows:,} rows", big)]
     rows.append(("join_big_small", f"{spec.left_rows:,} x {spec.small_rows:,} rows",
                  spec.left_rows * side + spec.small_rows * 24))  # fmt: skip
-    return [{"workload": name, "size": size, "input": f"{shape}, ~{human_bytes(nbytes)} in memory",
+    return [{"workload": name, "size": size, "input": f"{shape}, ~{format_bytes(nbytes)} in memory",
              "chunks": f"{spec.partitions} partitions per large side", "input_bytes": nbytes}
             for name, shape, nbytes in rows]  # fmt: skip
 
@@ -166,3 +168,6 @@ def summarise_frame(frame: pd.DataFrame) -> pd.DataFrame:
     floats = frame.select_dtypes("floating")
     return pd.DataFrame({"rows": [len(frame)], "checksum": [int(ints.to_numpy().sum())],
                          "float_total": [float(floats.to_numpy().sum())]})  # fmt: skip
+
+
+WORKLOAD = Workload("joins", ("join_big", "join_big_small"), SIZES, describe, Inputs(generator_params, write_tables))

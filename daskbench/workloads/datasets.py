@@ -13,30 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
 from fsspec import AbstractFileSystem
 
-from workloads import joins, wordcount
+from daskbench.workloads.base import Inputs
+from daskbench.workloads.registry import WORKLOADS
 
 MANIFEST = "_manifest.json"
 
-
-@dataclass(frozen=True)
-class Generator:
-    """How a workload's inputs are made: its parameters (hashed) and its writer."""
-
-    params: Callable[[str], dict[str, Any]]
-    write: Callable[[AbstractFileSystem, str, str, int], None]
-
-
-GENERATORS: dict[str, Generator] = {
-    "wordcount": Generator(wordcount.generator_params, wordcount.write_corpus),
-    "joins": Generator(joins.generator_params, joins.write_tables),
-}
+#: Workload name -> how its inputs are made, for every registered workload that reads prepared data.
+GENERATORS: dict[str, Inputs] = {name: w.inputs for name, w in WORKLOADS.items() if w.inputs is not None}
 
 
 @dataclass(frozen=True)
@@ -115,7 +104,7 @@ def _listing(fs: AbstractFileSystem, path: str) -> dict[str, int]:
     return dict(sorted(files.items()))
 
 
-def _generator(workload: str) -> Generator:
+def _generator(workload: str) -> Inputs:
     try:
         return GENERATORS[workload]
     except KeyError:

@@ -15,7 +15,8 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from workloads.sizes import check_size, human_bytes
+from daskbench.text import format_bytes
+from daskbench.workloads.base import Workload, check_size
 
 SPLIT_EVERY = 4
 
@@ -40,17 +41,22 @@ TREE_SIZES: dict[str, ArraySpec] = {
 }
 
 
-def describe(size: str) -> list[dict[str, Any]]:
-    return [_describe("transpose_mean", size, check_size(size, TRANSPOSE_SIZES)),
-            _describe("tree_sum_std", size, check_size(size, TREE_SIZES))]  # fmt: skip
+def describe_transpose(size: str) -> list[dict[str, Any]]:
+    """The README row of `transpose_mean` at ``size``."""
+    return [_describe("transpose_mean", size, check_size(size, TRANSPOSE_SIZES))]
+
+
+def describe_tree(size: str) -> list[dict[str, Any]]:
+    """The README row of `tree_sum_std` at ``size``."""
+    return [_describe("tree_sum_std", size, check_size(size, TREE_SIZES))]
 
 
 def _describe(name: str, size: str, spec: ArraySpec) -> dict[str, Any]:
     nbytes = 8 * spec.shape[0] * spec.shape[1]
     n_chunks = int(np.prod([-(-n // c) for n, c in zip(spec.shape, spec.chunks, strict=True)]))
     chunk = 8 * spec.chunks[0] * spec.chunks[1]
-    return {"workload": name, "size": size, "input": f"{spec.shape} float64, {human_bytes(nbytes)} generated",
-            "chunks": f"{n_chunks} x {human_bytes(chunk)}", "input_bytes": nbytes}  # fmt: skip
+    return {"workload": name, "size": size, "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
+            "chunks": f"{n_chunks} x {format_bytes(chunk)}", "input_bytes": nbytes}  # fmt: skip
 
 
 def random_array(spec: ArraySpec, seed: int = 0) -> da.Array:
@@ -68,3 +74,7 @@ def tree_sum_std(size: str, seed: int = 0, split_every: int = SPLIT_EVERY) -> da
     """``[x.sum(), x.std()]`` as one lazy array of two values, both tree reductions."""
     x = random_array(check_size(size, TREE_SIZES), seed)
     return da.stack([x.sum(split_every=split_every), x.std(split_every=split_every)])
+
+
+TRANSPOSE_MEAN = Workload("transpose_mean", ("transpose_mean",), TRANSPOSE_SIZES, describe_transpose)
+TREE_SUM_STD = Workload("tree_sum_std", ("tree_sum_std",), TREE_SIZES, describe_tree)

@@ -17,7 +17,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from workloads.sizes import check_size, human_bytes
+from daskbench.text import format_bytes
+from daskbench.workloads.base import Workload, check_size
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,14 @@ SIZES: dict[str, OceanSpec] = {
 
 
 def describe(size: str) -> list[dict[str, Any]]:
+    """The README row of the workload at ``size``: input shape and bytes, chunks."""
     spec = check_size(size, SIZES)
     nbytes = 8 * int(np.prod(spec.shape))
     chunk = 8 * spec.time_chunk * spec.shape[1] * spec.shape[2]
     n_chunks = -(-spec.shape[0] // spec.time_chunk)
     return [{"workload": "ocean_anomaly", "size": size,
-             "input": f"{spec.shape} float64, {human_bytes(nbytes)} generated",
-             "chunks": f"{n_chunks} x {human_bytes(chunk)}", "input_bytes": nbytes}]  # fmt: skip
+             "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
+             "chunks": f"{n_chunks} x {format_bytes(chunk)}", "input_bytes": nbytes}]  # fmt: skip
 
 
 def field(size: str, seed: int = 0) -> xr.DataArray:
@@ -68,3 +70,6 @@ def anomalies(values: xr.DataArray) -> xr.DataArray:
 def anomaly(size: str, seed: int = 0) -> xr.DataArray:
     """The workload: the time mean of the anomalies, a lazy (lat, lon) DataArray."""
     return anomalies(field(size, seed)).mean("time")
+
+
+WORKLOAD = Workload("ocean_anomaly", ("ocean_anomaly",), SIZES, describe)

@@ -21,7 +21,8 @@ from dask.bag import Item
 from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 
-from workloads.sizes import check_size, human_bytes
+from daskbench.text import format_bytes
+from daskbench.workloads.base import Inputs, Workload, check_size
 
 TOP = 10
 #: Words drawn per batch while writing; part of the generator's identity (changes the text).
@@ -62,12 +63,13 @@ def generator_params(size: str) -> dict[str, Any]:
 
 
 def describe(size: str) -> list[dict[str, Any]]:
+    """The README row at ``size``: approximate text bytes, file count, read blocksize."""
     spec = check_size(size, SIZES)
     files = spec.large_files + spec.small_files
     words = spec.large_files * spec.large_words + spec.small_files * spec.small_words * _LOGNORMAL_MEAN
     approx = words * _BYTES_PER_WORD
-    return [{"workload": "wordcount", "size": size, "input": f"~{human_bytes(approx)} text, {files} files",
-             "chunks": f"{human_bytes(spec.blocksize)} blocks", "input_bytes": int(approx)}]  # fmt: skip
+    return [{"workload": "wordcount", "size": size, "input": f"~{format_bytes(approx)} text, {files} files",
+             "chunks": f"{format_bytes(spec.blocksize)} blocks", "input_bytes": int(approx)}]  # fmt: skip
 
 
 # -- the corpus ---------------------------------------------------------------------------
@@ -253,3 +255,6 @@ def _summarise(tally: Tally) -> dict[str, Any]:
 def _top(counts: Counter[str]) -> list[tuple[str, int]]:
     """The `TOP` most common words, ties broken alphabetically."""
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP]
+
+
+WORKLOAD = Workload("wordcount", ("wordcount",), SIZES, describe, Inputs(generator_params, write_corpus))

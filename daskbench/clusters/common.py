@@ -1,0 +1,144 @@
+"""What every cluster backend shares: the `Backend` declaration and the helpers backends use.
+
+The backend modules import this module and `daskbench.clusters` imports the backends, so
+this module imports no backend and nothing of ``daskbench.clusters``: the graph stays
+acyclic. dask, distributed, psutil and yaml are imported inside the functions that use
+them, so `daskbench.config` can read the registry (for ``--cluster``'s help) cheaply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from daskbench.errors import DaskbenchError
+from daskbench.model import ClusterSpec
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+SATURATION_KEY = "distributed.scheduler.worker-saturation"
+
+
+def no_preflight(target: str) -> None:
+    """For backends with nothing to check before they start (their start fails clearly)."""
+
+
+def close_client_and_cluster(client: Client, cluster: Any) -> None:
+    """Close the client, then the cluster if the harness started one; closing never raises."""
+    with contextlib.suppress(Exception):
+        client.close()
+    if cluster is not None:
+        with contextlib.suppress(Exception):
+            cluster.close()
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One kind of cluster ``--cluster`` can name; `daskbench.clusters.BACKENDS` lists them.
+
+    ``pattern`` recognises a ``--cluster`` value (whole-value regex); ``form`` is the
+    one phrase help and error text show; ``preflight(target)`` fails early with a
+    `DaskbenchError` before any cluster starts; ``start(spec, kwargs)`` returns
+    ``(client, cluster)`` (cluster None when the harness started none); ``close`` ends
+    both. ``fixed_size``: the harness cannot choose the worker count (it is whatever the
+    scheduler has), so only one count is requested. ``records_target``: whether the
+    ``--cluster`` value is kept as the spec's ``target`` (it carries nothing for local).
+    """
+
+    name: str
+    pattern: str
+    form: str
+    start: Callable[[ClusterSpec, dict[str, Any]], tuple[Client, Any]]
+    preflight: Callable[[str], None] = no_preflight
+    close: Callable[[Client, Any], None] = close_client_and_cluster
+    fixed_size: bool = False
+    records_target: bool = True
+
+    def matches(self, value: str) -> bool:
+        """Whether the ``--cluster`` value names this backend."""
+        return re.fullmatch(self.pattern, value) is not None
+
+
+@dataclass
+class OpenCluster:
+    """A started cluster: its client, the effective spec, and how long it took to start."""
+
+    client: Client
+    spec: ClusterSpec
+    start_seconds: float
+    cluster: Any = None
+    closer: Callable[[Client, Any], None] = close_client_and_cluster
+
+    def close(self) -> None:
+        self.closer(self.client, self.cluster)
+
+
+def default_memory_per_worker(n_workers: int, threads_per_worker: int) -> int:
+    """This machine's memory per core times threads, never more than an equal share per worker."""
+    import psutil
+
+    total = psutil.virtual_memory().total
+    per_core = total * threads_per_worker // (psutil.cpu_count() or 1)
+    step = 2**28  # round down to 256 MiB so the value (and the fingerprint) is stable
+    return max(step, min(per_core, total // n_workers) // step * step)
+
+
+def load_kwargs(path: str | None) -> dict[str, Any]:
+    """The ``--cluster-kwargs`` YAML mapping (``{}`` without a file); a one-line error otherwise."""
+    if not path:
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DaskbenchError(f"--cluster-kwargs {path}: cannot read YAML ({exc}); give a YAML mapping file") from None
+    if not isinstance(data, dict):
+        raise DaskbenchError(f"--cluster-kwargs {path}: expected a YAML mapping of keyword arguments")
+    return data
+
+
+def _scheduler_facts(dask_scheduler: Any) -> dict[str, Any]:
+    workers = list(dask_scheduler.workers.values())
+    return {
+        "saturation": float(dask_scheduler.WORKER_SATURATION),
+        "n_workers": len(workers),
+        "threads": sorted({ws.nthreads for ws in workers}),
+        "memory": sorted({int(ws.memory_limit or 0) for ws in workers}),
+    }
+
+
+def read_back(client: Client, requested: ClusterSpec) -> ClusterSpec:
+    """The spec as the scheduler sees it: saturation, worker count, threads and memory."""
+    facts = client.run_on_scheduler(_scheduler_facts)
+    if facts["n_workers"] == 0:
+        raise DaskbenchError(f"cluster {requested.target or requested.backend} has no workers; start some and retry")
+    memory = facts["memory"][-1] or None
+    return replace(
+        requested,
+        worker_saturation=facts["saturation"],
+        n_workers=facts["n_workers"],
+        threads_per_worker=facts["threads"][-1],
+        memory_per_worker=memory,
+    )
+
+
+def set_saturation(client: Client, value: float) -> None:
+    """Set worker-saturation on a running scheduler; refused unless it is idle."""
+
+    def _set(dask_scheduler: Any, value: float = value) -> int:
+        busy = sum(1 for ts in dask_scheduler.tasks.values() if ts.state in ("queued", "processing", "no-worker"))
+        if not busy:
+            dask_scheduler.WORKER_SATURATION = value
+        return busy
+
+    busy = client.run_on_scheduler(_set)
+    if busy:
+        raise DaskbenchError(
+            f"the scheduler has {busy} tasks queued or running; worker-saturation can only be changed while it is idle"
+        )
