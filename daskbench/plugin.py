@@ -4,6 +4,11 @@ Every test that uses ``measure`` is parametrized over worker-saturation x cluste
 through a session-scoped fixture, so pytest groups the tests of one cluster spec and
 starts each cluster once. State for the session lives in one `DaskbenchSession` kept in
 ``config.stash``. Bad settings stop the session with one line before any cluster starts.
+
+Installed, the plugin loads in every pytest run (entry point ``pytest11``), so it stays
+out of the way until it is used: settings are resolved only when a daskbench option is
+given or a collected test uses a daskbench fixture, and only such runs get the header
+line and the summary section.
 """
 
 from __future__ import annotations
@@ -19,15 +24,20 @@ from typing import Any
 import pytest
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, backend_of
+from daskbench.clusters import OpenCluster, backend_named, backend_of
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement
 from daskbench.metrics.cost import load_prices
-from daskbench.model import Case, ClusterSpec, Measurement, format_saturation
+from daskbench.model import Case, ClusterSpec, Measurement
 from daskbench.session import DaskbenchSession
 from daskbench.store import redact_url
+from daskbench.text import format_bytes, saturation_text
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
+#: A settings error found while collecting, raised only if a daskbench test is selected.
+ERROR_KEY = pytest.StashKey[DaskbenchError]()
+#: Whether any collected test (selected or not) uses a daskbench fixture.
+SEEN_KEY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,33 +46,73 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker; resolve the settings now only if a daskbench flag was given."""
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
-    flags = {option.name: config.getoption("daskbench_" + option.name) for option in cfg.OPTIONS}
+    if any(value is not None for value in _flags(config).values()):
+        _require_state(config)
+
+
+def _flags(config: pytest.Config) -> dict[str, str | None]:
+    return {option.name: config.getoption("daskbench_" + option.name) for option in cfg.OPTIONS}
+
+
+def _state(config: pytest.Config) -> DaskbenchSession:
+    """The session state, its settings resolved on first use; raises `DaskbenchError` on a bad value."""
+    if SESSION_KEY in config.stash:
+        return config.stash[SESSION_KEY]
+    if ERROR_KEY in config.stash:
+        raise config.stash[ERROR_KEY]
     try:
-        settings = cfg.resolve(flags, pyproject=cfg.load_pyproject(config.rootpath))
-        backend = backend_of(settings.cluster)
-        prices = load_prices(settings.prices)
+        settings = cfg.resolve(_flags(config), pyproject=cfg.load_pyproject(config.rootpath))
+        state = DaskbenchSession(settings, backend_of(settings.cluster), load_prices(settings.prices))
+    except DaskbenchError as exc:
+        config.stash[ERROR_KEY] = exc
+        raise
+    config.stash[SESSION_KEY] = state
+    return state
+
+
+def _require_state(config: pytest.Config) -> DaskbenchSession:
+    """`_state`, with a bad setting turned into pytest's one-line usage error."""
+    try:
+        return _state(config)
     except DaskbenchError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[SESSION_KEY] = DaskbenchSession(settings, backend, prices)
+
+
+def _uses_daskbench(item: pytest.Item) -> bool:
+    """Whether the test needs daskbench's fixtures (a user's own ``size`` fixture does not count)."""
+    names = getattr(item, "fixturenames", ())
+    return "daskbench_session" in names or "daskbench_cluster_spec" in names
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if _uses_daskbench(item):
+        item.config.stash[SEEN_KEY] = True
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "measure" not in metafunc.fixturenames:
+    if "daskbench_cluster_spec" not in metafunc.fixturenames:
         return
-    session = metafunc.config.stash[SESSION_KEY]
+    try:
+        session = _state(metafunc.config)
+    except DaskbenchError:
+        return  # reported in pytest_collection_modifyitems if this test is selected
     specs = session.requested_specs()
-    ids = [f"sat={format_saturation(s.worker_saturation)}-workers={s.n_workers}" for s in specs]
+    ids = [f"sat={saturation_text(s.worker_saturation)}-workers={s.n_workers}" for s in specs]
     metafunc.parametrize("daskbench_cluster_spec", specs, ids=ids, indirect=True, scope="session")
-    if session.settings.interleave and session.settings.repeat > 1:
+    if session.settings.interleave and session.settings.repeat > 1 and "daskbench_repeat" in metafunc.fixturenames:
         repeats = list(range(session.settings.repeat))
         metafunc.parametrize("daskbench_repeat", repeats, ids=[f"r{r}" for r in repeats], indirect=True)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With --interleave, run every case's repeat 0, then every repeat 1, ... (ABAB)."""
-    session = config.stash[SESSION_KEY]
+    """Resolve the settings if a selected test uses daskbench (before any cluster starts);
+    with --interleave, run every case's repeat 0, then every repeat 1, ... (ABAB)."""
+    if not any(_uses_daskbench(item) for item in items):
+        return
+    session = _require_state(config)
     if session.settings.interleave and session.settings.repeat > 1:
         items.sort(key=lambda item: _repeat_of(item))
 
@@ -74,15 +124,18 @@ def _repeat_of(item: pytest.Item) -> int:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Check what needs the network (coiled, data location) once, before any cluster starts."""
-    state = session.config.stash[SESSION_KEY]
-    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     markexpr = session.config.getoption("markexpr", "") or ""
-    if not session.items and "benchmark" in markexpr and "not benchmark" not in markexpr:
+    seen = session.config.stash.get(SEEN_KEY, False)
+    if seen and not session.items and "benchmark" in markexpr and "not benchmark" not in markexpr:
         keyword = session.config.getoption("keyword", "") or ""
         raise pytest.UsageError(
             f"no benchmark matches{f' -k {keyword!r}' if keyword else ''}; "
             "list them with: pytest -m benchmark --collect-only -q"
         )
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is None:
+        return
+    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     try:
         if "measure" in used:
             state.preflight()
@@ -92,15 +145,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    state = config.stash[SESSION_KEY]
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """The settings line, after "collected N items", only when a selected test uses daskbench."""
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None or not any(_uses_daskbench(item) for item in items):
+        return []
     s = state.settings
-    saturations = ",".join(format_saturation(v) for v in s.saturation)
-    workers = "as the scheduler has" if state.backend == "address" else ",".join(map(str, s.workers))
-    return (
+    saturations = ",".join(saturation_text(v) for v in s.saturation)
+    workers = "as the scheduler has" if backend_named(state.backend).fixed_size else ",".join(map(str, s.workers))
+    return [
         f"daskbench: cluster={s.cluster} workers={workers} saturation={saturations} "
         f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}"
-    )
+    ]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -193,7 +249,16 @@ def measure(
 
 
 def _pytest_benchmark_fixture(request: pytest.FixtureRequest) -> Any:
+    """pytest-benchmark's fixture to show our times in its table, or None.
+
+    None when pytest-benchmark is absent (``-p no:benchmark``), skipping its benchmarks
+    (``--benchmark-skip``: its fixture would skip this test) or disabled
+    (``--benchmark-disable``): the daskbench measurement runs and is stored either way.
+    """
     if not request.config.pluginmanager.has_plugin("benchmark"):
+        return None
+    bench_session = getattr(request.config, "_benchmarksession", None)
+    if bench_session is None or getattr(bench_session, "skip", False) or getattr(bench_session, "disabled", False):
         return None
     with contextlib.suppress(pytest.FixtureLookupError):
         bench = request.getfixturevalue("benchmark")
@@ -269,7 +334,7 @@ class _Measure:
     def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
         measurer = self.session.measurer
         assert measurer is not None
-        extra = {"test": self.node.nodeid, "requested_saturation": format_saturation(self._requested_saturation())}
+        extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
         try:
             measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
@@ -320,19 +385,19 @@ _LIBRARIES = ("numpy", "pandas", "pyarrow", "dask.array", "dask.dataframe", "das
 
 
 def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
-    """The benchmark's module, the workloads package and the libraries the client has loaded."""
+    """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
     module = getattr(node, "module", None)
-    names = [name for name in sys.modules if name == "workloads" or name.startswith("workloads.")]
+    names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
     names += [name for name in _LIBRARIES if name in sys.modules]
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 
 def _progress_line(case: Case, m: Measurement) -> str:
-    memory = f"{m.peak_worker_memory_bytes / 2**20:.0f} MiB" if m.peak_worker_memory_bytes else "-"
+    memory = format_bytes(m.peak_worker_memory_bytes)
     runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
     return (
         f"daskbench: {case.workload} {json.dumps(dict(case.params), sort_keys=True)} "
-        f"sat={format_saturation(case.cluster.worker_saturation)} workers={case.cluster.n_workers} "
+        f"sat={saturation_text(case.cluster.worker_saturation)} workers={case.cluster.n_workers} "
         f"repeat {m.repeat}: {m.outcome} compute {runtime}, peak/worker {memory}"
     )
 

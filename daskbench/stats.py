@@ -1,4 +1,4 @@
-"""Statistics for deciding "regressed": pure functions, no I/O (stdlib, numpy, daskbench.model).
+"""Statistics for deciding "regressed": pure functions, no I/O (stdlib, numpy, scipy.stats, daskbench.model).
 
 Every decision works on the log of a metric, so effects are ratios (candidate / baseline)
 and noise is relative. Two modes (DESIGN.md, "Deciding regressed"):
@@ -45,7 +45,7 @@ the spread of repeats within a run (log sd 0.02-0.21 against 0.03-0.09), and an 
 from repeats alone flagged 7 of 112 A/A rows as regressed. So an A/B interval between
 separate runs is widened by the run-to-run noise of the case (`with_run_noise`): the log
 sd of its per-run medians on this host (`run_noise`, at least 3 runs), or, with fewer
-runs, an assumed ``DEFAULT_RUN_SD`` (15% for time and cost, 3% for memory). With a baseline of several runs, each baseline
+runs, the metric's declared noise (`default_run_sd`: 15% for time and cost, 3% for memory). With a baseline of several runs, each baseline
 run counts once (its median), and the candidate's median is judged against their spread
 with a t prediction interval, which carries the run-to-run noise itself.
 
@@ -61,11 +61,11 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats as scipy_stats
 
-from daskbench.model import METRICS, VerdictKind
+from daskbench import catalog
+from daskbench.model import VerdictKind
 
-#: A ratio counts as a change only beyond this factor (either way).
-DEFAULT_FLOORS: dict[str, float] = {metric: 1.10 for metric in METRICS}
 #: History mode: |robust z| needed to call a change (see module docstring for the why).
 Z_THRESHOLD = 4.0
 #: History mode: good runs needed before any verdict but ``inconclusive``.
@@ -78,12 +78,6 @@ CONFIDENCE = 0.95
 BOOTSTRAP_MIN_N = 10
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20_240_801
-#: A/B between separate runs: run-to-run noise (log sd) assumed per metric when a case has
-#: fewer than MIN_RUNS_FOR_NOISE runs to estimate it from. Measured here with ci/aa at tiny
-#: sizes: runtime up to 0.21 (median 0.12); peak memory at most 0.0023.
-DEFAULT_RUN_SD: dict[str, float] = {
-    "runtime_s": 0.15, "cost_usd": 0.15, "peak_memory_bytes": 0.03, "peak_worker_memory_bytes": 0.03,
-}  # fmt: skip
 MIN_RUNS_FOR_NOISE = 3
 #: MAD -> standard deviation for normal data: 1 / Phi^-1(3/4) = 1.4826...
 MAD_TO_SD = 1.0 / NormalDist().inv_cdf(0.75)
@@ -139,60 +133,14 @@ def robust_z(history: Sequence[float], value: float) -> float:
     return 0.0 if offset == 0 else math.copysign(math.inf, offset)
 
 
-# -- Student t, from the regularized incomplete beta function -------------------------
-
-
-def student_t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom (real df > 0).
-
-    Uses P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2) (Abramowitz & Stegun 26.7.1).
-    """
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
+# -- Student t ------------------------------------------------------------------------
 
 
 def student_t_ppf(q: float, df: float) -> float:
-    """The q-quantile of Student's t (scipy ``t.ppf``), by bisection on `student_t_sf`."""
+    """The q-quantile of Student's t with ``df`` degrees of freedom (real df > 0): scipy ``t.ppf``."""
     if not 0.0 < q < 1.0 or not df > 0:
         raise ValueError(f"student_t_ppf needs 0 < q < 1 and df > 0, got q={q}, df={df}")
-    if q < 0.5:
-        return -student_t_ppf(1.0 - q, df)
-    target, low, high = 1.0 - q, 0.0, 1.0
-    while student_t_sf(high, df) > target:
-        low, high = high, high * 2.0
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        low, high = (mid, high) if student_t_sf(mid, df) > target else (low, mid)
-        if high - low <= 1e-13 * high:
-            break
-    return (low + high) / 2.0
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b) by its continued fraction (DLMF 8.17.22)."""
-    if x <= 0.0 or x >= 1.0:
-        return 0.0 if x <= 0.0 else 1.0
-    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below this point
-        return 1.0 - _betainc(b, a, 1.0 - x)
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    return math.exp(log_front) / (a * _beta_fraction(a, b, x))
-
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """1 + d1/(1 + d2/(1 + ...)) by the modified Lentz method (Press et al., NR 5.2)."""
-    tiny, value, c, d = 1e-300, 1.0, 1.0, 0.0
-    for j in range(1, 20_000):
-        m = j // 2
-        if j % 2:
-            term = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-        else:
-            term = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-        d = 1.0 / (1.0 + term * d if abs(1.0 + term * d) > tiny else tiny)
-        c = 1.0 + term / c if abs(1.0 + term / c) > tiny else tiny
-        value *= c * d
-        if abs(c * d - 1.0) < 1e-15:
-            break
-    return value
+    return float(scipy_stats.t.ppf(q, df))
 
 
 # -- intervals of the ratio -----------------------------------------------------------
@@ -299,15 +247,27 @@ def classify_interval(low: float, high: float, floor: float) -> VerdictKind:
     return "inconclusive"
 
 
+def default_floor(metric: str) -> float:
+    """The ratio a change of ``metric`` must exceed (either way), as declared in `daskbench.catalog`."""
+    return catalog.get(metric).floor
+
+
+def default_run_sd(metric: str) -> float:
+    """Run-to-run noise (log sd) assumed for ``metric`` while a case has fewer than
+    MIN_RUNS_FOR_NOISE runs to estimate it from (declared in `daskbench.catalog`). Measured
+    here with ci/aa at tiny sizes: runtime up to 0.21 (median 0.12); peak memory at most 0.0023."""
+    return catalog.get(metric).noise
+
+
 @dataclass(frozen=True)
 class RunNoise:
     """Run-to-run noise of one case and metric: log sd of per-run medians, and its source."""
 
     sd: float
-    runs: int  # runs it was estimated from; 0 means DEFAULT_RUN_SD was assumed
+    runs: int  # runs it was estimated from; 0 means the declared default was assumed
 
 
-def run_noise(run_medians: Sequence[float], default: float = DEFAULT_RUN_SD["runtime_s"]) -> RunNoise:
+def run_noise(run_medians: Sequence[float], default: float) -> RunNoise:
     """Sample sd of the log per-run medians; ``default`` (assumed) with fewer than 3 runs."""
     if len(run_medians) < MIN_RUNS_FOR_NOISE or min(run_medians) <= 0:
         return RunNoise(default, 0)

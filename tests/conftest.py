@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,15 @@ from daskbench.model import Case, ClusterSpec, Measurement, Run
 from daskbench.store import Store, now_iso
 
 pytest_plugins = ["pytester"]
+
+#: A mark expression that selects benchmarks only: "benchmark" or "benchmark and ...".
+_BENCHMARKS_ONLY = re.compile(r"\s*benchmark(\s+and\s.*)?", re.DOTALL)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`pytest -m benchmark` does not import the harness's tests: none of them is a benchmark,
+    and they use packages only ``ci/setup --test`` installs (moto, playwright, psycopg)."""
+    return True if _BENCHMARKS_ONLY.fullmatch(config.getoption("markexpr", "") or "") else None
 
 
 @pytest.fixture
@@ -50,7 +60,7 @@ def make_measurement(run: Run, case: Case, repeat: int = 0, **overrides: Any) ->
         "cost_usd": 0.001,
         "timeline": ((0.0, 100), (0.5, 200)),
     }
-    return Measurement(**{**values, **overrides})
+    return Measurement.of(**{**values, **overrides})
 
 
 @pytest.fixture

@@ -69,7 +69,7 @@ def run_pytest(
     folder: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run pytest with the daskbench plugin in ``folder`` as a user would, in a fresh process."""
-    command = [sys.executable, "-m", "pytest", "-p", "daskbench.plugin", "-p", "no:cacheprovider", *args]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]  # daskbench loads by entry point
     return subprocess.run(
         command, cwd=folder, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
@@ -107,7 +107,9 @@ def test_sweep_records_the_saturation_read_back_from_the_scheduler(
 ) -> None:
     """The stored cluster spec carries the scheduler's own worker-saturation value."""
     _, db, _ = sweep
-    shown = json.loads(daskbench_cli("show", Store(db).latest_run().run_id, "--db", db, "--format", "json").stdout)
+    shown = json.loads(daskbench_cli("show", Store(db).latest_run().run_id, "--db", db, "--format", "json").stdout)[
+        "measurements"
+    ]
     assert sorted({row["worker_saturation"] for row in shown}, key=str) == [1.0, "inf"]
     assert {row["outcome"] for row in shown} == {"passed"}
     required = {"run_id", "workload", "params", "n_workers", "threads_per_worker", "worker_saturation", "repeat",
@@ -134,7 +136,7 @@ def test_cases_sharing_a_spec_share_one_cluster_and_prepare_is_timed(
 def test_runs_lists_the_run_with_versions(sweep: tuple[Path, str, subprocess.CompletedProcess[str]]) -> None:
     """`daskbench runs --format json` lists runs with id, label, start and versions."""
     _, db, _ = sweep
-    (run,) = json.loads(daskbench_cli("runs", "--db", db, "--format", "json").stdout)
+    (run,) = json.loads(daskbench_cli("runs", "--db", db, "--format", "json").stdout)["runs"]
     assert run["label"] == "<script>x</script>"
     assert run["measurements"] == 4 and run["versions"]["dask"] and run["started_at"] and run["ended_at"]
 

@@ -1,3 +1,0 @@
-"""Turn the daskbench pytest plugin on for this repository (not on install)."""
-
-pytest_plugins = ["daskbench.plugin"]
