@@ -111,14 +111,3 @@ def diff(base_maps: Sequence[Mapping[str, Any]], cand_map: Mapping[str, Any]) ->
 def _agreed(values: list[Any]) -> Any:
     distinct = {json.dumps(value, sort_keys=True, default=str): value for value in values}
     return values[0] if len(distinct) == 1 else "mixed: " + " | ".join(sorted(distinct))
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; runs store dask config flat already, this guards nesting."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat

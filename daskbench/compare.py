@@ -31,18 +31,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
-from daskbench import comparable, stats
-from daskbench.compare_format import comparison_to_json as comparison_to_json
-from daskbench.compare_format import format_table as format_table
-from daskbench.compare_format import format_verdict as format_verdict
-from daskbench.compare_format import regression_summary as regression_summary
-from daskbench.compare_format import verdicts_to_json as verdicts_to_json
+from daskbench import catalog, comparable, stats
 from daskbench.errors import DaskbenchError
-from daskbench.model import METRICS, Case, Measurement, Run, Verdict, VerdictKind, group_measurements
+from daskbench.model import Case, Comparison, Measurement, Run, Verdict, VerdictKind, group_measurements
 from daskbench.store import Store
+from daskbench.text import flatten
 
 #: Per metric: (baseline values, candidate values) of one case.
 SideValues = Callable[[str], tuple[list[float], list[float]]]
@@ -61,25 +57,6 @@ _ORDER = {
         ("newly-failing", "regressed", "fixed", "improved", "inconclusive", "unchanged", "new", "missing")
     )
 }
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The verdicts of one candidate run against a baseline, and what else differs."""
-
-    mode: Literal["ab", "history"]
-    baseline_runs: tuple[Run, ...]
-    candidate_run: Run
-    verdicts: tuple[Verdict, ...]
-    version_diff: dict[str, tuple[str | None, str | None]]
-    config_diff: dict[str, tuple[Any, Any]]
-    host_diff: dict[str, tuple[Any, Any]]
-    baseline_label: str = ""
-    notes: tuple[str, ...] = ()
-
-    @property
-    def regressions(self) -> tuple[Verdict, ...]:
-        return tuple(v for v in self.verdicts if v.is_regression)
 
 
 @dataclass(frozen=True)
@@ -127,10 +104,13 @@ def compare_runs(
 
 
 def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
-    merged = dict(stats.DEFAULT_FLOORS)
+    """The declared floor of every metric, overridden by ``floors``."""
+    merged = {metric: stats.default_floor(metric) for metric in catalog.names()}
     for metric, value in (floors or {}).items():
-        if metric not in METRICS or not value >= 1.0:
-            raise DaskbenchError(f"floor {metric}={value!r}: metrics are {', '.join(METRICS)} and floors are >= 1")
+        if not catalog.is_declared(metric) or not value >= 1.0:
+            raise DaskbenchError(
+                f"floor {metric}={value!r}: metrics are {', '.join(catalog.names())} and floors are >= 1"
+            )
         merged[metric] = float(value)
     return merged
 
@@ -205,7 +185,7 @@ def _ab_rule(
             return stats.ab_decision(medians, [stats.median(c)], floor)
         paired = len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
         history = [stats.median(v) for v in (_values(ms, metric) for ms in noise_runs.values()) if v]
-        noise = stats.run_noise(history, stats.DEFAULT_RUN_SD[metric])
+        noise = stats.run_noise(history, stats.default_run_sd(metric))
         return stats.ab_decision(b, c, floor, paired=paired, noise=noise)
 
     return values, decide
@@ -346,9 +326,9 @@ def _failure(failed: list[Measurement], total: int) -> str:
 def _metric_verdicts(
     case: Case, fp: str, values: SideValues, decide: Decide, rules: _Rules, note: str
 ) -> list[Verdict]:
-    """One verdict per metric that has values on either side."""
+    """One verdict per compared metric that has values on either side."""
     verdicts = []
-    for metric in METRICS:
+    for metric in catalog.compared():
         base, cand = values(metric)
         if not base and not cand:
             continue
@@ -371,6 +351,7 @@ def _verdict(
     d: stats.Decision,
     note: str,
 ) -> Verdict:
+    d = _oriented(metric, d)
     return Verdict(
         fingerprint=fp,
         workload=case.workload,
@@ -388,6 +369,13 @@ def _verdict(
         note="; ".join(part for part in (note, d.note) if part),
         score=d.score,
     )
+
+
+def _oriented(metric: str, d: stats.Decision) -> stats.Decision:
+    """Statistics judge "higher is worse"; for a metric where higher is better, swap the direction."""
+    if catalog.get(metric).higher_is_worse or d.verdict not in ("regressed", "improved"):
+        return d
+    return replace(d, verdict="improved" if d.verdict == "regressed" else "regressed")
 
 
 def _outcome_verdict(
@@ -421,9 +409,7 @@ def _finish(
         candidate_run=cand,
         verdicts=tuple(sorted(verdicts, key=_sort_key)),
         version_diff=comparable.diff([run.versions for run in diff_against], cand.versions),
-        config_diff=comparable.diff(
-            [comparable.flatten(run.dask_config) for run in diff_against], comparable.flatten(cand.dask_config)
-        ),
+        config_diff=comparable.diff([flatten(run.dask_config) for run in diff_against], flatten(cand.dask_config)),
         host_diff=comparable.diff([run.host for run in diff_against], cand.host),
         baseline_label=label,
         notes=tuple(notes),
@@ -440,4 +426,5 @@ def effect_size(v: Verdict) -> float:
 
 
 def _sort_key(v: Verdict) -> tuple[float, int, str, str, int]:
-    return (-effect_size(v), _ORDER[v.verdict], v.workload, v.fingerprint, METRICS.index(v.metric))
+    order = catalog.names()
+    return (-effect_size(v), _ORDER[v.verdict], v.workload, v.fingerprint, order.index(v.metric))

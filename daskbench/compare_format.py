@@ -9,22 +9,13 @@ infinity: those become ``null`` or the strings ``"inf"``/``"-inf"``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from daskbench import stats
-from daskbench.model import VERDICTS, Run, Verdict
+from daskbench import catalog, stats
+from daskbench.model import JSON_VERSION, VERDICTS, Comparison, Run, Verdict
+from daskbench.text import json_safe
 
-if TYPE_CHECKING:
-    from daskbench.compare import Comparison
-
-_WORDS = {
-    "runtime_s": ("slower", "faster"),
-    "peak_memory_bytes": ("more memory", "less memory"),
-    "peak_worker_memory_bytes": ("more worker memory", "less worker memory"),
-    "cost_usd": ("dearer", "cheaper"),
-}
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
 _HEADERS = ["verdict", "case", "metric", "baseline", "candidate", "change", "note"]
 
@@ -34,14 +25,7 @@ def format_verdict(v: Verdict) -> str:
     if v.ratio is None or v.verdict in _OUTCOME_LABELS:
         label = _OUTCOME_LABELS.get(v.verdict, v.verdict)
         return f"{label}: {v.note}" if v.note else label
-    return f"{_effect(v.metric, v.ratio)} ({', '.join(_evidence(v))})"
-
-
-def _effect(metric: str, ratio: float) -> str:
-    more, less = _WORDS[metric]
-    if f"{ratio:.2f}" == "1.00" and f"{1 / ratio:.2f}" == "1.00":
-        return "1.00x"
-    return f"{ratio:.2f}x {more}" if ratio >= 1 else f"{1 / ratio:.2f}x {less}"
+    return f"{catalog.get(v.metric).effect(v.ratio)} ({', '.join(_evidence(v))})"
 
 
 def _evidence(v: Verdict) -> list[str]:
@@ -68,15 +52,8 @@ def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, A
 
 
 def format_value(metric: str, value: float) -> str:
-    """A metric value with its unit: ``12.3s``, ``1.50 GiB``, ``$0.0123``."""
-    if metric == "runtime_s":
-        return f"{value:.3g}s" if value < 100 else f"{value:.0f}s"
-    if metric == "cost_usd":
-        return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= size:
-            return f"{value / size:.2f} {unit}"
-    return f"{value:.0f} B"
+    """A metric value with its unit: ``12.3s``, ``1.5 GiB``, ``$0.0123`` (`catalog.Metric.format`)."""
+    return catalog.get(metric).format(value)
 
 
 def format_table(comparison: Comparison) -> str:
@@ -191,10 +168,11 @@ def _verdict_json(v: Verdict) -> dict[str, Any]:
 
 
 def comparison_to_json(comparison: Comparison) -> dict[str, Any]:
-    """The whole comparison: runs, notes, counts, differences and verdicts."""
+    """The whole comparison, versioned: runs, notes, counts, differences and verdicts."""
     c = comparison
     return json_safe(
         {
+            "version": JSON_VERSION,
             "mode": c.mode,
             "baseline": c.baseline_label,
             "candidate_run": _run_json(c.candidate_run),
@@ -212,14 +190,3 @@ def comparison_to_json(comparison: Comparison) -> dict[str, Any]:
 
 def _run_json(run: Run) -> dict[str, Any]:
     return {"run_id": run.run_id, "label": run.label, "started_at": run.started_at, "git_sha": run.git_sha}
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NaN as null and +-infinity as ``"inf"``/``"-inf"``, tuples as lists."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, Mapping):
-        return {str(key): json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
-    return value

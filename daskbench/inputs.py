@@ -16,8 +16,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from daskbench.errors import DaskbenchError
-from workloads import datasets
-from workloads.datasets import Prepared
+from daskbench.text import one_line
+from daskbench.workloads import datasets
+from daskbench.workloads.datasets import Prepared
 
 __all__ = ["DataLocation", "Prepared", "input_params", "prepare", "resolve_data_location"]
 
@@ -49,7 +50,7 @@ def prepare(location: DataLocation, workload: str, size: str, seed: int = 0) -> 
     except Exception as exc:
         if not _is_storage_error(exc):
             raise
-        reason = _one_line(exc)
+        reason = one_line(exc, limit=200)
         raise DaskbenchError(
             f"could not write {workload} inputs to {location.root} ({reason}); check free space and write access"
         ) from None
@@ -125,7 +126,9 @@ def _check_bucket(bucket: str, root: str, options: dict[str, Any]) -> None:
             f"--data {root}: access to bucket {bucket!r} denied{where}; check the credentials' permissions"
         ) from None
     except OSError as exc:
-        raise DaskbenchError(f"--data {root}: cannot use bucket {bucket!r}{where} ({_one_line(exc)})") from None
+        raise DaskbenchError(
+            f"--data {root}: cannot use bucket {bucket!r}{where} ({one_line(exc, limit=200)})"
+        ) from None
 
 
 def _redact(url: str) -> str:
@@ -144,8 +147,3 @@ def _is_storage_error(exc: Exception) -> bool:
     except ImportError:  # pragma: no cover - s3fs brings botocore
         return False
     return isinstance(exc, boto.BotoCoreError | boto.ClientError)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:200]

@@ -11,19 +11,20 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import dask
 from distributed import Client, KilledWorker
 
-from daskbench.metrics import counters
+from daskbench import catalog
+from daskbench.metrics import collectors, counters
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.memory import MemoryCollector, MemorySummary
 from daskbench.model import Case, Measurement, Outcome
 from daskbench.store import now_iso
+from daskbench.text import one_line
 
 Target = Any  # a Dask collection, or a zero-argument callable
 
@@ -74,18 +75,13 @@ def classify(error: BaseException | None, memory: MemorySummary | None) -> tuple
     """The outcome and a one-line message for what happened in the timed region."""
     if error is None:
         return "passed", ""
-    message = _one_line(error)
+    message = one_line(error)
     if isinstance(error, TimeoutError):
         return "timeout", message
     oom = memory is not None and memory.oom_deaths > 0
     if isinstance(error, KilledWorker) or (memory is not None and memory.deaths > 0):
         return ("oom" if oom else "worker-lost"), message
     return "failed", message
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or "".join(traceback.format_exception_only(type(error), error)).strip()
-    return f"{type(error).__name__}: {text}"[:500]
 
 
 @dataclass
@@ -137,13 +133,17 @@ class Measurer:
         """Restart, warm up, measure ``target`` once; return the measurement and the result."""
         phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
         before = counters.snapshot(self.client)
+        errors: dict[str, str] = {}
+        extras = _start_all(self.client, collectors.create(), errors)
         self.memory.start()
         attempt = run_target(self.client, target, self.timeout)
         memory = self._stop_memory()
+        collected = _stop_all(self.client, extras, errors)
         totals, task_seconds = self._counters(before)
         outcome, message = classify(attempt.error, memory)
-        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory, totals,
-                                   {**extra, "task_seconds": task_seconds})  # fmt: skip
+        extra = {**extra, "task_seconds": task_seconds, **({"collector_errors": errors} if errors else {})}
+        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory,
+                                   {**totals, **collected}, extra)  # fmt: skip
         return measurement, attempt.result
 
     def _stop_memory(self) -> MemorySummary | None:
@@ -164,7 +164,7 @@ class Measurer:
         message: str,
         phases: dict[str, float],
         memory: MemorySummary | None,
-        totals: dict[str, int],
+        collected: Mapping[str, float | int | None],
         extra: dict[str, Any],
     ) -> Measurement:
         runtime = phases.get("compute") if outcome == "passed" else None
@@ -173,26 +173,75 @@ class Measurer:
                         memory.peak_worker if memory else None)  # fmt: skip
         extra = {**extra, "instance": cost.instance, "rightsized_instance": cost.rightsized_instance,
                  "prices_as_of": cost.prices_as_of}  # fmt: skip
+        values = {"runtime_s": runtime, **_memory_metrics(memory), **collected,
+                  "cost_usd": cost.cost_usd, "rightsized_cost_usd": cost.rightsized_cost_usd}  # fmt: skip
         return Measurement(
             run_id=self.run_id,
             fingerprint=case.fingerprint,
             repeat=repeat,
             outcome=outcome,
             message=message,
-            runtime_s=runtime,
+            metrics={name: value for name, value in values.items() if value is not None},
             phases={k: round(v, 6) for k, v in phases.items()},
-            peak_memory_bytes=memory.peak_cluster if memory else None,
-            mean_memory_bytes=memory.mean_cluster if memory else None,
-            peak_worker_memory_bytes=memory.peak_worker if memory else None,
-            peak_worker_memory_fraction=memory.peak_worker_fraction if memory else None,
-            worker_restarts=memory.deaths if memory else None,
-            cost_usd=cost.cost_usd,
-            rightsized_cost_usd=cost.rightsized_cost_usd,
             timeline=memory.timeline if memory else (),
             extra=extra,
             recorded_at=now_iso(),
-            **{name: totals.get(name) for name in counters.COUNTERS},
         )
+
+
+def _memory_metrics(memory: MemorySummary | None) -> dict[str, float | int | None]:
+    if memory is None:
+        return {}
+    return {
+        "peak_memory_bytes": memory.peak_cluster,
+        "mean_memory_bytes": memory.mean_cluster,
+        "peak_worker_memory_bytes": memory.peak_worker,
+        "peak_worker_memory_fraction": memory.peak_worker_fraction,
+        "worker_restarts": memory.deaths,
+    }
+
+
+def _start_all(client: Client, found: list[collectors.Collector], errors: dict[str, str]) -> list[collectors.Collector]:
+    """Start the registered collectors; one that fails is left out and its error noted in ``errors``."""
+    started = []
+    for collector in found:
+        try:
+            collector.start(client)
+            started.append(collector)
+        except Exception as exc:
+            errors[type(collector).__name__] = one_line(exc)
+    return started
+
+
+def _stop_all(
+    client: Client, started: list[collectors.Collector], errors: dict[str, str]
+) -> dict[str, float | int | None]:
+    """The collectors' values by metric name; a collector that fails is noted in ``errors``."""
+    values: dict[str, float | int | None] = {}
+    for collector in started:
+        name = type(collector).__name__
+        try:
+            found = dict(collector.stop(client))
+        except Exception as exc:
+            errors[name] = one_line(exc)
+            continue
+        for metric, value in found.items():
+            problem = _invalid(metric, value)
+            if problem:
+                errors[name] = problem
+            else:
+                values[metric] = value
+    return values
+
+
+def _invalid(metric: str, value: Any) -> str | None:
+    """Why a collector's value cannot be stored (undeclared metric, wrong type or sign), or None."""
+    if not catalog.is_declared(metric):
+        return f"returned {metric!r}, which is not a declared metric (daskbench.catalog.declare)"
+    if value is None:
+        return None
+    problem = catalog.get(metric).check(value)
+    return f"{metric} {problem}" if problem else None
 
 
 def _import_all(modules: tuple[str, ...]) -> list[str]:
@@ -211,7 +260,7 @@ def failed_measurement(
 ) -> Measurement:
     """A measurement for a case the harness could not run (the cluster would not start/restart)."""
     return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome="error",
-                       message=_one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
+                       message=one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
 
 
 def call_once(fn: Callable[[], Any] | None) -> tuple[Any, float | None]:

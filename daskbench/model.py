@@ -2,17 +2,21 @@
 
 Every record is a frozen dataclass that checks itself on construction and names the
 field that broke a rule, so a bad value is caught where it is made, not three modules
-later when it is stored. Stdlib only: everything else imports this module.
+later when it is stored. Metric values are checked against their declarations in
+`daskbench.catalog`. Stdlib only (and catalog, text): everything else imports this module.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+
+from daskbench import catalog
+from daskbench.text import saturation_text
 
 Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
@@ -20,24 +24,15 @@ OUTCOMES: tuple[str, ...] = get_args(Outcome)
 VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]
 VERDICTS: tuple[str, ...] = get_args(VerdictKind)
 
-#: Metrics a verdict can be about: Measurement attribute names.
-METRICS: tuple[str, ...] = ("runtime_s", "peak_memory_bytes", "peak_worker_memory_bytes", "cost_usd")
+_TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
-
-def format_saturation(value: float) -> str:
-    """Render a worker-saturation value the way dask config spells it: ``"inf"`` or a number."""
-    return "inf" if math.isinf(value) else repr(float(value))
+#: Version of the JSON shapes ``show``, ``runs`` and ``compare`` print (``{"version": ..., ...}``).
+JSON_VERSION = 1
 
 
 def _require(condition: bool, record: str, name: str, rule: str) -> None:
     if not condition:
         raise ValueError(f"{record}.{name} {rule}")
-
-
-def _non_negative(record: str, names: tuple[str, ...], obj: object) -> None:
-    for name in names:
-        value = getattr(obj, name)
-        _require(value is None or value >= 0, record, name, f"must be >= 0 or None, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +81,7 @@ class ClusterSpec:
             "n_workers": self.n_workers,
             "threads_per_worker": self.threads_per_worker,
             "memory_per_worker": self.memory_per_worker,
-            "worker_saturation": format_saturation(self.worker_saturation),
+            "worker_saturation": saturation_text(self.worker_saturation),
             "scheduler_config": dict(self.scheduler_config),
         }
 
@@ -135,7 +130,11 @@ class Case:
 
 @dataclass(frozen=True)
 class Run:
-    """One invocation of the suite, with everything needed to explain a difference later."""
+    """One invocation of the suite, with everything needed to explain a difference later.
+
+    ``tags`` are write-once text facts about the run (an A/B group and side, the test
+    selection, a host class...), stored one row each so a new tag needs no schema change.
+    """
 
     run_id: str
     label: str
@@ -146,16 +145,24 @@ class Run:
     versions: Mapping[str, str] = field(default_factory=dict)
     host: Mapping[str, Any] = field(default_factory=dict)
     dask_config: Mapping[str, Any] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _require(bool(self.run_id), "Run", "run_id", "must not be empty")
         _require(bool(self.started_at), "Run", "started_at", "must be an ISO timestamp")
+        for key, value in self.tags.items():
+            _require(bool(_TAG_KEY.match(key)), "Run", "tags", f"key {key!r} must be lower_snake_case (<= 64 chars)")
+            _require(isinstance(value, str), "Run", "tags", f"value of {key!r} must be text, got {value!r}")
 
 
 @dataclass(frozen=True)
 class Measurement:
     """One repeat of one case in one run.
 
+    ``flags`` are marks added after the fact, append-only (`Store.flag_measurements`),
+    e.g. that the benchmark's own check of the result failed.
+    ``metrics`` holds the declared metrics (`daskbench.catalog`) that were measured,
+    by name; each is also an attribute (``m.runtime_s``), None when not measured.
     ``runtime_s`` is the compute phase only; ``phases`` holds every timed phase
     (cluster start, restart, data preparation, graph build, compute, ...) in seconds.
     Memory figures are process memory (RSS) in bytes; ``timeline`` is the cluster-wide
@@ -167,50 +174,39 @@ class Measurement:
     repeat: int
     outcome: Outcome
     message: str = ""
-    runtime_s: float | None = None
+    metrics: Mapping[str, float | int] = field(default_factory=dict)
     phases: Mapping[str, float] = field(default_factory=dict)
-    peak_memory_bytes: int | None = None
-    mean_memory_bytes: int | None = None
-    peak_worker_memory_bytes: int | None = None
-    peak_worker_memory_fraction: float | None = None
-    spilled_bytes: int | None = None
-    spill_count: int | None = None
-    task_count: int | None = None
-    bytes_transferred: int | None = None
-    worker_restarts: int | None = None
-    cost_usd: float | None = None
-    rightsized_cost_usd: float | None = None
     timeline: tuple[tuple[float, int], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     recorded_at: str = ""
+    flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
         _require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
+        for name, value in self.metrics.items():
+            _require(catalog.is_declared(name), "Measurement", name, "is not a declared metric (daskbench.catalog)")
+            problem = catalog.get(name).check(value)
+            _require(problem is None, "Measurement", name, problem or "")
         _require(
-            self.outcome != "passed" or self.runtime_s is not None,
+            self.outcome != "passed" or "runtime_s" in self.metrics,
             "Measurement",
             "runtime_s",
             "is required when outcome is 'passed'",
         )
-        _non_negative(
-            "Measurement",
-            (
-                "runtime_s",
-                "peak_memory_bytes",
-                "mean_memory_bytes",
-                "peak_worker_memory_bytes",
-                "peak_worker_memory_fraction",
-                "spilled_bytes",
-                "spill_count",
-                "task_count",
-                "bytes_transferred",
-                "worker_restarts",
-                "cost_usd",
-                "rightsized_cost_usd",
-            ),
-            self,
-        )
+
+    @classmethod
+    def of(cls, **fields: Any) -> Measurement:
+        """A measurement from flat keywords: declared metric names (None for not measured) go to ``metrics``."""
+        metrics = {name: fields.pop(name) for name in list(fields) if catalog.is_declared(name)}
+        given = {**dict(fields.pop("metrics", {})), **{k: v for k, v in metrics.items() if v is not None}}
+        return cls(**fields, metrics=given)
+
+    def __getattr__(self, name: str) -> Any:
+        """A declared metric by name (``m.peak_memory_bytes``); None when it was not measured."""
+        if name.startswith("__") or not catalog.is_declared(name):
+            raise AttributeError(f"Measurement has no attribute or metric {name!r}")
+        return self.metrics.get(name)
 
     @property
     def ok(self) -> bool:
@@ -245,11 +241,39 @@ class Verdict:
 
     def __post_init__(self) -> None:
         _require(self.verdict in VERDICTS, "Verdict", "verdict", f"must be one of {VERDICTS}, got {self.verdict!r}")
-        _require(self.metric in METRICS, "Verdict", "metric", f"must be one of {METRICS}, got {self.metric!r}")
+        _require(
+            catalog.is_declared(self.metric), "Verdict", "metric", f"must be a declared metric, got {self.metric!r}"
+        )
 
     @property
     def is_regression(self) -> bool:
         return self.verdict in ("regressed", "newly-failing")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdicts of one candidate run against a baseline, and what else differs.
+
+    ``mode`` is ``ab`` (against named baseline runs) or ``history`` (each case against
+    its own last good runs); the diffs map a key to (baseline, candidate) values.
+    """
+
+    mode: Literal["ab", "history"]
+    baseline_runs: tuple[Run, ...]
+    candidate_run: Run
+    verdicts: tuple[Verdict, ...]
+    version_diff: Mapping[str, tuple[str | None, str | None]]
+    config_diff: Mapping[str, tuple[Any, Any]]
+    host_diff: Mapping[str, tuple[Any, Any]]
+    baseline_label: str = ""
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _require(self.mode in ("ab", "history"), "Comparison", "mode", f"must be 'ab' or 'history', got {self.mode!r}")
+
+    @property
+    def regressions(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.is_regression)
 
 
 def group_measurements(

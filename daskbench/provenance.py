@@ -13,6 +13,8 @@ from typing import Any
 
 import psutil
 
+from daskbench.text import flatten
+
 PACKAGES = ("dask", "distributed", "xarray", "pandas", "numpy", "pyarrow", "s3fs", "fsspec", "bokeh",
             "sqlalchemy", "psutil", "tornado", "msgpack", "cloudpickle", "coiled", "daskbench")  # fmt: skip
 #: Config keys whose values are never stored: credentials and the like.
@@ -52,24 +54,21 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, with secret-looking keys redacted."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, name + "."))
-        elif _SECRET.search(str(key)):
-            flat[name] = "***" if value else value
-        else:
-            flat[name] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-    return flat
+def redacted(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat config as stored: secret-looking keys' values as ``***``, other non-scalars as their repr."""
+    return {key: _stored_value(key, value) for key, value in flat.items()}
+
+
+def _stored_value(key: str, value: Any) -> Any:
+    if _SECRET.search(key.rsplit(".", 1)[-1]):
+        return "***" if value else value
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
 def dask_config() -> dict[str, Any]:
     import dask
 
-    return flatten(dask.config.config)
+    return redacted(flatten(dask.config.config))
 
 
 def git(*args: str) -> str | None:

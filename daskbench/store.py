@@ -4,28 +4,39 @@ SQLite by default (WAL, one commit per measurement, so a crash loses nothing alr
 measured); any SQLAlchemy URL (PostgreSQL, ...) works the same. Measurements are
 append-only; baselines are their own table where the newest row of a name wins.
 
-Schema history (``schema_meta.schema_version``):
-  1 - runs, cases, measurements, baselines (daskbench 0.1).
+Metric values are rows of ``metric_values`` (measurement, name, value), one per declared
+metric (`daskbench.catalog`) that was measured, so a new metric needs no new column.
+
+Schema history (``schema_meta.schema_version``); each version after 1 has a migration in
+`MIGRATIONS` (Alembic operations), tested on a store written by the version before it
+(``tests/fixtures/store-v1.db``):
+  1 - runs, cases, measurements (a column per metric), baselines (daskbench 0.1).
+  2 - metric values move from measurement columns to ``metric_values`` (daskbench 0.2).
+  3 - ``run_tags`` (write-once facts about a run), ``run_events`` (its status history,
+      append-only) and ``measurement_flags`` (marks added after the fact, append-only).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError, OperationalError
 
+from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.model import Case, ClusterSpec, Measurement, Run
+from daskbench.text import json_safe
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 schema_meta = sa.Table(
@@ -61,23 +72,39 @@ measurements = sa.Table(
     sa.Column("repeat", sa.Integer, nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("message", sa.Text, nullable=False),
-    sa.Column("runtime_s", sa.Float),
     sa.Column("phases", sa.Text, nullable=False),
-    sa.Column("peak_memory_bytes", sa.BigInteger),
-    sa.Column("mean_memory_bytes", sa.BigInteger),
-    sa.Column("peak_worker_memory_bytes", sa.BigInteger),
-    sa.Column("peak_worker_memory_fraction", sa.Float),
-    sa.Column("spilled_bytes", sa.BigInteger),
-    sa.Column("spill_count", sa.BigInteger),
-    sa.Column("task_count", sa.BigInteger),
-    sa.Column("bytes_transferred", sa.BigInteger),
-    sa.Column("worker_restarts", sa.Integer),
-    sa.Column("cost_usd", sa.Float),
-    sa.Column("rightsized_cost_usd", sa.Float),
     sa.Column("timeline", sa.Text, nullable=False),
     sa.Column("extra", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.String(40), nullable=False),
     sa.UniqueConstraint("run_id", "fingerprint", "repeat", name="uq_measurement"),
+)  # fmt: skip
+metric_values = sa.Table(
+    "metric_values", metadata,
+    sa.Column("measurement_id", sa.Integer, sa.ForeignKey("measurements.id"), primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
+)  # fmt: skip
+run_tags = sa.Table(
+    "run_tags", metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)  # fmt: skip
+run_events = sa.Table(
+    "run_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), nullable=False, index=True),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("at", sa.String(40), nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
+)  # fmt: skip
+measurement_flags = sa.Table(
+    "measurement_flags", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("measurement_id", sa.Integer, sa.ForeignKey("measurements.id"), nullable=False, index=True),
+    sa.Column("flag", sa.String(32), nullable=False),
+    sa.Column("at", sa.String(40), nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
 )  # fmt: skip
 baselines = sa.Table(
     "baselines", metadata,
@@ -85,12 +112,6 @@ baselines = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("run_ids", sa.Text, nullable=False),
     sa.Column("created_at", sa.String(40), nullable=False),
-)  # fmt: skip
-
-_MEASUREMENT_SCALARS = (
-    "runtime_s", "peak_memory_bytes", "mean_memory_bytes", "peak_worker_memory_bytes",
-    "peak_worker_memory_fraction", "spilled_bytes", "spill_count", "task_count",
-    "bytes_transferred", "worker_restarts", "cost_usd", "rightsized_cost_usd",
 )  # fmt: skip
 
 
@@ -107,17 +128,7 @@ def redact_url(url: str) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(_json_safe(value), sort_keys=True, allow_nan=False)
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else "-inf" if value < 0 else None
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+    return json.dumps(json_safe(value), sort_keys=True, allow_nan=False)
 
 
 class Store:
@@ -186,8 +197,12 @@ class Store:
         for version in range(found + 1, SCHEMA_VERSION + 1):
             self._apply_migration(version)
 
-    def _apply_migration(self, version: int) -> None:  # pragma: no cover - no migration yet beyond 1
+    def _apply_migration(self, version: int) -> None:
+        """Upgrade to ``version`` in one transaction, unless another process already did."""
         with self._tx() as conn:
+            current = conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version"))
+            if int(current.scalar_one()) >= version:
+                return
             MIGRATIONS[version](conn)
             conn.execute(schema_meta.update().where(schema_meta.c.key == "schema_version").values(value=str(version)))
 
@@ -199,6 +214,56 @@ class Store:
     def add_run(self, run: Run) -> None:
         with self._tx() as conn:
             conn.execute(runs.insert().values(**_run_row(run)))
+            if run.tags:
+                conn.execute(run_tags.insert(), _tag_rows(run.run_id, run.tags))
+
+    def tag_run(self, run_id: str, tags: Mapping[str, str]) -> None:
+        """Add write-once tags to a run; a tag already set to another value is an error."""
+        Run(run_id=run_id, label="", started_at="check", tags=tags)  # the record's checks of keys and values
+        with self._tx() as conn:
+            have = dict(
+                conn.execute(sa.select(run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id == run_id)).all()
+            )
+            clash = {key for key, value in tags.items() if key in have and have[key] != value}
+            if clash:
+                raise DaskbenchError(f"run {run_id[:8]} already has tag(s) {', '.join(sorted(clash))} set differently")
+            new = {key: value for key, value in tags.items() if key not in have}
+            if new:
+                conn.execute(run_tags.insert(), _tag_rows(run_id, new))
+
+    def record_event(self, run_id: str, status: str, detail: str = "") -> None:
+        """Append a status event to a run's history (the newest event is its status)."""
+        with self._tx() as conn:
+            conn.execute(run_events.insert().values(run_id=run_id, status=status, at=now_iso(), detail=detail))
+
+    def events(self, run_ids: Sequence[str] | None = None) -> dict[str, list[tuple[str, str, str]]]:
+        """(status, at, detail) per run, oldest first."""
+        query = sa.select(run_events).order_by(run_events.c.id)
+        if run_ids is not None:
+            query = query.where(run_events.c.run_id.in_(list(run_ids)))
+        found: dict[str, list[tuple[str, str, str]]] = {}
+        with self._tx() as conn:
+            for row in conn.execute(query).mappings():
+                found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
+        return found
+
+    def flag_measurements(self, run_id: str, fingerprint: str, flag: str, detail: str = "") -> int:
+        """Mark every measurement of one case in one run (append-only); returns how many were marked."""
+        with self._tx() as conn:
+            ids = (
+                conn.execute(
+                    sa.select(measurements.c.id).where(
+                        measurements.c.run_id == run_id, measurements.c.fingerprint == fingerprint
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            if ids:
+                at = now_iso()
+                conn.execute(measurement_flags.insert(),
+                             [{"measurement_id": i, "flag": flag, "at": at, "detail": detail} for i in ids])  # fmt: skip
+        return len(ids)
 
     def finish_run(self, run_id: str, ended_at: str | None = None) -> None:
         """Stamp the run's end: the one update the store makes, and only to an unset field."""
@@ -227,7 +292,12 @@ class Store:
         """Append one measurement in its own transaction; a duplicate key is an error."""
         try:
             with self._tx() as conn:
-                conn.execute(measurements.insert().values(**_measurement_row(measurement)))
+                inserted = conn.execute(measurements.insert().values(**_measurement_row(measurement)))
+                (measurement_id,) = inserted.inserted_primary_key or (None,)
+                values = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
+                          for name, value in measurement.metrics.items()]  # fmt: skip
+                if values:
+                    conn.execute(metric_values.insert(), values)
         except IntegrityError as exc:
             raise DaskbenchError(
                 f"measurement {measurement.fingerprint} repeat {measurement.repeat} of run {measurement.run_id} "
@@ -253,7 +323,9 @@ class Store:
         if limit is not None:
             query = query.limit(limit)
         with self._tx() as conn:
-            return [_run_from_row(row) for row in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings().all()
+            tags = _tags_by_run(conn, [row["run_id"] for row in rows])
+        return [_run_from_row(row, tags.get(row["run_id"], {})) for row in rows]
 
     def run(self, run_id: str) -> Run:
         """The run with this id or unique id prefix."""
@@ -266,7 +338,10 @@ class Store:
         exact = [row for row in rows if row["run_id"] == run_id]
         if len(rows) > 1 and not exact:
             raise DaskbenchError(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
-        return _run_from_row(exact[0] if exact else rows[0])
+        row = exact[0] if exact else rows[0]
+        with self._tx() as conn:
+            tags = _tags_by_run(conn, [row["run_id"]])
+        return _run_from_row(row, tags.get(row["run_id"], {}))
 
     def latest_run(self) -> Run:
         found = self.runs(limit=1)
@@ -299,13 +374,30 @@ class Store:
 
     def measurements(self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None) -> list[Measurement]:
         """Measurements in insertion order, optionally of some runs and/or one case."""
-        query = sa.select(measurements).order_by(measurements.c.id)
+        where: list[sa.ColumnElement[bool]] = []
         if run_ids is not None:
-            query = query.where(measurements.c.run_id.in_(list(run_ids)))
+            where.append(measurements.c.run_id.in_(list(run_ids)))
         if fingerprint is not None:
-            query = query.where(measurements.c.fingerprint == fingerprint)
+            where.append(measurements.c.fingerprint == fingerprint)
+        query = sa.select(measurements).where(*where).order_by(measurements.c.id)
+        values_query = (
+            sa.select(metric_values)
+            .join(measurements, measurements.c.id == metric_values.c.measurement_id)
+            .where(*where)
+        )
+        flags_query = (
+            sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
+            .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
+            .where(*where)
+            .order_by(measurement_flags.c.id)
+        )
         with self._tx() as conn:
-            return [_measurement_from_row(row) for row in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings().all()
+            found = _metrics_by_measurement(conn.execute(values_query).mappings())
+            flags: dict[int, list[str]] = {}
+            for measurement_id, flag in conn.execute(flags_query).all():
+                flags.setdefault(measurement_id, []).append(flag)
+        return [_measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], [])) for row in rows]
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -335,7 +427,20 @@ def _run_row(run: Run) -> dict[str, Any]:
     }
 
 
-def _run_from_row(row: Mapping[Any, Any]) -> Run:
+def _tag_rows(run_id: str, tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"run_id": run_id, "key": key, "value": value} for key, value in tags.items()]
+
+
+def _tags_by_run(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for start in range(0, len(run_ids), 500):  # keep IN lists short for every backend
+        query = sa.select(run_tags).where(run_tags.c.run_id.in_(list(run_ids[start : start + 500])))
+        for row in conn.execute(query).mappings():
+            found.setdefault(row["run_id"], {})[row["key"]] = row["value"]
+    return found
+
+
+def _run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
     return Run(
         run_id=row["run_id"],
         label=row["label"],
@@ -346,6 +451,7 @@ def _run_from_row(row: Mapping[Any, Any]) -> Run:
         versions=json.loads(row["versions"]),
         host=json.loads(row["host"]),
         dask_config=json.loads(row["dask_config"]),
+        tags=dict(tags),
     )
 
 
@@ -358,8 +464,7 @@ def _case_from_row(row: Mapping[Any, Any]) -> Case:
 
 
 def _measurement_row(m: Measurement) -> dict[str, Any]:
-    row = {name: getattr(m, name) for name in _MEASUREMENT_SCALARS}
-    row.update(
+    return dict(
         run_id=m.run_id,
         fingerprint=m.fingerprint,
         repeat=m.repeat,
@@ -370,10 +475,23 @@ def _measurement_row(m: Measurement) -> dict[str, Any]:
         extra=_dumps(m.extra),
         recorded_at=m.recorded_at or now_iso(),
     )
-    return row
 
 
-def _measurement_from_row(row: Mapping[Any, Any]) -> Measurement:
+def _metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict[str, float | int]]:
+    """Metric values per measurement id; names this version does not declare are left in the store."""
+    found: dict[int, dict[str, float | int]] = {}
+    for row in rows:
+        if catalog.is_declared(row["name"]):
+            value = row["value"]
+            found.setdefault(row["measurement_id"], {})[row["name"]] = (
+                round(value) if catalog.get(row["name"]).integer else float(value)
+            )
+    return found
+
+
+def _measurement_from_row(
+    row: Mapping[Any, Any], values: Mapping[str, float | int], flags: Sequence[str]
+) -> Measurement:
     return Measurement(
         run_id=row["run_id"],
         fingerprint=row["fingerprint"],
@@ -384,9 +502,43 @@ def _measurement_from_row(row: Mapping[Any, Any]) -> Measurement:
         timeline=tuple((float(t), int(v)) for t, v in json.loads(row["timeline"])),
         extra=json.loads(row["extra"]),
         recorded_at=row["recorded_at"],
-        **{name: row[name] for name in _MEASUREMENT_SCALARS},
+        metrics=values,
+        flags=tuple(dict.fromkeys(flags)),
     )
 
 
-#: version -> function upgrading a store from version - 1. Version 1 is created whole.
-MIGRATIONS: dict[int, Any] = {}
+# -- migrations -------------------------------------------------------------------------
+
+#: The metric columns of schema 1's measurements table.
+_V1_METRIC_COLUMNS = (
+    "runtime_s", "peak_memory_bytes", "mean_memory_bytes", "peak_worker_memory_bytes",
+    "peak_worker_memory_fraction", "spilled_bytes", "spill_count", "task_count",
+    "bytes_transferred", "worker_restarts", "cost_usd", "rightsized_cost_usd",
+)  # fmt: skip
+
+
+def _to_v2(conn: Connection) -> None:
+    """Schema 2: every metric column of ``measurements`` becomes rows of ``metric_values``."""
+    ops = Operations(MigrationContext.configure(conn))
+    metric_values.create(conn)
+    for column in _V1_METRIC_COLUMNS:
+        conn.execute(
+            sa.text(
+                f"INSERT INTO metric_values (measurement_id, name, value) "
+                f"SELECT id, :name, {column} FROM measurements WHERE {column} IS NOT NULL"
+            ),
+            {"name": column},
+        )
+    for column in _V1_METRIC_COLUMNS:
+        ops.drop_column("measurements", column)
+
+
+def _to_v3(conn: Connection) -> None:
+    """Schema 3: run tags, run status events and measurement flags (three new tables)."""
+    for table in (run_tags, run_events, measurement_flags):
+        table.create(conn)
+
+
+#: version -> function upgrading a store from version - 1, in the caller's transaction.
+#: A fresh store is created at `SCHEMA_VERSION` whole.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3}

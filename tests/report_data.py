@@ -179,7 +179,7 @@ def _passed(run_id: str, case: Case, repeat: int, rng: random.Random, factors: t
     runtime = _runtime(case) * factors[0] * rng.lognormvariate(0, 0.025)
     worker_peak = int(_peak_worker(case) * factors[1] * rng.lognormvariate(0, 0.02))
     timeline = memory_timeline(runtime, int(worker_peak * n * 0.93), case.cluster.worker_saturation, rng)
-    return Measurement(
+    return Measurement.of(
         run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome="passed",
         runtime_s=round(runtime, 4),
         phases={"cluster_start": 1.9, "restart": 1.2, "prepare": 3.4, "build": 0.21, "compute": round(runtime, 4)},
@@ -197,7 +197,7 @@ def _failed(
     limit = MEMORY_LIMIT * case.cluster.n_workers
     timeline = memory_timeline(after_s * 2, int(limit * 0.98), case.cluster.worker_saturation, rng)
     timeline = tuple(point for point in timeline if point[0] <= after_s)
-    return Measurement(
+    return Measurement.of(
         run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=outcome, message=message,  # type: ignore[arg-type]
         phases={"cluster_start": 1.9, "restart": 1.2, "prepare": 3.4, "compute": after_s},
         peak_memory_bytes=max(v for _, v in timeline), peak_worker_memory_bytes=int(MEMORY_LIMIT * 0.97),

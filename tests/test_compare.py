@@ -11,16 +11,10 @@ import pytest
 
 from daskbench import stats
 from daskbench.cli import main
-from daskbench.compare import (
-    Comparison,
-    compare_runs,
-    comparison_to_json,
-    effect_size,
-    format_table,
-    format_verdict,
-)
+from daskbench.compare import compare_runs, effect_size
+from daskbench.compare_format import comparison_to_json, format_table, format_verdict
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, ClusterSpec, Measurement, Run, Verdict
+from daskbench.model import JSON_VERSION, Case, ClusterSpec, Comparison, Measurement, Run, Verdict
 from daskbench.store import Store
 
 HOST = {"cpu_model": "Test CPU @ 3GHz", "cores": 8, "memory_bytes": 16 * 2**30, "platform": "Linux-test"}
@@ -65,7 +59,7 @@ def add_results(
     for repeat, wiggle in enumerate(noise):
         ok = outcome == "passed"
         store.add_measurement(
-            Measurement(
+            Measurement.of(
                 run_id=run.run_id,
                 fingerprint=case.fingerprint,
                 repeat=repeat,
@@ -129,7 +123,7 @@ def test_ab_verdict_carries_values_interval_and_method(store: Store) -> None:
     assert verdict.verdict == "regressed"
     assert verdict.baseline_values == pytest.approx((9.9, 10.0, 10.1))
     assert verdict.ratio == pytest.approx(1.3, rel=1e-3)
-    assert verdict.ci_low is not None and verdict.ci_low > stats.DEFAULT_FLOORS["runtime_s"]
+    assert verdict.ci_low is not None and verdict.ci_low > stats.default_floor("runtime_s")
     assert "paired t" in verdict.method
 
 
@@ -449,12 +443,12 @@ def test_without_baseline_main_compare_falls_back_to_history(
 
 
 def test_json_output_has_the_verdict_fields(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """--format json is a list of verdicts with fingerprint, params, metric, ratio, CI, values, floor, method."""
+    """--format json is a versioned object whose verdicts have fingerprint, params, metric, ratio, CI, values..."""
     ab_store(store, 10.0, 13.0)
     assert main(["compare", "--db", db, "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert isinstance(data, list)
-    verdict = next(v for v in data if v["metric"] == "runtime_s")
+    assert data["version"] == JSON_VERSION and isinstance(data["verdicts"], list)
+    verdict = next(v for v in data["verdicts"] if v["metric"] == "runtime_s")
     expected = {"fingerprint", "workload", "params", "metric", "verdict", "ratio", "ci_low", "ci_high"}
     assert expected | {"baseline_values", "candidate_values", "floor", "method", "note", "cluster"} <= verdict.keys()
     assert verdict["verdict"] == "regressed" and verdict["params"] == {"size": "small"}

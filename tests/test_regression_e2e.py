@@ -67,7 +67,7 @@ def test_compare_json_traces_the_regression_to_its_measurements(runs: dict[str, 
     result = daskbench_cli("compare", "--baseline", str(runs["base"]), "--candidate", str(runs["slow_id"]),
                            "--db", str(runs["db"]), "--format", "json")  # fmt: skip
     assert result.returncode == 1
-    (runtime,) = [v for v in json.loads(result.stdout) if v["metric"] == "runtime_s"]
+    (runtime,) = [v for v in json.loads(result.stdout)["verdicts"] if v["metric"] == "runtime_s"]
     assert runtime["verdict"] == "regressed"
     assert 1.2 < runtime["ratio"] < 1.45 and runtime["ci_low"] > 1.1
     assert len(runtime["baseline_values"]) == len(runtime["candidate_values"]) == 3

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from bokeh.models import HBar, Line, Scatter, Text
 
+from daskbench import catalog
 from daskbench.cli import main
-from daskbench.compare import compare_runs, comparison_to_json
-from daskbench.model import METRICS
+from daskbench.compare import compare_runs
+from daskbench.compare_format import comparison_to_json
 from daskbench.report import render_report, write_report
 from daskbench.report.charts import change_figure, memory_figure, representative
 from daskbench.report.data import CASE_VERDICT, ReportData, gather
@@ -94,12 +95,12 @@ def test_version_and_dask_config_differences_are_listed(page: Element) -> None:
 
 
 def test_verdict_table_has_one_body_per_metric_and_shows_runtime_first(page: Element) -> None:
-    """One tbody per metric in METRICS order; the body starts on runtime; one radio per metric."""
+    """One tbody per metric in catalog.compared() order; the body starts on runtime; one radio per metric."""
     bodies = page.one("table", id="verdict-table").select("tbody")
-    assert [body.attrs["data-metric"] for body in bodies] == list(METRICS)
+    assert [body.attrs["data-metric"] for body in bodies] == list(catalog.compared())
     assert page.one("body").attrs["data-metric"] == "runtime_s"
     radios = page.select("input", type="radio")
-    assert [radio.attrs["value"] for radio in radios] == list(METRICS)
+    assert [radio.attrs["value"] for radio in radios] == list(catalog.compared())
     assert "checked" in radios[0].attrs
 
 
@@ -284,9 +285,9 @@ def test_history_chart_carries_every_metric_for_the_switch(data: ReportData) -> 
     )
     assert len(sources) == 3  # one per worker-saturation
     for source in sources:
-        assert {f"y__{metric}" for metric in METRICS} <= set(source.data)
-        assert source.data["y"] == source.data[f"y__{METRICS[0]}"]
-    assert set(fig.tags[0]["titles"]) == set(METRICS)
+        assert {f"y__{metric}" for metric in catalog.compared()} <= set(source.data)
+        assert source.data["y"] == source.data[f"y__{catalog.compared()[0]}"]
+    assert set(fig.tags[0]["titles"]) == set(catalog.compared())
 
 
 def test_new_and_missing_cases_get_rows_and_sections(store: Store, factories: dict[str, Callable[..., Any]]) -> None:

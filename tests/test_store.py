@@ -90,3 +90,42 @@ def test_sqlite_store_uses_wal(tmp_path: Path) -> None:
     Store(f"sqlite:///{tmp_path / 'db.sqlite'}").close()
     with sqlite3.connect(tmp_path / "db.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_run_tags_are_stored_with_the_run_and_write_once(store: Store) -> None:
+    """Tags come back with the run; adding a new tag works, changing one is refused."""
+    run = make_run(tags={"ab_group": "g1", "ab_side": "A"})
+    store.add_run(run)
+    store.tag_run(run.run_id, {"ab_round": "0", "ab_side": "A"})
+    assert store.run(run.run_id).tags == {"ab_group": "g1", "ab_side": "A", "ab_round": "0"}
+    assert store.runs()[0].tags == store.run(run.run_id).tags
+    with pytest.raises(DaskbenchError, match="ab_side set differently"):
+        store.tag_run(run.run_id, {"ab_side": "B"})
+
+
+def test_run_events_are_appended_in_order(store: Store) -> None:
+    """The status history of a run keeps every event, oldest first."""
+    run = make_run()
+    store.add_run(run)
+    store.record_event(run.run_id, "running")
+    store.record_event(run.run_id, "finished", "42 measurements")
+    assert [(status, detail) for status, _, detail in store.events([run.run_id])[run.run_id]] == [
+        ("running", ""),
+        ("finished", "42 measurements"),
+    ]
+
+
+def test_flags_mark_a_case_of_a_run_without_editing_its_measurements(store: Store) -> None:
+    """Flagging appends a mark to every repeat of the case in that run only; values are untouched."""
+    run, other = make_run(), make_run()
+    case = make_case()
+    for r in (run, other):
+        store.add_run(r)
+    store.add_case(case)
+    for r in (run, other):
+        for repeat in range(2):
+            store.add_measurement(make_measurement(r, case, repeat))
+    assert store.flag_measurements(run.run_id, case.fingerprint, "wrong-result", "assert failed") == 2
+    flagged = store.measurements([run.run_id])
+    assert all(m.flags == ("wrong-result",) and m.runtime_s == 1.0 for m in flagged)
+    assert all(m.flags == () for m in store.measurements([other.run_id]))

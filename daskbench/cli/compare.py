@@ -13,18 +13,11 @@ import argparse
 import math
 import sys
 
+from daskbench import catalog
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json
-from daskbench.compare import compare_runs, format_table, regression_summary, verdicts_to_json
+from daskbench.compare import compare_runs
+from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
-from daskbench.model import METRICS
-
-_FLOOR_ALIASES = {
-    "runtime": ("runtime_s",),
-    "memory": ("peak_memory_bytes", "peak_worker_memory_bytes"),
-    "worker_memory": ("peak_worker_memory_bytes",),
-    "cost": ("cost_usd",),
-    **{metric: (metric,) for metric in METRICS},
-}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +64,8 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--floor",
         metavar="FLOORS",
-        help="minimum effect that counts, e.g. runtime=1.1,memory=1.15,cost=20%% or 1.2 for all (default: 1.1)",
+        help="minimum effect that counts, by kind (runtime, memory, cost, work) or metric name, e.g. "
+        "runtime=1.1,memory=1.15,cost=20%% or 1.2 for all (default: each metric's declared floor, 1.1)",
     )
     parser.add_argument(
         "--allow-mixed",
@@ -99,11 +93,22 @@ def parse_floors(text: str) -> dict[str, float]:
     floors: dict[str, float] = {}
     for item in (part.strip() for part in text.split(",")):
         name, _, value = item.rpartition("=")
-        metrics = _FLOOR_ALIASES.get(name.strip().replace("-", "_")) if name else METRICS
+        metrics = _floor_targets(name)
         if not metrics:
-            raise DaskbenchError(f"--floor: unknown metric {name!r}; use runtime, memory, worker_memory or cost")
+            raise DaskbenchError(
+                f"--floor: unknown metric {name!r}; use a kind ({', '.join(catalog.KINDS)}) or a metric name "
+                f"({', '.join(catalog.compared())}), e.g. --floor runtime=1.1"
+            )
         floors.update(dict.fromkeys(metrics, _floor_value(value)))
     return floors
+
+
+def _floor_targets(name: str) -> tuple[str, ...]:
+    """The metrics a --floor item names: all (no name), one metric, or every compared metric of a kind."""
+    key = name.strip().replace("-", "_")
+    if not key:
+        return catalog.names()
+    return (key,) if catalog.is_declared(key) else catalog.of_kind(key)
 
 
 def _floor_value(text: str) -> float:
@@ -146,7 +151,7 @@ def _compare(args: argparse.Namespace) -> int:
         allow_mixed=args.allow_mixed,
     )
     if args.format == "json":
-        print_json(verdicts_to_json(comparison))
+        print_json(comparison_to_json(comparison))
     else:
         print(format_table(comparison))
     sys.stdout.flush()

@@ -13,6 +13,7 @@ from typing import Any
 from daskbench.cli.common import add_db_option, open_store
 from daskbench.cli.compare import history_runs, parse_floors
 from daskbench.report import write_report
+from daskbench.text import format_bytes
 
 DEFAULT_OUTPUT = "results/report.html"
 
@@ -54,9 +55,5 @@ def cmd_report(args: argparse.Namespace) -> int:
         floors=parse_floors(args.floor) if args.floor else None,
         allow_mixed=args.allow_mixed,
     )
-    print(f"wrote {path} ({_size(path.stat().st_size)})")
+    print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     return 0
-
-
-def _size(n_bytes: int) -> str:
-    return f"{n_bytes / 2**20:.1f} MiB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:.0f} KiB"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
+from daskbench import catalog
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
-from daskbench.model import Case, Measurement, Run
+from daskbench.model import JSON_VERSION, Case, Measurement, Run
+from daskbench.text import inf_or_number, json_safe
 
 
 def register(subparsers: Any) -> None:
@@ -50,7 +51,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     runs = store.runs(limit=args.limit)
     summaries = [run_summary(run, store.measurements([run.run_id])) for run in runs]
     if args.format == "json":
-        print_json(summaries)
+        print_json(json_safe({"version": JSON_VERSION, "runs": summaries}))
         return 0
     rows = [
         [s["run_id"][:8], s["started_at"], s["label"], str(s["measurements"]), _outcomes(s["outcomes"]),
@@ -69,6 +70,7 @@ def _outcomes(counts: dict[str, int]) -> str:
 
 
 def measurement_row(m: Measurement, case: Case | None) -> dict[str, Any]:
+    """One measurement as a flat JSON-safe row: its case, outcome, phases and every declared metric."""
     cluster = case.cluster if case else None
     return {
         "run_id": m.run_id,
@@ -78,24 +80,13 @@ def measurement_row(m: Measurement, case: Case | None) -> dict[str, Any]:
         "n_workers": cluster.n_workers if cluster else None,
         "threads_per_worker": cluster.threads_per_worker if cluster else None,
         "memory_per_worker": cluster.memory_per_worker if cluster else None,
-        "worker_saturation": _saturation(cluster.worker_saturation) if cluster else None,
+        "worker_saturation": inf_or_number(cluster.worker_saturation) if cluster else None,
         "backend": cluster.backend if cluster else None,
         "repeat": m.repeat,
         "outcome": m.outcome,
         "message": m.message,
-        "runtime_s": m.runtime_s,
         "phases": dict(m.phases),
-        "peak_memory_bytes": m.peak_memory_bytes,
-        "peak_worker_memory_bytes": m.peak_worker_memory_bytes,
-        "peak_worker_memory_fraction": m.peak_worker_memory_fraction,
-        "mean_memory_bytes": m.mean_memory_bytes,
-        "spilled_bytes": m.spilled_bytes,
-        "spill_count": m.spill_count,
-        "task_count": m.task_count,
-        "bytes_transferred": m.bytes_transferred,
-        "worker_restarts": m.worker_restarts,
-        "cost_usd": m.cost_usd,
-        "rightsized_cost_usd": m.rightsized_cost_usd,
+        **{name: m.metrics.get(name) for name in catalog.names()},
         "instance": m.extra.get("instance"),
         "rightsized_instance": m.extra.get("rightsized_instance"),
         "recorded_at": m.recorded_at,
@@ -109,35 +100,26 @@ def cmd_show(args: argparse.Namespace) -> int:
     cases = store.cases({m.fingerprint for m in measurements})
     rows = [measurement_row(m, cases.get(m.fingerprint)) for m in measurements]
     if args.format == "json":
-        print_json(rows)
+        summary = run_summary(run, measurements)
+        print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
     print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}")
+    columns = catalog.shown()
     print_table(
-        ["workload", "params", "sat", "workers", "rep", "outcome", "runtime_s", "peak_MiB", "worker_MiB", "frac",
-         "spilled_MiB", "cost_usd"],
-        [_show_cells(r) for r in rows],
-    )  # fmt: skip
+        ["workload", "params", "sat", "workers", "rep", "outcome", *(metric.short for metric in columns)],
+        [_show_cells(r, columns) for r in rows],
+    )
     return 0
 
 
-def _show_cells(r: dict[str, Any]) -> list[str]:
+def _show_cells(r: dict[str, Any], columns: tuple[catalog.Metric, ...]) -> list[str]:
     params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
-    return [
-        str(r["workload"]), params, str(r["worker_saturation"]), str(r["n_workers"]), str(r["repeat"]),
-        r["outcome"], _num(r["runtime_s"], "{:.3f}"), _mib(r["peak_memory_bytes"]),
-        _mib(r["peak_worker_memory_bytes"]), _num(r["peak_worker_memory_fraction"], "{:.2f}"),
-        _mib(r["spilled_bytes"]), _num(r["cost_usd"], "{:.6f}"),
-    ]  # fmt: skip
-
-
-def _saturation(value: float) -> float | str:
-    """JSON-safe: a number, or ``"inf"`` when queuing is off."""
-    return "inf" if math.isinf(value) else value
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def _mib(value: int | None) -> str:
-    return "-" if value is None else f"{value / 2**20:.0f}"
+    head = [
+        str(r["workload"]),
+        params,
+        str(r["worker_saturation"]),
+        str(r["n_workers"]),
+        str(r["repeat"]),
+        r["outcome"],
+    ]
+    return head + [metric.format(r[metric.name]) for metric in columns]

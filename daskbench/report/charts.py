@@ -30,20 +30,21 @@ from bokeh.plotting import figure
 
 from daskbench import stats
 from daskbench.model import Measurement
-from daskbench.report.data import CASE_VERDICT, CaseView, Section, saturation_text
+from daskbench.report.data import CASE_VERDICT, CaseView, Section
 from daskbench.report.style import (
     BASELINE_DASH,
     CANDIDATE_DASH,
     FAILED_MARKER,
-    UNITS,
     VERDICT_COLORS,
     Palette,
     draw,
     new_figure,
     percent,
     style_legend,
+    unit_of,
     workers_text,
 )
+from daskbench.text import saturation_text
 
 GIB = 2.0**30
 
@@ -131,7 +132,7 @@ def change_figure(section: Section, metric: str) -> figure:
             "status": [row[5] for row in rows],
         }
     )
-    unit = UNITS[metric]
+    unit = unit_of(metric)
     fig = new_figure(
         f"{unit.title}: change against the baseline",
         f"% change in {unit.short} (bar: estimate, whisker: 95% CI)",
@@ -171,7 +172,7 @@ def _change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, 
 
 def _floor(section: Section, metric: str) -> float:
     floors = [v.floor for view in section.cases if (v := view.verdicts.get(metric)) is not None and v.floor]
-    return max(floors) if floors else stats.DEFAULT_FLOORS[metric]
+    return max(floors) if floors else stats.default_floor(metric)
 
 
 def _floor_band(fig: figure, floor: float) -> None:

@@ -14,11 +14,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from daskbench import stats
+from daskbench import catalog, stats
 from daskbench.comparable import same_host
-from daskbench.compare import OUTCOME_METHOD, Comparison
-from daskbench.model import METRICS, Case, Measurement, Run, Verdict, format_saturation, group_measurements
+from daskbench.compare import OUTCOME_METHOD
+from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
+from daskbench.text import saturation_text
 
 #: How many runs of each case the history charts show when the comparison does not say.
 DEFAULT_HISTORY_WINDOW = 30
@@ -100,11 +101,6 @@ class ReportData:
     history_window: int
 
 
-def saturation_text(value: float) -> str:
-    """As dask config spells it: ``1.0``, ``1.1``, ``inf``."""
-    return format_saturation(value)
-
-
 def gather(store: Store, comparison: Comparison, *, history_window: int | None = None) -> ReportData:
     """Everything the report draws for ``comparison``, read from ``store``."""
     window = history_window or DEFAULT_HISTORY_WINDOW
@@ -152,7 +148,7 @@ def _case_view(
     history: tuple[RunPoint, ...],
 ) -> CaseView:
     bands = {}
-    for metric in METRICS:
+    for metric in catalog.compared():
         band = _band(_baseline_values(metric, verdicts, baseline, history), _floor(verdicts.get(metric), metric))
         if band is not None:
             bands[metric] = band
@@ -172,7 +168,7 @@ def _baseline_values(
 
 
 def _floor(verdict: Verdict | None, metric: str) -> float:
-    return verdict.floor if verdict is not None and verdict.floor else stats.DEFAULT_FLOORS[metric]
+    return verdict.floor if verdict is not None and verdict.floor else stats.default_floor(metric)
 
 
 def _band(values: Sequence[float], floor: float) -> Band | None:
@@ -230,7 +226,7 @@ def _latest_baseline(per_run: Mapping[str, list[Measurement]], roles: Mapping[st
 
 def _run_point(run: Run, measurements: list[Measurement], role: str) -> RunPoint:
     failed = [m for m in measurements if not m.ok]
-    values = {metric: _median_or_none(metric_values(measurements, metric)) for metric in METRICS}
+    values = {metric: _median_or_none(metric_values(measurements, metric)) for metric in catalog.compared()}
     return RunPoint(
         run_id=run.run_id,
         label=run.label,

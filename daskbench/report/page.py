@@ -25,7 +25,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 import daskbench
-from daskbench.compare import comparison_to_json
+from daskbench import catalog
+from daskbench.compare_format import comparison_to_json
 from daskbench.report import tables
 from daskbench.report.charts import change_figure, memory_figure
 from daskbench.report.data import ReportData, Section
@@ -119,7 +120,7 @@ def render_page(data: ReportData) -> str:
         "legend": palette.legend(),
         "data_json": script_json(_page_data(data, sections)),
         "data_id": DATA_ELEMENT_ID,
-        "css": Markup(_static("static.css")),
+        "css": Markup(_static("static.css") + metric_switch_css()),
         "js": Markup(_static("static.js")),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "version": daskbench.__version__,
@@ -172,3 +173,11 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def metric_switch_css() -> str:
+    """The metric switch's rules: with ``body[data-metric=M]``, hide what belongs to any other metric."""
+    rules = ",\n".join(
+        f'body[data-metric="{name}"] [data-metric]:not([data-metric="{name}"])' for name in catalog.compared()
+    )
+    return f"\n{rules} {{ display: none; }}\n"

@@ -19,7 +19,8 @@ from bokeh.models.glyph import Glyph
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
-from daskbench.report.data import saturation_text
+from daskbench import catalog
+from daskbench.text import saturation_text
 
 #: Okabe & Ito's colour-blind-safe palette without its greens and reds (those mean verdicts).
 SATURATION_PALETTE = ("#0072B2", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#D55E00", "#999999")
@@ -58,12 +59,11 @@ class Unit:
         return f"${scaled:.4f}" if self.symbol == "USD" else f"{scaled:.3g} {self.symbol}"
 
 
-UNITS = {
-    "runtime_s": Unit("Runtime", "runtime", "s", 1.0),
-    "peak_memory_bytes": Unit("Peak cluster memory", "peak memory", "GiB", 2.0**30),
-    "peak_worker_memory_bytes": Unit("Peak memory of one worker", "per-worker peak", "GiB", 2.0**30),
-    "cost_usd": Unit("Cost", "cost", "USD", 1.0),
-}
+def unit_of(metric: str) -> Unit:
+    """How ``metric`` is titled and scaled on an axis, from its declaration (`daskbench.catalog`)."""
+    declared = catalog.get(metric)
+    symbol, scale = catalog.AXIS[declared.unit]
+    return Unit(declared.title, declared.short, symbol, scale)
 
 
 class Palette:

@@ -13,12 +13,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlparse
 
-from daskbench import stats
-from daskbench.compare import OUTCOME_METHOD, Comparison, effect_size, format_verdict
-from daskbench.compare_format import format_value
-from daskbench.model import METRICS, VERDICTS, Run, Verdict
-from daskbench.report.data import ReportData, Section, saturation_text
-from daskbench.report.style import UNITS, percent
+from daskbench import catalog, stats
+from daskbench.compare import OUTCOME_METHOD, effect_size
+from daskbench.compare_format import format_value, format_verdict
+from daskbench.model import VERDICTS, Comparison, Run, Verdict
+from daskbench.report.data import ReportData, Section
+from daskbench.report.style import percent
+from daskbench.text import format_bytes, saturation_text
 
 #: Versions always shown in the runs table; others only when they differ (all are under "all versions").
 KEY_PACKAGES = ("dask", "distributed", "python")
@@ -83,10 +84,10 @@ def verdict_rows(data: ReportData) -> dict[str, list[Row]]:
     the whole case, so it appears under every metric.
     """
     slugs = {view.fingerprint: section.slug for section in data.sections for view in section.cases}
-    rows: dict[str, list[Row]] = {metric: [] for metric in METRICS}
+    rows: dict[str, list[Row]] = {metric: [] for metric in catalog.compared()}
     for v in data.comparison.verdicts:
         case_level = v.method == OUTCOME_METHOD
-        for metric in METRICS if case_level else (v.metric,):
+        for metric in catalog.compared() if case_level else (v.metric,):
             rows[metric].append(_row(v, metric, slugs.get(v.fingerprint, ""), case_level))
     return rows
 
@@ -124,7 +125,7 @@ def _summary(metric: str, values: Sequence[float]) -> str:
 def _strip(v: Verdict) -> Strip | None:
     if v.ratio is None or not v.ratio > 0:
         return None
-    floor = v.floor or stats.DEFAULT_FLOORS[v.metric]
+    floor = v.floor or stats.default_floor(v.metric)
     low = v.ci_low if v.ci_low and v.ci_low > 0 else v.ratio
     high = v.ci_high if v.ci_high and v.ci_high > 0 else v.ratio
     return Strip(*(_position(r) for r in (v.ratio, low, high, 1.0 / floor, floor)))
@@ -218,7 +219,7 @@ def _host_text(host: Mapping[str, Any]) -> str:
     memory = host.get("memory_bytes")
     parts = [str(host.get("cpu_model", "?")), f"{host.get('cores', '?')} cores"]
     if isinstance(memory, (int, float)):
-        parts.append(f"{memory / 2**30:.0f} GiB")
+        parts.append(format_bytes(memory))
     return ", ".join(parts)
 
 
@@ -234,13 +235,9 @@ def _sections_cluster(sections: Iterable[Section], side: str) -> str:
     backends = ", ".join(sorted({spec.backend for spec in specs}))
     workers = "/".join(str(n) for n in sorted({spec.n_workers for spec in specs}))
     threads = "/".join(str(n) for n in sorted({spec.threads_per_worker for spec in specs}))
-    memory = "/".join(sorted({_gib(spec.memory_per_worker) for spec in specs}))
+    memory = "/".join(sorted({format_bytes(spec.memory_per_worker, "no limit") for spec in specs}))
     saturations = ", ".join(saturation_text(s) for s in sorted({spec.worker_saturation for spec in specs}))
     return f"{backends}: {workers} workers × {threads} threads, {memory} per worker; worker-saturation {saturations}"
-
-
-def _gib(value: int | None) -> str:
-    return "no limit" if value is None else f"{value / 2**30:g} GiB"
 
 
 def key_versions(columns: Sequence[RunColumn]) -> list[tuple[str, list[str]]]:
@@ -279,7 +276,5 @@ def _shown(value: Any) -> str:
 
 
 def metric_titles() -> list[tuple[str, str]]:
-    """(metric, switch label) in `METRICS` order, the order of the history tabs."""
-    labels = {"runtime_s": "Runtime", "peak_memory_bytes": "Peak memory",
-              "peak_worker_memory_bytes": "Per-worker peak", "cost_usd": "Cost"}  # fmt: skip
-    return [(metric, labels.get(metric, UNITS[metric].title)) for metric in METRICS]
+    """(metric, switch label) of the compared metrics in declaration order, the order of the history tabs."""
+    return [(name, catalog.get(name).short.capitalize()) for name in catalog.compared()]

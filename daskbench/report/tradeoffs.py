@@ -26,17 +26,18 @@ from bokeh.plotting import figure
 
 from daskbench import stats
 from daskbench.model import Measurement
-from daskbench.report.data import CaseView, Section, metric_values, saturation_text
+from daskbench.report.data import CaseView, Section, metric_values
 from daskbench.report.style import (
     BASELINE_DASH,
     CANDIDATE_DASH,
     FAILED_MARKER,
-    UNITS,
     Palette,
     draw,
     new_figure,
     style_legend,
+    unit_of,
 )
+from daskbench.text import saturation_text
 
 
 def median_of(measurements: Sequence[Measurement], metric: str) -> float | None:
@@ -46,7 +47,7 @@ def median_of(measurements: Sequence[Measurement], metric: str) -> float | None:
 
 def scaling_figure(section: Section, metric: str, palette: Palette) -> figure:
     """``metric`` against the number of workers, one line per worker-saturation."""
-    unit = UNITS[metric]
+    unit = unit_of(metric)
     fig = new_figure(f"{unit.title} against cluster size", "workers", f"{unit.short} ({unit.symbol})")
     fig.xaxis.ticker = FixedTicker(ticks=list(section.cluster_sizes))
     items = []
@@ -65,7 +66,7 @@ def scaling_figure(section: Section, metric: str, palette: Palette) -> figure:
 
 
 def _scaling_line(fig: figure, views: list[CaseView], metric: str, side: str, palette: Palette) -> list[GlyphRenderer]:
-    unit, candidate = UNITS[metric], side == "candidate"
+    unit, candidate = unit_of(metric), side == "candidate"
     rows = [(v, median_of(v.candidate if candidate else v.baseline, metric)) for v in views]
     shown = [(v, value) for v, value in rows if value is not None]
     if not shown:
@@ -92,7 +93,7 @@ def _scaling_line(fig: figure, views: list[CaseView], metric: str, side: str, pa
 
 def _failed_marks(fig: figure, views: list[CaseView], metric: str, color: str) -> GlyphRenderer:
     """A cross where the candidate failed, at the baseline's value (or at zero without one)."""
-    unit = UNITS[metric]
+    unit = unit_of(metric)
     ys = [unit(median_of(v.baseline, metric) or 0.0) for v in views]
     source = ColumnDataSource(
         {
@@ -147,4 +148,4 @@ def _xy(view: CaseView, side: str) -> tuple[float, float] | None:
     memory, runtime = median_of(ms, "peak_memory_bytes"), median_of(ms, "runtime_s")
     if memory is None or runtime is None:
         return None
-    return UNITS["peak_memory_bytes"](memory) or 0.0, runtime
+    return unit_of("peak_memory_bytes")(memory) or 0.0, runtime

@@ -4,7 +4,7 @@ One figure per cluster size, holding every metric: each data source carries one 
 per metric (``y__runtime_s``, ...) and the page's metric switch copies the chosen one
 into the drawn column (``y``), so one switch changes the table and every history chart,
 and the page draws a quarter of the figures four tabs would need. Initially the first
-metric of `METRICS` is drawn. Models the switch touches are named ``history-...`` and
+metric of `catalog.compared()` is drawn. Models the switch touches are named ``history-...`` and
 the figure's ``tags`` hold its title and axis label per metric.
 
 A run whose repeats failed is a cross; the candidate is a large diamond, baseline runs
@@ -22,9 +22,10 @@ from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
-from daskbench.model import METRICS
-from daskbench.report.data import CaseView, RunPoint, Section, saturation_text
-from daskbench.report.style import FAILED_MARKER, UNITS, Palette, draw, new_figure, style_legend, workers_text
+from daskbench import catalog
+from daskbench.report.data import CaseView, RunPoint, Section
+from daskbench.report.style import FAILED_MARKER, Palette, draw, new_figure, style_legend, unit_of, workers_text
+from daskbench.text import saturation_text
 
 ROLE_MARKERS = {"history": ("circle", 6.0), "baseline": ("square", 8.0), "candidate": ("diamond", 15.0)}
 FIGURE_NAME, POINTS_NAME, BAND_NAME = "history-figure", "history-points", "history-band"
@@ -34,10 +35,15 @@ SWITCHED = ("y", "line", "text", "low", "mid", "high")
 
 def history_figure(section: Section, n_workers: int, palette: Palette) -> figure:
     """Every case of this cluster size over its recent runs; the metric follows the page's switch."""
-    first = METRICS[0]
+    first = catalog.compared()[0]
     fig = new_figure(_title(first, n_workers), "run started", _axis(first), x_axis_type="datetime")
     fig.name = FIGURE_NAME
-    fig.tags = [{"titles": {m: _title(m, n_workers) for m in METRICS}, "axes": {m: _axis(m) for m in METRICS}}]
+    fig.tags = [
+        {
+            "titles": {m: _title(m, n_workers) for m in catalog.compared()},
+            "axes": {m: _axis(m) for m in catalog.compared()},
+        }
+    ]
     views = [view for view in section.cases if view.n_workers == n_workers]
     items = [LegendItem(label=f"sat {saturation_text(view.saturation)}", renderers=_series(fig, view, palette))
              for view in views]  # fmt: skip
@@ -49,11 +55,11 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
 
 
 def _title(metric: str, n_workers: int) -> str:
-    return f"{UNITS[metric].title} over the last runs · {workers_text(n_workers)}"
+    return f"{unit_of(metric).title} over the last runs · {workers_text(n_workers)}"
 
 
 def _axis(metric: str) -> str:
-    return f"{UNITS[metric].short} ({UNITS[metric].symbol})"
+    return f"{unit_of(metric).short} ({unit_of(metric).symbol})"
 
 
 def _series(fig: figure, view: CaseView, palette: Palette) -> list[GlyphRenderer]:
@@ -77,8 +83,8 @@ def _series(fig: figure, view: CaseView, palette: Palette) -> list[GlyphRenderer
 def _band_columns(view: CaseView, points: list[RunPoint]) -> dict[str, list[Any]]:
     """The band spans the charted runs; NaN where a metric has no band (nothing is drawn)."""
     columns: dict[str, list[Any]] = {"x": [_when(points[0].started_at), _when(points[-1].started_at)]}
-    for metric in METRICS:
-        band, unit = view.bands.get(metric), UNITS[metric]
+    for metric in catalog.compared():
+        band, unit = view.bands.get(metric), unit_of(metric)
         for name, value in (("low", band and band.low), ("mid", band and band.median), ("high", band and band.high)):
             columns[f"{name}__{metric}"] = [_scaled(unit(value) if value else None)] * 2
     return _with_initial(columns)
@@ -99,8 +105,8 @@ def _point_columns(view: CaseView, points: list[RunPoint], color: str) -> dict[s
         "fill": [style[2] for style in styles],
         "width": [style[3] for style in styles],
     }
-    for metric in METRICS:
-        unit, fallback = UNITS[metric], _fallback(view, metric, points)
+    for metric in catalog.compared():
+        unit, fallback = unit_of(metric), _fallback(view, metric, points)
         values = [p.values.get(metric) for p in points]
         columns[f"y__{metric}"] = [_scaled(unit(v if v is not None else fallback)) for v in values]
         columns[f"line__{metric}"] = [_scaled(unit(v) if p.outcome == "passed" else None)
@@ -111,7 +117,7 @@ def _point_columns(view: CaseView, points: list[RunPoint], color: str) -> dict[s
 
 def _with_initial(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """Copy the first metric's columns to the drawn names, as the switch does in the page."""
-    first = METRICS[0]
+    first = catalog.compared()[0]
     for name in SWITCHED:
         if f"{name}__{first}" in columns:
             columns[name] = list(columns[f"{name}__{first}"])

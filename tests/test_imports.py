@@ -1,0 +1,213 @@
+"""The import graph of daskbench has no cycles, and its bottom layers import nothing above them.
+
+The graph is read from the source with `ast`, not by importing: every import statement counts,
+at module level, inside functions and under ``if TYPE_CHECKING:`` (a cycle through type-only
+imports is still one a reader has to untangle). ``from pkg import name`` is an edge to
+``pkg.name`` when that is a module, else to ``pkg``; a module has no implicit edge to its parent
+package's ``__init__`` (Python runs it, but the author did not write that dependency).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "daskbench"
+#: The bottom of the graph: modules that import no other daskbench module.
+BOTTOM = ("daskbench.text", "daskbench.errors")
+
+Graph = dict[str, set[str]]
+
+
+# -- the checker ----------------------------------------------------------------------------
+
+
+def import_graph(package: Path) -> Graph:
+    """Module name -> the modules of ``package`` it imports (itself excluded)."""
+    sources = {_module_name(path, package): path for path in sorted(package.rglob("*.py"))}
+    graph: Graph = {}
+    for module, path in sources.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        targets = {t for node in ast.walk(tree) for t in _targets(node, module, is_package, sources)}
+        graph[module] = {t for t in targets if t in sources and t != module}
+    return graph
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, known: Mapping[str, Path]) -> Iterator[str]:
+    """The modules one import statement depends on."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        base = _absolute(node, module, is_package)
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            yield submodule if submodule in known else base
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute module a ``from ... import`` reads from, relative levels resolved."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*parts, node.module] if node.module else parts)
+
+
+def find_cycles(graph: Graph) -> list[list[str]]:
+    """One cycle (``[a, b, a]``: a imports b imports a) per strongly connected component."""
+    return [_cycle_through(component[0], set(component), graph) for component in _tangled(graph)]
+
+
+def _tangled(graph: Graph) -> list[list[str]]:
+    """Tarjan's strongly connected components that hold a cycle (more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _cycle_through(start: str, component: set[str], graph: Graph) -> list[str]:
+    """The shortest import path from ``start`` back to itself inside ``component`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in sorted(graph[node] & component):
+            if nxt == start:
+                return [*_path_to(node, start, came_from), start]
+            if nxt not in came_from:
+                came_from[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"{start} is in a strongly connected component but on no cycle")
+
+
+def _path_to(node: str, start: str, came_from: Mapping[str, str]) -> list[str]:
+    path = [node]
+    while path[-1] != start:
+        path.append(came_from[path[-1]])
+    return path[::-1]
+
+
+def cycles_text(graph: Graph) -> str:
+    """One line per tangle: a cycle's path, then any other module caught in the same tangle."""
+    lines = []
+    for component, cycle in zip(_tangled(graph), find_cycles(graph), strict=True):
+        others = sorted(set(component) - set(cycle))
+        lines.append(" -> ".join(cycle) + (f"  (also tangled: {', '.join(others)})" if others else ""))
+    return "\n".join(lines)
+
+
+# -- the checker on planted packages ---------------------------------------------------------
+
+
+def _write_package(root: Path, files: Mapping[str, str]) -> Path:
+    package = root / "pkg"
+    for name, source in {"__init__.py": "", **files}.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return package
+
+
+def test_the_checker_finds_a_two_module_cycle_and_names_its_path(tmp_path: Path) -> None:
+    package = _write_package(tmp_path, {"a.py": "from pkg import b\n", "b.py": "import pkg.a\n"})
+    assert find_cycles(import_graph(package)) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_the_checker_counts_relative_function_level_and_type_checking_imports(tmp_path: Path) -> None:
+    files = {
+        "a.py": "def f():\n    from .b import thing\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .sub.c import C\nthing = 1\n",
+        "sub/__init__.py": "",
+        "sub/c.py": "from .. import a\n",
+    }
+    package = _write_package(tmp_path, files)
+    assert find_cycles(import_graph(package)) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
+
+
+def test_the_checker_passes_a_package_without_cycles(tmp_path: Path) -> None:
+    files = {"a.py": "from pkg.b import thing\nimport os\n", "b.py": "from pkg import c\nthing = 1\n", "c.py": ""}
+    package = _write_package(tmp_path, files)
+    graph = import_graph(package)
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": set()}
+    assert find_cycles(graph) == []
+
+
+def test_the_checker_adds_no_edge_from_a_submodule_to_its_parent_package(tmp_path: Path) -> None:
+    """``pkg/__init__`` imports ``pkg.a``; ``pkg.a`` importing ``pkg.b`` is not an edge back to ``pkg``."""
+    files = {"__init__.py": "from pkg.a import A\n", "a.py": "from pkg import b\nA = 1\n", "b.py": ""}
+    package = _write_package(tmp_path, files)
+    graph = import_graph(package)
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert find_cycles(graph) == []
+
+
+def test_the_checker_reports_each_separate_cycle(tmp_path: Path) -> None:
+    files = {"a.py": "import pkg.b\n", "b.py": "import pkg.a\n", "c.py": "import pkg.d\n", "d.py": "import pkg.c\n"}
+    package = _write_package(tmp_path, files)
+    assert find_cycles(import_graph(package)) == [["pkg.a", "pkg.b", "pkg.a"], ["pkg.c", "pkg.d", "pkg.c"]]
+
+
+def test_the_failure_text_names_the_cycle_and_the_rest_of_its_tangle(tmp_path: Path) -> None:
+    files = {"a.py": "import pkg.b\nimport pkg.c\n", "b.py": "import pkg.a\n", "c.py": "import pkg.a\n"}
+    package = _write_package(tmp_path, files)
+    assert cycles_text(import_graph(package)) == "pkg.a -> pkg.b -> pkg.a  (also tangled: pkg.c)"
+
+
+# -- daskbench itself ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return import_graph(PACKAGE)
+
+
+def test_the_daskbench_graph_is_read_from_its_source(graph: Graph) -> None:
+    """A guard for the tests below: the walk found daskbench's modules and their known imports."""
+    assert {"daskbench", "daskbench.model", "daskbench.text", "daskbench.report.data"} <= graph.keys()
+    assert "daskbench.text" in graph["daskbench.report.data"]
+
+
+def test_daskbench_has_no_import_cycles(graph: Graph) -> None:
+    assert not find_cycles(graph), f"import cycles in daskbench (a imports b imports ... a):\n{cycles_text(graph)}"
+
+
+@pytest.mark.parametrize("module", BOTTOM)
+def test_the_bottom_modules_import_no_other_daskbench_module(graph: Graph, module: str) -> None:
+    assert graph[module] == set(), f"{module} must stay at the bottom; it imports {sorted(graph[module])}"
+
+
+def test_model_imports_only_the_bottom_and_modules_built_on_the_bottom_alone(graph: Graph) -> None:
+    """`daskbench.model` may use text, errors, and declaration modules that import only those."""
+    allowed = set(BOTTOM) | {module for module, deps in graph.items() if deps <= set(BOTTOM)}
+    assert graph["daskbench.model"] <= allowed, f"model imports {sorted(graph['daskbench.model'] - allowed)}"
