@@ -193,4 +193,12 @@ declare(Metric("worker_restarts", "count", "work", "Workers lost", "workers lost
                "fewer workers lost", integer=True))
 declare(Metric("rightsized_cost_usd", "usd", "cost", "Cost on the right-sized machine", "right-sized cost",
                "dearer", "cheaper"))
+declare(Metric("scheduler_cpu_s", "s", "runtime", "Scheduler CPU (event-loop thread)", "scheduler CPU",
+               "more scheduler CPU", "less scheduler CPU"))
+declare(Metric("scheduler_blocked_s", "s", "runtime", "Scheduler event loop blocked", "scheduler blocked",
+               "more blocked", "less blocked"))
+declare(Metric("transition_count", "count", "work", "Scheduler transitions", "transitions",
+               "more transitions", "fewer transitions", integer=True))
+declare(Metric("max_tasks_queued", "count", "work", "Most tasks queued on the scheduler", "max queued",
+               "longer queue", "shorter queue", integer=True))
 # fmt: on

@@ -18,6 +18,8 @@ from daskbench.model import Case, Run
 
 #: Host facts that must match for two runs to be comparable (see provenance.host()).
 HOST_IDENTITY = ("cpu_model", "cores", "memory_bytes")
+#: The user's name for a kind of host (``DASKBENCH_HOST_CLASS``); when both runs have one it replaces HOST_IDENTITY.
+HOST_CLASS = "host_class"
 
 #: (baseline fingerprint, candidate fingerprint, note); None where a side lacks the case.
 Pair = tuple[str | None, str | None, str]
@@ -40,9 +42,12 @@ def refuse_mixed_hosts(base_runs: Iterable[Run], cand: Run) -> None:
 
 
 def _host_differences(run: Run, other: Run) -> list[str]:
+    """What makes two hosts different kinds: the user's host class when both runs name one
+    (hosted runners change CPU model between jobs), else the `HOST_IDENTITY` facts."""
+    keys = (HOST_CLASS,) if HOST_CLASS in run.host and HOST_CLASS in other.host else HOST_IDENTITY
     return [
         f"{key} {run.host[key]!r} vs {other.host[key]!r}"
-        for key in HOST_IDENTITY
+        for key in keys
         if key in run.host and key in other.host and run.host[key] != other.host[key]
     ]
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from daskbench import catalog, comparable, stats
+from daskbench import catalog, comparable, explain, runstatus, stats
 from daskbench.errors import DaskbenchError
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, VerdictKind, group_measurements
 from daskbench.store import Store
@@ -83,12 +83,18 @@ def compare_runs(
     if history is not None and history < 1:
         raise DaskbenchError(f"--history needs a number of runs >= 1, got {history}")
     rules = _Rules(_merge_floors(floors), z_threshold, min_history)
-    cand = store.run(candidate) if candidate else store.latest_run()
+    if candidate:  # named: compared whatever its status, with a warning if it did not finish
+        cand = store.run(candidate)
+        notes = runstatus.partial_notes(store, [cand], "candidate")
+    else:  # default: the newest finished run
+        cand, notes = runstatus.latest_finished(store)
     cand_ms = store.measurements([cand.run_id])
     if not cand_ms:
         raise DaskbenchError(f"run {cand.run_id[:8]} has no measurements; nothing to compare")
-    notes: list[str] = []
     if baseline is None and history is None:
+        alone = _alone(store, cand, defaulted=not candidate)
+        if alone:
+            return _finish("history", (), cand, [], (), "nothing yet", [*notes, *alone])
         if DEFAULT_BASELINE in store.baselines():
             baseline = DEFAULT_BASELINE
         else:
@@ -100,7 +106,25 @@ def compare_runs(
     if history is not None:
         return _history_comparison(store, cand, cand_ms, history, rules, allow_mixed, notes)
     label, base_runs = _resolve_baseline(store, baseline or DEFAULT_BASELINE)
+    notes += runstatus.partial_notes(store, base_runs, "baseline")
     return _ab_comparison(store, cand, cand_ms, base_runs, label, rules, allow_mixed, notes)
+
+
+def _alone(store: Store, cand: Run, *, defaulted: bool) -> list[str]:
+    """Why a plain ``daskbench compare`` has nothing to judge yet (one run; or the newest run
+    is the baseline), with how to get a second run; empty when there is something to compare."""
+    others = [run for run in store.runs() if run.run_id != cand.run_id]
+    if not others:
+        reason = f"run {cand.run_id[:8]} is the only run in {store.display_url}"
+    elif defaulted and set(store.baselines().get(DEFAULT_BASELINE, ())) == {cand.run_id}:
+        reason = f"the newest run {cand.run_id[:8]} is the baseline {DEFAULT_BASELINE!r} itself"
+    else:
+        return []
+    return [
+        f"{reason}: nothing to compare yet",
+        "run the benchmarks again (e.g. after a change), then daskbench compare judges the new run",
+        "daskbench report shows this run alone: its saturation trade-offs, memory and cost",
+    ]
 
 
 def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
@@ -160,7 +184,8 @@ def _ab_comparison(
             continue
         noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
         values, decide = _ab_rule(base_side, cand_side, noise_runs, rules)
-        verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+        found = _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+        verdicts += explain.explain_verdicts(found, base_side, cand_side)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
 
 
@@ -214,6 +239,8 @@ def _history_comparison(
     notes: list[str],
 ) -> Comparison:
     earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
+    earlier, skipped = runstatus.finished_only(store, earlier, "history")
+    notes.extend(skipped)
     usable = {run.run_id: run for run in earlier if allow_mixed or comparable.same_host(run, cand)}
     if len(usable) < len(earlier):
         notes.append(
@@ -271,7 +298,8 @@ def _history_case(
         floor, z, least = rules.floors[metric], rules.z_threshold, rules.min_history
         return stats.history_decision(history, c, floor, z_threshold=z, min_history=least)
 
-    return _metric_verdicts(case, fp, values, decide, rules, "")
+    found = _metric_verdicts(case, fp, values, decide, rules, "")
+    return explain.explain_verdicts(found, [m for _, group in good for m in group], cand)
 
 
 def _reference_run(earlier: list[Run], cand: Run) -> Run | None:
@@ -428,3 +456,73 @@ def effect_size(v: Verdict) -> float:
 def _sort_key(v: Verdict) -> tuple[float, int, str, str, int]:
     order = catalog.names()
     return (-effect_size(v), _ORDER[v.verdict], v.workload, v.fingerprint, order.index(v.metric))
+
+
+# -- interleaved A/B groups (daskbench ab) ----------------------------------------------
+
+#: Run tags `daskbench ab` sets on each session it runs.
+AB_GROUP, AB_SIDE, AB_ROUND = "ab_group", "ab_side", "ab_round"
+
+
+def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
+    """The runs of A/B group ``group`` by round and side (the newest ended run of each); rounds
+    missing a side are left out."""
+    rounds: dict[int, dict[str, Run]] = {}
+    for run in store.runs():  # newest first
+        if run.tags.get(AB_GROUP) == group and run.tags.get(AB_SIDE) in ("A", "B") and run.ended_at:
+            rounds.setdefault(int(run.tags.get(AB_ROUND, "0")), {}).setdefault(run.tags[AB_SIDE], run)
+    return {number: sides for number, sides in sorted(rounds.items()) if len(sides) == 2}
+
+
+def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | None = None) -> Comparison:
+    """Verdicts of an interleaved A/B group: each case's per-round B/A ratios (`stats.rounds_decision`).
+
+    Rounds ran side by side, so the pairs carry the drift between sessions themselves and
+    no run-to-run noise is assumed. A B-side failure where A passed is ``newly-failing``.
+    """
+    rounds = group_rounds(store, group)
+    if not rounds:
+        raise DaskbenchError(
+            f"no complete round of A/B group {group!r} in {store.display_url}; list groups with: daskbench runs "
+            "(column tags), or run one with: daskbench ab"
+        )
+    rules = _Rules(_merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY)
+    by_side = {side: [sides[side] for sides in rounds.values()] for side in ("A", "B")}
+    ms = {run.run_id: store.measurements([run.run_id]) for runs in by_side.values() for run in runs}
+    side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
+    a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
+    cases = store.cases({*a_by, *b_by})
+    verdicts: list[Verdict] = []
+    for a_fp, b_fp, note in comparable.pair_cases(set(a_by), set(b_by), cases, allow_mixed=True):
+        fp = b_fp or a_fp or ""
+        a_side, b_side = a_by.get(a_fp or "", []), b_by.get(b_fp or "", [])
+        status = _presence(cases[fp], fp, a_side, b_side) or _outcome_change(cases[fp], fp, a_side, b_side)
+        if status is not None:
+            verdicts.append(status)
+            continue
+        values, decide = _rounds_rule(a_side, b_side, by_side, rules)
+        verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+    label = f"A/B group {group}: {len(rounds)} interleaved rounds, side A"
+    base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
+    return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], label, [])
+
+
+def _rounds_rule(
+    a_side: list[Measurement], b_side: list[Measurement], by_side: Mapping[str, list[Run]], rules: _Rules
+) -> tuple[SideValues, Decide]:
+    """Per round, the median of each side's passing repeats; pairs are the rounds both sides have."""
+    a_runs, b_runs = (group_measurements(ms, "run_id") for ms in (a_side, b_side))
+
+    def per_round(metric: str) -> tuple[list[float], list[float]]:
+        a_vals, b_vals = [], []
+        for a_run, b_run in zip(by_side["A"], by_side["B"], strict=True):
+            a, b = _values(a_runs.get(a_run.run_id, []), metric), _values(b_runs.get(b_run.run_id, []), metric)
+            if a and b:
+                a_vals.append(stats.median(a))
+                b_vals.append(stats.median(b))
+        return a_vals, b_vals
+
+    def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
+        return stats.rounds_decision(a, b, rules.floors[metric])
+
+    return per_round, decide

@@ -9,15 +9,19 @@ infinity: those become ``null`` or the strings ``"inf"``/``"-inf"``.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog, stats
-from daskbench.model import JSON_VERSION, VERDICTS, Comparison, Run, Verdict
+from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, Comparison, Run, Verdict
 from daskbench.text import json_safe
 
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
-_HEADERS = ["verdict", "case", "metric", "baseline", "candidate", "change", "note"]
+_HEADERS = ["verdict", "metric", "baseline", "candidate", "change"]
+#: The terminal table fits this many columns: rows are grouped under a line naming their case,
+#: and notes are printed once below the table, referenced as ``[n]``.
+WIDTH = 120
 
 
 def format_verdict(v: Verdict) -> str:
@@ -58,8 +62,15 @@ def format_value(metric: str, value: float) -> str:
 
 def format_table(comparison: Comparison) -> str:
     """The terminal report: who is compared, counts, one row per verdict, then what differs."""
-    rows = [_row(v) for v in comparison.verdicts]
-    lines = [*_header(comparison), "", *_render(_HEADERS, rows)]
+    if not comparison.verdicts and not comparison.baseline_runs:  # nothing to compare yet: say why, once
+        return "\n".join(f"daskbench compare: {note}" for note in comparison.notes) or "daskbench compare: no cases"
+    shown, outside = outside_selection(comparison)
+    notes: list[str] = []
+    lines = [*_header(comparison), "", *_grouped_rows(shown, notes)]
+    if outside:
+        lines += ["", _fit(outside_line(comparison.candidate_run, outside))]
+    if notes:
+        lines += ["", *(wrapped for n, note in enumerate(notes, 1) for wrapped in _wrap(f"[{n}] {note}"))]
     for title, found in (
         ("versions", comparison.version_diff),
         ("dask config", comparison.config_diff),
@@ -88,27 +99,73 @@ def _run_brief(run: Run) -> str:
     return f"{run.run_id[:8]} {run.label} {run.started_at}{sha}"
 
 
-def _row(v: Verdict) -> list[str]:
-    return [
-        v.verdict,
-        case_label(v.workload, v.params, v.cluster),
-        v.metric,
-        _summary(v.metric, v.baseline_values),
-        _summary(v.metric, v.candidate_values),
-        format_verdict(v),
-        v.note if v.ratio is not None and v.verdict not in _OUTCOME_LABELS else "",
-    ]
+def _grouped_rows(verdicts: Sequence[Verdict], notes: list[str]) -> list[str]:
+    """One line per case (in the order of its biggest effect), its verdicts indented below it."""
+    by_case: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_case.setdefault(v.fingerprint, []).append(v)
+    table = [["", *_HEADERS]]
+    for group in by_case.values():
+        first = group[0]
+        table.append([case_label(first.workload, first.params, first.cluster)])
+        table += [["", *_row(v, notes)] for v in group]
+    return [_fit(line) for line in _render(table)]
+
+
+def _row(v: Verdict, notes: list[str]) -> list[str]:
+    """verdict, metric, baseline, candidate, change; a note becomes a reference to the list below."""
+    if v.verdict in ("newly-failing", "fixed"):  # the note is this case's own failure: inline
+        change = format_verdict(v)
+    elif v.ratio is None or v.verdict in _OUTCOME_LABELS:
+        change = _OUTCOME_LABELS.get(v.verdict, v.verdict)
+    else:
+        change = format_verdict(v)
+    if v.note and v.verdict not in ("newly-failing", "fixed"):
+        if v.note not in notes:
+            notes.append(v.note)
+        change += f" [{notes.index(v.note) + 1}]"
+    metric = "case" if v.verdict in _OUTCOME_LABELS else catalog.get(v.metric).short
+    return [v.verdict, metric, _summary(v.metric, v.baseline_values), _summary(v.metric, v.candidate_values), change]
+
+
+def outside_selection(c: Comparison) -> tuple[list[Verdict], list[Verdict]]:
+    """The verdicts to list, and the ``missing`` ones a run with a ``-k``/``-m`` selection never selected."""
+    if not ({SELECT_K, SELECT_M} & set(c.candidate_run.tags)):
+        return list(c.verdicts), []
+    outside = [v for v in c.verdicts if v.verdict == "missing"]
+    return [v for v in c.verdicts if v.verdict != "missing"], outside
+
+
+def outside_line(run: Run, outside: Sequence[Verdict]) -> str:
+    selection = " ".join(
+        f"{flag} {run.tags[key]!r}" for flag, key in (("-k", SELECT_K), ("-m", SELECT_M)) if key in run.tags
+    )
+    names = ", ".join(dict.fromkeys(v.workload for v in outside))
+    return f"missing: {len(outside)} case(s) outside this run's selection ({selection}), not compared: {names}"
+
+
+def _wrap(text: str) -> list[str]:
+    """A note over lines of `WIDTH`, continuation lines indented: notes are read in full."""
+    return textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False) or [""]
+
+
+def _fit(line: str) -> str:
+    return line if len(line) <= WIDTH else line[: WIDTH - 3] + "..."
 
 
 def _summary(metric: str, values: Sequence[float]) -> str:
     return format_value(metric, stats.median(values)) if values else "-"
 
 
-def _render(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max([len(header), *(len(row[i]) for row in rows)]) for i, header in enumerate(headers)]
+def _render(rows: list[list[str]]) -> list[str]:
+    """Aligned columns; a one-cell row (a case's line) spans the table and sets no width."""
+    full = [row for row in rows if len(row) > 1]
+    widths = [max(len(row[i]) for row in full) for i in range(len(full[0]))] if full else []
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
+        row[0]
+        if len(row) == 1
+        else "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
     ]
 
 
@@ -126,13 +183,15 @@ def _shown(value: Any) -> str:
 
 
 def regression_summary(comparison: Comparison) -> str:
-    """One line for a failing exit: how many regressions, and the first few."""
+    """One line (<= `WIDTH`) for a failing exit: how many regressions, and the biggest; the table has the rest."""
     found = comparison.regressions
-    shown = "; ".join(
-        f"{case_label(v.workload, v.params, v.cluster)} {v.metric} {format_verdict(v)}" for v in found[:3]
-    )
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return f"daskbench: {len(found)} regression(s) against {comparison.baseline_label}: {shown}{more}"
+    first = found[0] if found else None
+    if first is None:
+        return f"daskbench: no regression against {comparison.baseline_label}"
+    effect = catalog.get(first.metric).effect(first.ratio) if first.ratio is not None else first.verdict
+    more = f" (and {len(found) - 1} more above)" if len(found) > 1 else ""
+    head = f"daskbench: {len(found)} regression(s) against {comparison.baseline_label}{more}: "
+    return _fit(head + f"{effect}: {case_label(first.workload, first.params, first.cluster)}")
 
 
 def verdicts_to_json(comparison: Comparison) -> list[dict[str, Any]]:

@@ -16,12 +16,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from daskbench.clusters import forms as cluster_forms
 from daskbench.errors import DaskbenchError
+from daskbench.redact import redact_url
 from daskbench.workloads.base import SIZES
 
 DEFAULT_DB = "sqlite:///results/daskbench.db"
+
+#: Upper bounds on what a typo could ask for; --allow-large lifts them.
+LIMITS: dict[str, float] = {"workers": 256, "repeat": 100, "timeout": 24 * 3600}
+#: --memory-per-worker above this is refused (it would make costs meaningless).
+MAX_MEMORY_PER_WORKER = 16 * 2**40
+#: --timeout below this cannot measure anything.
+MIN_TIMEOUT = 1.0
+#: ``DASKBENCH_*`` variables read outside `OPTIONS` (alerts, ab, CI scripts, tests); others are typos.
+OTHER_ENV = frozenset({
+    "DASKBENCH_ALERT_REPO", "DASKBENCH_BASELINE", "DASKBENCH_CONFIRM_REPEAT", "DASKBENCH_FLOOR",
+    "DASKBENCH_GITHUB_API", "DASKBENCH_HISTORY", "DASKBENCH_HISTORY_FILE", "DASKBENCH_HOST_CLASS",
+    "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN",
+})  # fmt: skip
 
 _UNITS = {
     "": 1, "b": 1,
@@ -40,6 +55,8 @@ def parse_saturation_list(text: str) -> tuple[float, ...]:
             raise ValueError(f"{item!r} is not a number > 0 or 'inf'") from None
         if math.isnan(value) or value <= 0:
             raise ValueError(f"{item!r} is not a number > 0 or 'inf'")
+        if math.isinf(value) and item.strip().lower() not in ("inf", "+inf", "infinity"):
+            raise ValueError(f"{item!r} is too large for a number; write inf for no limit")
         values.append(value)
     return tuple(dict.fromkeys(values))
 
@@ -68,7 +85,10 @@ def parse_bytes(text: str) -> int | None:
     match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[0-9]+)?)([a-z]*)", value)
     if not match or match.group(2) not in _UNITS:
         raise ValueError(f"{text!r} is not a memory size like 4GiB, 512MB or auto")
-    number = int(float(match.group(1)) * _UNITS[match.group(2)])
+    amount = float(match.group(1)) * _UNITS[match.group(2)]
+    if not math.isfinite(amount) or amount > MAX_MEMORY_PER_WORKER:
+        raise ValueError(f"{text!r} is more than {MAX_MEMORY_PER_WORKER // 2**40} TiB per worker")
+    number = int(amount)
     if number <= 0:
         raise ValueError(f"{text!r} must be more than 0 bytes")
     return number
@@ -79,8 +99,8 @@ def parse_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise ValueError(f"{text!r} must be more than 0 seconds")
+    if not math.isfinite(value) or value < MIN_TIMEOUT:
+        raise ValueError(f"{text!r} must be a number of seconds >= {MIN_TIMEOUT:g}")
     return value
 
 
@@ -95,6 +115,96 @@ def parse_bool(text: str) -> bool:
 
 def parse_text(text: str) -> str:
     return text.strip()
+
+
+def parse_label(text: str) -> str:
+    """A run label: printable text on one line, not blank, at most 200 characters."""
+    value = text.strip()
+    if not value:
+        raise ValueError("a label cannot be blank; give some text or leave it out (default: the git branch)")
+    if len(value) > 200 or any(not ch.isprintable() for ch in value):
+        raise ValueError("a label is one line of printable text of at most 200 characters")
+    return value
+
+
+def parse_endpoint(text: str) -> str:
+    """An S3 endpoint URL: http(s)://host[:port], with no credentials in it."""
+    value = text.strip()
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{redact_url(value)!r} is not a URL like http://127.0.0.1:5555") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{redact_url(value)!r} is not a URL like http://127.0.0.1:5555")
+    if parts.username or parts.password:
+        raise ValueError("put credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, not in the endpoint URL")
+    del port
+    return value
+
+
+def parse_data(text: str) -> str:
+    """A data location: a directory, or ``s3://bucket/prefix`` with a valid bucket name."""
+    value = text.strip()
+    if not value:
+        raise ValueError("give a directory or s3://bucket/prefix")
+    if value.startswith("s3://"):
+        bucket = value.removeprefix("s3://").split("/", 1)[0]
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
+            raise ValueError(f"{bucket!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-')")
+        return value
+    if "://" in value and not value.startswith("file://"):
+        raise ValueError(f"{value.split('://', 1)[0]}:// is not supported; use a local directory or s3://bucket/prefix")
+    return value
+
+
+def parse_cluster(text: str) -> str:
+    """A ``--cluster`` value one of the backends matches; a scheduler address needs a valid host and port."""
+    value = text.strip()
+    if "://" in value:
+        try:
+            parts = urlsplit(value)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a scheduler address like tcp://host:8786 ({exc})") from None
+        if not parts.hostname or (port is None and parts.scheme in ("tcp", "tls")):
+            raise ValueError(f"{value!r} is not a scheduler address like tcp://host:8786")
+    return value
+
+
+#: Endings of a bare path taken as a SQLite file (``--db results/bench.db``).
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def _known_dialect(url: str) -> str:
+    """``url`` if SQLAlchemy can parse it and knows its dialect (checked here, before any cluster)."""
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        sa.engine.make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ModuleNotFoundError):
+        scheme = url.split("://", 1)[0]
+        raise ValueError(f"{scheme!r} is not a database SQLAlchemy knows (sqlite, postgresql, ...)") from None
+    return url
+
+
+def parse_db(text: str) -> str:
+    """A database URL as given, or a bare ``*.db`` path as ``sqlite:///<absolute path>``.
+
+    A directory or other bare text is refused with the URL to type instead, so a mistyped
+    ``--db`` never becomes a store in an unexpected place, and never fails mid-session.
+    """
+    value = text.strip()
+    if "://" in value:
+        return _known_dialect(value)
+    path = Path(value).expanduser()
+    example = f"sqlite:///{(path / 'daskbench.db') if path.is_dir() else path.with_suffix('.db')}"
+    if path.is_dir():
+        raise ValueError(f"{value!r} is a directory; name a file in it: {example}")
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        return f"sqlite:///{path.resolve()}"
+    raise ValueError(f"{value!r} is neither a database URL nor a .db file path")
 
 
 def _split(text: str) -> list[str]:
@@ -139,7 +249,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("cluster", parse_text, "local", f"cluster: {cluster_forms()}",
+    Option("cluster", parse_cluster, "local", f"cluster: {cluster_forms()}",
            "--cluster tcp://127.0.0.1:8786"),
     Option("cluster_kwargs", parse_text, None,
            "YAML file of keyword arguments for the coiled or module:ClassName cluster",
@@ -156,12 +266,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("repeat", parse_positive_int, "1", "repeats per case (workers restarted before each)", "--repeat 3"),
     Option("timeout", parse_seconds, "900", "seconds one measurement may take before it is recorded as timeout",
            "--timeout 600"),
-    Option("db", parse_text, DEFAULT_DB, "results store: SQLAlchemy URL (sqlite:///..., postgresql://...)",
+    Option("db", parse_db, DEFAULT_DB, "results store: SQLAlchemy URL (sqlite:///..., postgresql://...) or a .db file",
            "--db sqlite:///results/daskbench.db"),
-    Option("label", parse_text, None, "free-text label of the run (default: the git branch)", "--label nightly"),
-    Option("data", parse_text, "results/data", "where workload inputs live: a directory or s3://bucket/prefix",
+    Option("label", parse_label, None, "free-text label of the run (default: the git branch)", "--label nightly"),
+    Option("data", parse_data, "results/data", "where workload inputs live: a directory or s3://bucket/prefix",
            "--data s3://bucket/daskbench-data"),
-    Option("s3_endpoint", parse_text, None, "S3-compatible endpoint URL for --data s3://",
+    Option("s3_endpoint", parse_endpoint, None, "S3-compatible endpoint URL for --data s3://",
            "--s3-endpoint http://127.0.0.1:5555"),
     Option("prices", parse_text, None, "JSON price table (shape of daskbench/metrics/prices.json) for cost",
            "--prices my-prices.json"),
@@ -169,6 +279,17 @@ OPTIONS: tuple[Option, ...] = (
            "--compare main"),
     Option("interleave", parse_bool, "false", "run repeats of different settings alternately (ABAB)",
            "--interleave", is_flag=True),
+    Option("allow_large", parse_bool, "false",
+           f"accept more than {LIMITS['workers']} workers, {LIMITS['repeat']} repeats or a --timeout over "
+           f"{LIMITS['timeout'] // 3600:g} h", "--allow-large", is_flag=True),
+    Option("restart_workers", parse_bool, "false",
+           "on a running scheduler (tcp://...), restart its workers before each measurement (it may be shared)",
+           "--restart-workers", is_flag=True),
+    Option("evidence", parse_bool, "false",
+           "keep Dask's performance report and the task stream of each measurement (a folder per run beside "
+           "a SQLite store, else under results/evidence or --evidence-dir)", "--evidence", is_flag=True),
+    Option("evidence_dir", parse_text, None, "folder for --evidence (default: beside a SQLite store)",
+           "--evidence-dir results/evidence"),
 )  # fmt: skip
 OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
 
@@ -191,6 +312,10 @@ class Settings:
     prices: str | None
     compare: str | None
     interleave: bool
+    allow_large: bool = False
+    restart_workers: bool = False
+    evidence: bool = False
+    evidence_dir: str | None = None
 
 
 def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:
@@ -232,8 +357,33 @@ def resolve(
     if unknown:
         known = ", ".join(option.key for option in OPTIONS)
         raise DaskbenchError(f"[tool.daskbench] has unknown key(s) {', '.join(sorted(unknown))}; known keys: {known}")
+    _check_env_names(env)
     values = {option.name: _resolve_one(option, flags, env, pyproject) for option in OPTIONS}
-    return Settings(**values)
+    settings = Settings(**values)
+    _check_limits(settings)
+    return settings
+
+
+def _check_env_names(env: Mapping[str, str]) -> None:
+    """A misspelt ``DASKBENCH_*`` variable is an error, not silently ignored."""
+    known = {option.env for option in OPTIONS} | OTHER_ENV
+    unknown = sorted(name for name in env if name.startswith("DASKBENCH_") and name not in known)
+    if unknown:
+        raise DaskbenchError(
+            f"unknown environment variable(s) {', '.join(unknown)}; daskbench reads {', '.join(sorted(known))}"
+        )
+
+
+def _check_limits(settings: Settings) -> None:
+    """Upper bounds that catch typos (--repeat 1000000); --allow-large lifts them."""
+    if settings.allow_large:
+        return
+    asked = {"workers": max(settings.workers), "repeat": settings.repeat, "timeout": settings.timeout}
+    for name, value in asked.items():
+        if value > LIMITS[name]:
+            raise DaskbenchError(
+                f"--{name} {value:g} is more than {LIMITS[name]:g}; lower it, or pass --allow-large if you mean it"
+            )
 
 
 def _resolve_one(

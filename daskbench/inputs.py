@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from daskbench.errors import DaskbenchError
+from daskbench.redact import redact_url
 from daskbench.text import one_line
 from daskbench.workloads import datasets
 from daskbench.workloads.datasets import Prepared
@@ -106,7 +106,7 @@ def _check_bucket(bucket: str, root: str, options: dict[str, Any]) -> None:
         skip_instance_cache=True,
         config_kwargs={"connect_timeout": 5, "read_timeout": 10, "retries": {"max_attempts": 2}},
     )
-    where = f" at {_redact(options['endpoint_url'])}" if options else ""
+    where = f" at {redact_url(options['endpoint_url'])}" if options else ""
     try:
         fs.call_s3("head_bucket", Bucket=bucket)
     except boto.NoCredentialsError:
@@ -129,14 +129,6 @@ def _check_bucket(bucket: str, root: str, options: dict[str, Any]) -> None:
         raise DaskbenchError(
             f"--data {root}: cannot use bucket {bucket!r}{where} ({one_line(exc, limit=200)})"
         ) from None
-
-
-def _redact(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc)) if parts.netloc else url
 
 
 def _is_storage_error(exc: Exception) -> bool:

@@ -13,13 +13,15 @@ import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dask
 from distributed import Client, KilledWorker
 
-from daskbench import catalog
+from daskbench import catalog, evidence
 from daskbench.metrics import collectors, counters
+from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.memory import MemoryCollector, MemorySummary
 from daskbench.model import Case, Measurement, Outcome
@@ -93,6 +95,8 @@ class Measurer:
     prices: PriceTable
     timeout: float
     n_workers: int
+    evidence_dir: Path | None = None  # --evidence: this run's folder for performance reports and task streams
+    restart_workers: bool = True  # False on a shared scheduler (tcp://) without --restart-workers
     memory: MemoryCollector = field(init=False)
 
     def __post_init__(self) -> None:
@@ -116,6 +120,8 @@ class Measurer:
         ``Client.restart`` waits for as many workers as were there when it was called, which
         is too few right after a worker was killed, so the cluster size is awaited explicitly.
         """
+        if not self.restart_workers:  # someone else's workers: memory is measured from their current level
+            return 0.0
         start = time.perf_counter()
         self.client.restart(wait_for_workers=False)
         self.client.wait_for_workers(self.n_workers, timeout=max(60.0, self.timeout / 10))
@@ -135,15 +141,19 @@ class Measurer:
         before = counters.snapshot(self.client)
         errors: dict[str, str] = {}
         extras = _start_all(self.client, collectors.create(), errors)
+        timing = _start_breakdown(self.client, errors)
         self.memory.start()
-        attempt = run_target(self.client, target, self.timeout)
+        with evidence.kept(self.client, self.evidence_dir) as kept:
+            attempt = run_target(self.client, target, self.timeout)
         memory = self._stop_memory()
+        times, scheduler = _stop_breakdown(self.client, timing, case, attempt.phases.get("compute", 0.0), errors)
         collected = _stop_all(self.client, extras, errors)
         totals, task_seconds = self._counters(before)
         outcome, message = classify(attempt.error, memory)
-        extra = {**extra, "task_seconds": task_seconds, **({"collector_errors": errors} if errors else {})}
+        extra = {**extra, "task_seconds": task_seconds, **times, **kept.extra,
+                 **({"collector_errors": errors} if errors else {})}  # fmt: skip
         measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory,
-                                   {**totals, **collected}, extra)  # fmt: skip
+                                   {**totals, **scheduler, **collected}, extra)  # fmt: skip
         return measurement, attempt.result
 
     def _stop_memory(self) -> MemorySummary | None:
@@ -173,6 +183,8 @@ class Measurer:
                         memory.peak_worker if memory else None)  # fmt: skip
         extra = {**extra, "instance": cost.instance, "rightsized_instance": cost.rightsized_instance,
                  "prices_as_of": cost.prices_as_of}  # fmt: skip
+        if not self.restart_workers:
+            extra["workers_restarted"] = False  # memory measured from the shared workers' current level
         values = {"runtime_s": runtime, **_memory_metrics(memory), **collected,
                   "cost_usd": cost.cost_usd, "rightsized_cost_usd": cost.rightsized_cost_usd}  # fmt: skip
         return Measurement(
@@ -199,6 +211,34 @@ def _memory_metrics(memory: MemorySummary | None) -> dict[str, float | int | Non
         "peak_worker_memory_fraction": memory.peak_worker_fraction,
         "worker_restarts": memory.deaths,
     }
+
+
+def _start_breakdown(client: Client, errors: dict[str, str]) -> BreakdownCollector | None:
+    """The time-breakdown snapshots before the compute phase; None (error noted) if they fail."""
+    timing = BreakdownCollector()
+    try:
+        timing.start(client)
+    except Exception as exc:
+        errors["BreakdownCollector"] = one_line(exc)
+        return None
+    return timing
+
+
+def _stop_breakdown(
+    client: Client, timing: BreakdownCollector | None, case: Case, runtime: float, errors: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, float | int]]:
+    """``extra`` entries (time_breakdown, by prefix, thread_seconds) and the scheduler metrics."""
+    if timing is None:
+        return {}, {}
+    spec = case.cluster
+    try:
+        found, scheduler = timing.stop(client, spec.n_workers * spec.threads_per_worker * runtime)
+    except Exception as exc:
+        errors["BreakdownCollector"] = one_line(exc)
+        return {}, {}
+    extra = {"time_breakdown": found.activities, "time_breakdown_by_prefix": found.by_prefix,
+             "thread_seconds": found.thread_seconds}  # fmt: skip
+    return extra, scheduler
 
 
 def _start_all(client: Client, found: list[collectors.Collector], errors: dict[str, str]) -> list[collectors.Collector]:

@@ -18,13 +18,20 @@ from typing import Any, Literal, get_args
 from daskbench import catalog
 from daskbench.text import saturation_text
 
-Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error"]
+Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result"]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]
 VERDICTS: tuple[str, ...] = get_args(VerdictKind)
 
 _TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+#: The flag `Store.flag_measurements` adds when the benchmark's own check of its result failed;
+#: a passed measurement carrying it reads back as outcome ``wrong-result`` (never ok).
+WRONG_RESULT = "wrong-result"
+
+#: Run tags holding the pytest selection of a run (``-k``, ``-m``), when one was given.
+SELECT_K, SELECT_M = "select_k", "select_m"
 
 #: Version of the JSON shapes ``show``, ``runs`` and ``compare`` print (``{"version": ..., ...}``).
 JSON_VERSION = 1
@@ -160,7 +167,8 @@ class Measurement:
     """One repeat of one case in one run.
 
     ``flags`` are marks added after the fact, append-only (`Store.flag_measurements`),
-    e.g. that the benchmark's own check of the result failed.
+    e.g. that the benchmark's own check of the result failed: a ``passed`` measurement
+    flagged `WRONG_RESULT` reads as outcome ``wrong-result`` (the stored row is untouched).
     ``metrics`` holds the declared metrics (`daskbench.catalog`) that were measured,
     by name; each is also an attribute (``m.runtime_s``), None when not measured.
     ``runtime_s`` is the compute phase only; ``phases`` holds every timed phase
@@ -182,6 +190,9 @@ class Measurement:
     flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.outcome == "passed" and WRONG_RESULT in self.flags:
+            # The one place a flag changes what is read: every reader of outcome/ok sees it.
+            object.__setattr__(self, "outcome", WRONG_RESULT)
         _require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
         _require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
         for name, value in self.metrics.items():
@@ -189,7 +200,7 @@ class Measurement:
             problem = catalog.get(name).check(value)
             _require(problem is None, "Measurement", name, problem or "")
         _require(
-            self.outcome != "passed" or "runtime_s" in self.metrics,
+            self.outcome not in ("passed", WRONG_RESULT) or "runtime_s" in self.metrics,
             "Measurement",
             "runtime_s",
             "is required when outcome is 'passed'",

@@ -14,10 +14,12 @@ line and the summary section.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
+import os
+import signal
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +30,7 @@ from daskbench.clusters import OpenCluster, backend_named, backend_of
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement
 from daskbench.metrics.cost import load_prices
-from daskbench.model import Case, ClusterSpec, Measurement
+from daskbench.model import SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement
 from daskbench.session import DaskbenchSession
 from daskbench.store import redact_url
 from daskbench.text import format_bytes, saturation_text
@@ -38,6 +40,12 @@ SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
 #: Whether any collected test (selected or not) uses a daskbench fixture.
 SEEN_KEY = pytest.StashKey[bool]()
+#: The test's `_Measure`, so its report can mark a result the test itself found wrong.
+MEASURE_KEY = pytest.StashKey["_Measure"]()
+#: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
+QUIET_KEY = pytest.StashKey[set[str]]()
+#: Terminal width every daskbench line fits in.
+_COLUMNS = 120
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,8 +76,17 @@ def _state(config: pytest.Config) -> DaskbenchSession:
     except DaskbenchError as exc:
         config.stash[ERROR_KEY] = exc
         raise
+    state.selection = _selection(config)
     config.stash[SESSION_KEY] = state
     return state
+
+
+def _selection(config: pytest.Config) -> dict[str, str]:
+    """``-k``/``-m`` as run tags; plain ``-m benchmark`` selects every benchmark, so it is no subset."""
+    keyword = (config.getoption("keyword", "") or "").strip()
+    marks = (config.getoption("markexpr", "") or "").strip()
+    found = {SELECT_K: keyword} if keyword else {}
+    return found | ({SELECT_M: marks} if marks and marks != "benchmark" else {})
 
 
 def _require_state(config: pytest.Config) -> DaskbenchSession:
@@ -115,6 +132,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session = _require_state(config)
     if session.settings.interleave and session.settings.repeat > 1:
         items.sort(key=lambda item: _repeat_of(item))
+    _quiet_pytest_benchmark_table(config)
+
+
+def _quiet_pytest_benchmark_table(config: pytest.Config) -> None:
+    """pytest-benchmark's table (200+ columns, one round per row) only when asked for with
+    ``--benchmark-columns``; its JSON (``--benchmark-json``) is written either way."""
+    bench_session = getattr(config, "_benchmarksession", None)
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(), *config.getini("addopts")]
+    if bench_session is not None and not any(str(arg).startswith("--benchmark-columns") for arg in given):
+        bench_session.quiet = True
 
 
 def _repeat_of(item: pytest.Item) -> int:
@@ -160,14 +187,31 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Record how the run ended; an interrupted session keeps pytest's exit code 2 and gets no compare."""
     state = session.config.stash.get(SESSION_KEY, None)
     if state is None:
         return
-    outcome = state.finish()
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    outcome = state.finish(interrupted=interrupted)
+    if interrupted:
+        return
     if outcome == "regressed":
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    elif outcome == "compare-error":
+    elif outcome in ("compare-error", "store-error"):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (a CI job cancelled, ``timeout``) ends the session like Ctrl-C, so the run is
+    recorded as interrupted and its clusters closed, instead of the process just vanishing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -197,6 +241,7 @@ def daskbench_repeat(request: pytest.FixtureRequest) -> int | None:
 
 @pytest.fixture(scope="session")
 def daskbench_session(request: pytest.FixtureRequest) -> DaskbenchSession:
+    _interrupt_on_sigterm()
     return request.config.stash[SESSION_KEY]
 
 
@@ -245,7 +290,38 @@ def measure(
     the last repeat's result so the test can check it.
     """
     benchmark = _pytest_benchmark_fixture(request)
-    return _Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark)
+    measurer = _Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark)
+    request.node.stash[MEASURE_KEY] = measurer
+    return measurer
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A test that fails after ``measure()`` returned judged its own result wrong: flag its
+    measurements ``wrong-result`` (append-only), so they are never a baseline or history."""
+    outcome = yield
+    report = outcome.get_result()
+    measured = item.stash.get(MEASURE_KEY, None)
+    if report.when != "call" or not report.failed or measured is None or measured.returned is None:
+        return
+    measured.flag_wrong_result(_failure_line(report))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Generator[None, Any, None]:
+    """At normal verbosity a measured test's progress lines say everything: no lone ``.`` after them."""
+    outcome = yield
+    quiet = config.stash.get(QUIET_KEY, set())
+    if report.when == "call" and report.nodeid in quiet and config.get_verbosity() == 0:
+        category, _letter, word = outcome.get_result()
+        outcome.force_result((category, "", word))
+
+
+def _failure_line(report: pytest.TestReport) -> str:
+    """The failure's first line (``AssertionError: assert (16, 24) == ...``), short enough to store."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    return (text.strip().splitlines() or ["the test failed after measure() returned"])[0][:500]
 
 
 def _pytest_benchmark_fixture(request: pytest.FixtureRequest) -> Any:
@@ -275,6 +351,11 @@ class _Measure:
     benchmark: Any
     used: bool = False
     prepare_seconds: float | None = None
+    #: The measured case's fingerprint once ``measure()`` returned with every repeat passed.
+    returned: str | None = None
+
+    def __repr__(self) -> str:  # a failing test's traceback shows this: keep it one short line
+        return f"<daskbench measure of {self.node.name}>"
 
     @property
     def _cluster(self) -> OpenCluster:
@@ -329,7 +410,21 @@ class _Measure:
         failed = [m for m in results if not m.ok]
         if failed:
             pytest.fail(f"{failed[0].outcome}: {failed[0].message} (recorded in the store)", pytrace=False)
+        self.returned = case.fingerprint
         return last
+
+    def flag_wrong_result(self, detail: str) -> None:
+        """Mark this case's measurements in this run ``wrong-result`` and say so on the terminal."""
+        store, run = self.session.ensure_run()
+        assert self.returned is not None
+        try:
+            count = store.flag_measurements(run.run_id, self.returned, WRONG_RESULT, detail)
+        except DaskbenchError as exc:  # the test has failed anyway; say what the store did not take
+            self._write(f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}"[:_COLUMNS])
+            return
+        self._write(
+            f"daskbench: {count} measurement(s) of {self.node.name} recorded as {WRONG_RESULT}: {detail}"[:_COLUMNS]
+        )
 
     def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
         measurer = self.session.measurer
@@ -347,12 +442,22 @@ class _Measure:
 
     def _progress(self, case: Case, measurement: Measurement) -> None:
         """One line per measurement on the terminal (not captured), so long sweeps show progress."""
+        self._write(_progress_line(case, measurement))
+
+    def _write(self, line: str) -> None:
+        """Write a whole line without resetting pytest's file header (which would repeat per test)."""
         plugins = self.node.config.pluginmanager
         reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
         if reporter is None or self.node.config.get_verbosity() < 0:
             return
+        self.node.config.stash.setdefault(QUIET_KEY, set()).add(self.node.nodeid)
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.write_line(_progress_line(case, measurement))
+            if self.node.config.get_verbosity() > 0:  # -v: pytest then rewrites "test id PASSED" below
+                reporter.write_line(line)
+                return
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.line("")
+            reporter.line(line)
 
     def _requested_saturation(self) -> float:
         callspec = getattr(self.node, "callspec", None)
@@ -393,13 +498,16 @@ def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
 
 
 def _progress_line(case: Case, m: Measurement) -> str:
+    """``daskbench: <workload> <params> sat=.. w=.. r0 passed 1.23s peak/worker 1.1 GiB``, <= 120 columns."""
     memory = format_bytes(m.peak_worker_memory_bytes)
     runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
-    return (
-        f"daskbench: {case.workload} {json.dumps(dict(case.params), sort_keys=True)} "
-        f"sat={saturation_text(case.cluster.worker_saturation)} workers={case.cluster.n_workers} "
-        f"repeat {m.repeat}: {m.outcome} compute {runtime}, peak/worker {memory}"
+    tail = (
+        f" sat={saturation_text(case.cluster.worker_saturation)} w={case.cluster.n_workers} r{m.repeat} "
+        f"{m.outcome} {runtime} peak/worker {memory}"
     )
+    head = f"daskbench: {case.workload} " + " ".join(f"{k}={v}" for k, v in sorted(case.params.items()))
+    room = _COLUMNS - len(tail)
+    return (head if len(head) <= room else head[: max(room - 3, 0)] + "...") + tail
 
 
 def _extra_info(m: Measurement) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -13,12 +12,11 @@ from typing import Any
 
 import psutil
 
+from daskbench.redact import redact_url, redact_value
 from daskbench.text import flatten
 
 PACKAGES = ("dask", "distributed", "xarray", "pandas", "numpy", "pyarrow", "s3fs", "fsspec", "bokeh",
             "sqlalchemy", "psutil", "tornado", "msgpack", "cloudpickle", "coiled", "daskbench")  # fmt: skip
-#: Config keys whose values are never stored: credentials and the like.
-_SECRET = re.compile(r"token|password|passwd|secret|credential|api[-_]?key|private|auth", re.IGNORECASE)
 
 
 def versions() -> dict[str, str]:
@@ -32,7 +30,11 @@ def versions() -> dict[str, str]:
 
 
 def host() -> dict[str, Any]:
+    """The machine's facts; ``host_class`` is the user's name for its kind (``DASKBENCH_HOST_CLASS``),
+    which history matches on instead of the exact CPU model when both runs have one."""
+    host_class = os.environ.get("DASKBENCH_HOST_CLASS", "").strip()
     return {
+        **({"host_class": host_class} if host_class else {}),
         "cpu_model": _cpu_model(),
         "cores": psutil.cpu_count(logical=True),
         "physical_cores": psutil.cpu_count(logical=False),
@@ -60,8 +62,8 @@ def redacted(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _stored_value(key: str, value: Any) -> Any:
-    if _SECRET.search(key.rsplit(".", 1)[-1]):
-        return "***" if value else value
+    """The one redaction rule (`daskbench.redact`): secret keys, and secrets inside strings and lists."""
+    value = redact_value(value, key)
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
@@ -97,4 +99,4 @@ def default_label() -> str:
 
 def ci_url() -> str | None:
     server, repo, run = (os.environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
-    return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+    return redact_url(f"{server}/{repo}/actions/runs/{run}") if server and repo and run else None

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from daskbench import config as cfg
 from daskbench.clusters import OpenCluster, backend_named, load_kwargs, open_cluster
+from daskbench.clusters.common import check_kwargs
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import Case, ClusterSpec, Measurement, Run
 from daskbench.store import Store, now_iso, redact_url
+from daskbench.text import one_line
 
 
 @dataclass
@@ -33,6 +36,9 @@ class DaskbenchSession:
     measurer: Measurer | None = None
     requested: ClusterSpec | None = None
     summary_lines: list[str] = field(default_factory=list)
+    #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
+    #: tell a case the run never selected from one that went missing.
+    selection: dict[str, str] = field(default_factory=dict)
 
     @property
     def store_display(self) -> str:
@@ -50,8 +56,31 @@ class DaskbenchSession:
         ]
 
     def preflight(self) -> None:
-        """The backend's early check (scheduler reachable, coiled installed), before any cluster starts."""
+        """Every check that can fail before any cluster starts or run row is written: the
+        backend's (scheduler reachable, coiled installed), --cluster-kwargs (readable YAML,
+        keywords the class accepts) and --compare (a baseline or run that exists)."""
+        Store.preflight(self.settings.db)
         backend_named(self.backend).preflight(self.settings.cluster)
+        check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs))
+        if self.settings.compare:
+            self._check_compare_target(self.settings.compare)
+
+    def _check_compare_target(self, name: str) -> None:
+        """--compare names a baseline or run of the store now, not after the whole sweep."""
+        try:
+            store = Store(self.settings.db, create=False)
+        except DaskbenchError:
+            store = None
+        try:
+            if store is not None and (name in store.baselines() or _has_run(store, name)):
+                return
+        finally:
+            if store is not None:
+                store.close()
+        raise DaskbenchError(
+            f"--compare {name}: no baseline or run of that name in {self.store_display}; "
+            f"list them with: daskbench baseline list --db ..., or set one: daskbench baseline set {name} <run-id>"
+        )
 
     def data_location(self) -> Any:
         if not hasattr(self, "_data_location"):
@@ -74,21 +103,35 @@ class DaskbenchSession:
                 versions=provenance.versions(),
                 host=provenance.host(),
                 dask_config=provenance.dask_config(),
+                tags=self.selection,
             )
             self.store.add_run(self.run)
+            from daskbench import runstatus
+
+            self.store.record_event(self.run.run_id, runstatus.RUNNING, runstatus.running_detail())
         return self.store, self.run
 
     def open(self, spec: ClusterSpec) -> OpenCluster:
         """The cluster for ``spec``; at most one is alive, so a new spec closes the old one."""
         self.close_cluster()
         self.requested = spec
+        kwargs = load_kwargs(self.settings.cluster_kwargs)  # before the run row: bad kwargs leave no empty run
         _, run = self.ensure_run()
-        kwargs = load_kwargs(self.settings.cluster_kwargs)
         self.cluster = open_cluster(spec, kwargs)
         self.measurer = Measurer(
-            self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers
-        )
+            self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,
+            evidence_dir=self._evidence_folder(run),
+            restart_workers=self.settings.restart_workers or not backend_named(self.backend).fixed_size,
+        )  # fmt: skip
         return self.cluster
+
+    def _evidence_folder(self, run: Run) -> Path | None:
+        """With ``--evidence``, this run's evidence folder; else None (nothing kept)."""
+        if not self.settings.evidence:
+            return None
+        from daskbench.evidence import evidence_root
+
+        return evidence_root(self.settings.db, self.settings.evidence_dir) / run.run_id
 
     def recover(self) -> None:
         """After a harness error (workers would not restart), start this spec's cluster afresh."""
@@ -106,16 +149,40 @@ class DaskbenchSession:
         store.add_measurement(measurement)
         self.count += 1
 
-    def finish(self) -> str | None:
-        """Close the cluster, stamp the run's end, run --compare; returns "regressed",
-        "compare-error" or None, for the plugin to turn into the session's exit status."""
-        self.close_cluster()
+    def finish(self, interrupted: bool = False) -> str | None:
+        """Close the cluster, record how the run ended, run --compare unless it was interrupted.
+
+        Returns "regressed", "compare-error", "store-error" or None, for the plugin to turn
+        into the session's exit status; problems become summary lines, never a traceback.
+        """
+        try:
+            self.close_cluster()
+        except Exception as exc:  # the run's record matters more than a clean close
+            self.summary_lines.append(f"daskbench: closing the cluster failed: {one_line(exc)}")
         if self.store is None or self.run is None:
             return None
+        try:
+            return self._end_run(interrupted)
+        except DaskbenchError as exc:
+            self.summary_lines.append(f"daskbench: could not record the end of run {self.run.run_id[:8]}: {exc}")
+            return "store-error"
+        finally:
+            self.store.close()  # SQLite: the last connection closing folds the WAL into the file
+
+    def _end_run(self, interrupted: bool) -> str | None:
+        from daskbench import runstatus
+
+        assert self.store is not None and self.run is not None
+        status = runstatus.INTERRUPTED if interrupted else runstatus.FINISHED
         self.store.finish_run(self.run.run_id)
-        outcome = self._compare() if self.settings.compare else None
-        self.store.close()  # SQLite: the last connection closing folds the WAL into the file
-        return outcome
+        self.store.record_event(self.run.run_id, status, f"{self.count} measurement(s) stored")
+        if interrupted:
+            if self.settings.compare:
+                self.summary_lines.append(
+                    f"daskbench: run {self.run.run_id[:8]} was interrupted; --compare not run on a partial run"
+                )
+            return None
+        return self._compare() if self.settings.compare else None
 
     def _compare(self) -> str | None:
         from daskbench.compare import compare_runs
@@ -132,3 +199,11 @@ class DaskbenchSession:
             self.summary_lines.append(f"daskbench: regression found against baseline {self.settings.compare!r}")
             return "regressed"
         return None
+
+
+def _has_run(store: Store, run_id: str) -> bool:
+    try:
+        store.run(run_id)
+    except DaskbenchError:
+        return False
+    return True

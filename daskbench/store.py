@@ -18,25 +18,69 @@ Schema history (``schema_meta.schema_version``); each version after 1 has a migr
 
 from __future__ import annotations
 
+import functools
 import json
+import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError, OperationalError
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, ClusterSpec, Measurement, Run
+from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Run
+from daskbench.redact import redact_text, redact_url, redact_value
 from daskbench.text import json_safe
 
 SCHEMA_VERSION = 3
+
+#: PostgreSQL advisory lock id that serialises schema creation and migration ("dask").
+_MIGRATION_LOCK_KEY = 0x6461736B
+#: Attempts of a write that found the store locked (each already waits SQLite's busy_timeout).
+_BUSY_ATTEMPTS = 4
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+class _Busy(DaskbenchError):
+    """The store stayed locked by other writers (retried a bounded number of times)."""
+
+
+def _is_busy(exc: OperationalError) -> bool:
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    return "database is locked" in text or "database is busy" in text or "deadlock detected" in text
+
+
+def _retrying(call: Callable[[], _T]) -> _T:
+    """``call()``, tried again with a short random backoff while the store is locked, at most
+    `_BUSY_ATTEMPTS` times: concurrent writers wait for each other instead of losing rows."""
+    for attempt in range(_BUSY_ATTEMPTS - 1):
+        try:
+            return call()
+        except _Busy:
+            time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
+    return call()
+
+
+def _retry_busy(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """A `Store` write method retried by `_retrying` (each attempt is a whole transaction)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return _retrying(lambda: method(*args, **kwargs))
+
+    return wrapper
+
 
 metadata = sa.MetaData()
 schema_meta = sa.Table(
@@ -119,24 +163,23 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, safe for logs and reports."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable database URL>"
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(json_safe(value), sort_keys=True, allow_nan=False)
 
 
 class Store:
-    """A results store at a SQLAlchemy URL; created and migrated on first open."""
+    """A results store at a SQLAlchemy URL; created (unless ``create`` is False) and migrated on first open.
 
-    def __init__(self, url: str) -> None:
+    A database that is not a daskbench store (tables but no ``schema_meta``, or not SQLite
+    at all) is refused before anything is written to it; for SQLite files it is inspected
+    read-only first, because even switching on WAL would change its bytes. Read-only
+    commands pass ``create=False`` so a mistyped ``--db`` never leaves a new file behind.
+    """
+
+    def __init__(self, url: str, create: bool = True) -> None:
         self.url = url
         self.display_url = redact_url(url)
+        self.create = create
         self.engine = self._connect(url)
         self._migrate()
 
@@ -148,7 +191,7 @@ class Store:
                 f"{url!r} is not a database URL; use e.g. sqlite:///results/daskbench.db or postgresql://host/db"
             ) from None
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            self._check_sqlite_file(Path(parsed.database))
         try:
             engine = sa.create_engine(parsed)
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
@@ -157,14 +200,57 @@ class Store:
             ) from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
+            sa.event.listen(engine, "begin", _sqlite_begin)
         return engine
 
+    @staticmethod
+    def preflight(url: str) -> None:
+        """Check ``url`` as `Store` would (URL, driver, a SQLite file that is ours or can be created:
+        its folder is made) without creating or changing a database: for the session's early checks."""
+        probe = Store.__new__(Store)
+        probe.url, probe.display_url, probe.create = url, redact_url(url), True
+        probe._connect(url).dispose()  # creating an engine opens no connection
+
+    def _check_sqlite_file(self, path: Path) -> None:
+        """Refuse a file that is not a daskbench store, and a missing one unless creating; never write to it."""
+        if not path.exists() or path.stat().st_size == 0:
+            if not self.create:
+                raise DaskbenchError(
+                    f"no daskbench store at {self.display_url}; check --db, or fill one with: pytest -m benchmark"
+                )
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DaskbenchError(
+                    f"cannot create the folder {path.parent} for --db ({exc.strerror or exc}); "
+                    "pass a --db in a writable folder"
+                ) from None
+            return
+        if path.is_dir():
+            raise DaskbenchError(f"--db {path} is a directory; name a file in it: sqlite:///{path / 'daskbench.db'}")
+        tables = _sqlite_tables(path)
+        if tables is None:
+            raise DaskbenchError(
+                f"{self.display_url} is not a usable daskbench store (not a SQLite database); "
+                "move the file away or pass another --db"
+            )
+        if tables and "schema_meta" not in tables:
+            raise DaskbenchError(
+                f"{self.display_url} has tables but no daskbench schema version; "
+                "it is not a daskbench store (left untouched): pass another --db"
+            )
+
     @contextmanager
-    def _tx(self) -> Iterator[Connection]:
+    def _tx(self, write: bool = False) -> Iterator[Connection]:
+        """One transaction; ``write`` takes SQLite's write lock at BEGIN (``BEGIN IMMEDIATE``),
+        so a transaction that reads then writes cannot fail half-way on a stale snapshot."""
+        engine = self.engine.execution_options(daskbench_write=True) if write else self.engine
         try:
-            with self.engine.begin() as conn:
+            with engine.begin() as conn:
                 yield conn
         except OperationalError as exc:
+            if _is_busy(exc):
+                raise _Busy(f"the store {self.display_url} stayed locked by other writers; try again") from None
             raise DaskbenchError(f"cannot use the store {self.display_url}: {_first_line(exc)}; check --db") from None
         except DatabaseError as exc:
             if isinstance(exc, IntegrityError):
@@ -175,52 +261,84 @@ class Store:
             ) from None
 
     def _migrate(self) -> None:
-        with self._tx() as conn:
-            inspector = sa.inspect(conn)
-            if not inspector.has_table("schema_meta"):
-                if inspector.has_table("measurements"):
-                    raise DaskbenchError(
-                        f"{self.display_url} has tables but no daskbench schema version; "
-                        "it is not a daskbench store: pass another --db"
-                    )
-                metadata.create_all(conn)
-                conn.execute(schema_meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-                return
-            found = int(
-                conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version")).scalar_one()
+        """Create or upgrade the schema under one lock, so simultaneous first opens cannot race.
+
+        A store already at this version is only read (no write lock); otherwise SQLite's
+        write lock (``BEGIN IMMEDIATE``) or PostgreSQL's advisory lock serialises the
+        check and the change, and whoever comes second finds the work done.
+        """
+        found = self._schema_version()
+        if found == SCHEMA_VERSION:
+            return
+        if found is None and not self.create:
+            raise DaskbenchError(
+                f"no daskbench store at {self.display_url}; check --db, or fill one with: pytest -m benchmark"
             )
+        _retrying(self._migrate_locked)
+
+    def _schema_version(self) -> int | None:
+        """The stored schema version, or None for a database without daskbench's tables."""
+        with self._tx() as conn:
+            return self._version_in(conn)
+
+    def _version_in(self, conn: Connection) -> int | None:
+        names = set(sa.inspect(conn).get_table_names())  # one look, so a store created meanwhile reads whole
+        if "schema_meta" not in names:
+            if names:
+                raise DaskbenchError(
+                    f"{self.display_url} has tables but no daskbench schema version; "
+                    "it is not a daskbench store: pass another --db"
+                )
+            return None
+        value = conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version")).scalar()
+        try:
+            found = int(value) if value is not None else -1
+        except ValueError:
+            found = -1
         if found > SCHEMA_VERSION:
             raise DaskbenchError(
                 f"{self.display_url} uses store schema {found}, newer than this daskbench knows ({SCHEMA_VERSION}); "
                 "upgrade daskbench (pip install -U daskbench) or pass another --db"
             )
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            self._apply_migration(version)
+        if found < 1:
+            raise DaskbenchError(
+                f"{self.display_url} has a broken store schema version {value!r}; "
+                "restore the file from a backup or pass another --db"
+            )
+        return found
 
-    def _apply_migration(self, version: int) -> None:
-        """Upgrade to ``version`` in one transaction, unless another process already did."""
-        with self._tx() as conn:
-            current = conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version"))
-            if int(current.scalar_one()) >= version:
+    def _migrate_locked(self) -> None:
+        with self._tx(write=True) as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+            found = self._version_in(conn)
+            if found is None:
+                metadata.create_all(conn)
+                conn.execute(schema_meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                 return
-            MIGRATIONS[version](conn)
-            conn.execute(schema_meta.update().where(schema_meta.c.key == "schema_version").values(value=str(version)))
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[version](conn)
+                conn.execute(
+                    schema_meta.update().where(schema_meta.c.key == "schema_version").values(value=str(version))
+                )
 
     def close(self) -> None:
         self.engine.dispose()
 
     # -- writing -------------------------------------------------------------------
 
+    @_retry_busy
     def add_run(self, run: Run) -> None:
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             conn.execute(runs.insert().values(**_run_row(run)))
             if run.tags:
                 conn.execute(run_tags.insert(), _tag_rows(run.run_id, run.tags))
 
+    @_retry_busy
     def tag_run(self, run_id: str, tags: Mapping[str, str]) -> None:
         """Add write-once tags to a run; a tag already set to another value is an error."""
         Run(run_id=run_id, label="", started_at="check", tags=tags)  # the record's checks of keys and values
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             have = dict(
                 conn.execute(sa.select(run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id == run_id)).all()
             )
@@ -231,9 +349,10 @@ class Store:
             if new:
                 conn.execute(run_tags.insert(), _tag_rows(run_id, new))
 
+    @_retry_busy
     def record_event(self, run_id: str, status: str, detail: str = "") -> None:
         """Append a status event to a run's history (the newest event is its status)."""
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             conn.execute(run_events.insert().values(run_id=run_id, status=status, at=now_iso(), detail=detail))
 
     def events(self, run_ids: Sequence[str] | None = None) -> dict[str, list[tuple[str, str, str]]]:
@@ -247,9 +366,20 @@ class Store:
                 found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
         return found
 
+    def last_activity(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """The newest measurement time of each run that has one: the heartbeat of a running run."""
+        query = (
+            sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
+            .where(measurements.c.run_id.in_(list(run_ids)))
+            .group_by(measurements.c.run_id)
+        )
+        with self._tx() as conn:
+            return {run_id: at for run_id, at in conn.execute(query).all() if at}
+
+    @_retry_busy
     def flag_measurements(self, run_id: str, fingerprint: str, flag: str, detail: str = "") -> int:
         """Mark every measurement of one case in one run (append-only); returns how many were marked."""
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             ids = (
                 conn.execute(
                     sa.select(measurements.c.id).where(
@@ -265,15 +395,17 @@ class Store:
                              [{"measurement_id": i, "flag": flag, "at": at, "detail": detail} for i in ids])  # fmt: skip
         return len(ids)
 
+    @_retry_busy
     def finish_run(self, run_id: str, ended_at: str | None = None) -> None:
         """Stamp the run's end: the one update the store makes, and only to an unset field."""
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             conn.execute(
                 runs.update()
                 .where(runs.c.run_id == run_id, runs.c.ended_at.is_(None))
                 .values(ended_at=ended_at or now_iso())
             )
 
+    @_retry_busy
     def add_case(self, case: Case) -> None:
         """Insert the case if its fingerprint is new (cases are shared across runs)."""
         row = {
@@ -283,15 +415,14 @@ class Store:
             "cluster": _dumps(case.cluster.identity()),
             "first_seen_at": now_iso(),
         }
-        with self._tx() as conn:
-            exists = conn.execute(sa.select(cases.c.fingerprint).where(cases.c.fingerprint == row["fingerprint"]))
-            if exists.first() is None:
-                conn.execute(cases.insert().values(**row))
+        with self._tx(write=True) as conn:
+            conn.execute(_insert_or_ignore(conn, cases, ("fingerprint",)).values(**row))
 
+    @_retry_busy
     def add_measurement(self, measurement: Measurement) -> None:
         """Append one measurement in its own transaction; a duplicate key is an error."""
         try:
-            with self._tx() as conn:
+            with self._tx(write=True) as conn:
                 inserted = conn.execute(measurements.insert().values(**_measurement_row(measurement)))
                 (measurement_id,) = inserted.inserted_primary_key or (None,)
                 values = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
@@ -304,14 +435,21 @@ class Store:
                 f"is already stored or its run/case is unknown ({_first_line(exc)})"
             ) from None
 
+    @_retry_busy
     def set_baseline(self, name: str, run_ids: Sequence[str]) -> tuple[str, ...]:
         """Point baseline ``name`` at these runs (ids or unique prefixes); returns the full ids."""
         if not name.strip():
             raise DaskbenchError("a baseline needs a name, e.g. daskbench baseline set main <run-id>")
+        if name != name.strip() or len(name) > 100 or not name.isprintable():
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise DaskbenchError(
+                f"baseline name {shown!r} must be at most 100 printable characters, "
+                "without leading or trailing spaces, e.g. main"
+            )
         full = tuple(self.run(run_id).run_id for run_id in run_ids)
         if not full:
             raise DaskbenchError(f"baseline {name!r} needs at least one run id; see daskbench runs")
-        with self._tx() as conn:
+        with self._tx(write=True) as conn:
             conn.execute(baselines.insert().values(name=name, run_ids=_dumps(full), created_at=now_iso()))
         return full
 
@@ -399,13 +537,185 @@ class Store:
                 flags.setdefault(measurement_id, []).append(flag)
         return [_measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], [])) for row in rows]
 
+    # -- exchange (daskbench export / import) --------------------------------------
+
+    def dump_rows(self, since: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``.
+
+        Rows are keyed by what identifies them in any store (run id, fingerprint, (run,
+        fingerprint, repeat), ...), never by autoincrement ids, so `merge_rows` can merge them.
+        """
+        run_query = sa.select(runs).order_by(runs.c.started_at, runs.c.run_id)
+        if since is not None:
+            run_query = run_query.where(runs.c.started_at >= since)
+        with self._tx() as conn:
+            run_rows = [dict(row) for row in conn.execute(run_query).mappings()]
+            run_ids = {row["run_id"] for row in run_rows}
+            found = _exchange_children(conn, run_ids)
+            base_query = sa.select(baselines).order_by(baselines.c.id)
+            if since is not None:
+                base_query = base_query.where(baselines.c.created_at >= since)
+            base_rows = [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(base_query).mappings()]
+        yield from (("run", row) for row in run_rows)
+        for kind in ("tag", "event", "case", "measurement", "flag"):
+            yield from ((kind, row) for row in found[kind])
+        yield from (("baseline", row) for row in base_rows)
+
+    @_retry_busy
+    def merge_rows(self, kind: str, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """Insert the rows of one kind this store lacks, in one transaction; returns (added, skipped)."""
+        merge = _MERGERS[kind]
+        with self._tx(write=True) as conn:
+            added = merge(conn, rows)
+        return added, len(rows) - added
+
+
+def _exchange_children(conn: Connection, run_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """Tags, events, cases, measurements (with metric values) and flags of these runs."""
+    found: dict[str, list[dict[str, Any]]] = {"tag": [], "event": [], "case": [], "measurement": [], "flag": []}
+    keys: dict[int, tuple[str, str, int]] = {}
+    fingerprints: set[str] = set()
+    for row in conn.execute(sa.select(run_tags).order_by(run_tags.c.run_id, run_tags.c.key)).mappings():
+        if row["run_id"] in run_ids:
+            found["tag"].append(dict(row))
+    for row in conn.execute(sa.select(run_events).order_by(run_events.c.id)).mappings():
+        if row["run_id"] in run_ids:
+            found["event"].append({k: v for k, v in row.items() if k != "id"})
+    values: dict[int, dict[str, float]] = {}
+    for row in conn.execute(sa.select(metric_values)).mappings():
+        values.setdefault(row["measurement_id"], {})[row["name"]] = row["value"]
+    for row in conn.execute(sa.select(measurements).order_by(measurements.c.id)).mappings():
+        if row["run_id"] in run_ids:
+            keys[row["id"]] = (row["run_id"], row["fingerprint"], row["repeat"])
+            fingerprints.add(row["fingerprint"])
+            plain = {k: v for k, v in row.items() if k != "id"}
+            found["measurement"].append({**plain, "metrics": values.get(row["id"], {})})
+    for row in conn.execute(sa.select(cases).order_by(cases.c.fingerprint)).mappings():
+        if row["fingerprint"] in fingerprints:
+            found["case"].append(dict(row))
+    for row in conn.execute(sa.select(measurement_flags).order_by(measurement_flags.c.id)).mappings():
+        if row["measurement_id"] in keys:
+            run_id, fingerprint, repeat = keys[row["measurement_id"]]
+            found["flag"].append({"run_id": run_id, "fingerprint": fingerprint, "repeat": repeat,
+                                  "flag": row["flag"], "at": row["at"], "detail": row["detail"]})  # fmt: skip
+    return found
+
+
+def _merge_plain(table: sa.Table, key: tuple[str, ...]) -> Callable[[Connection, Sequence[Mapping[str, Any]]], int]:
+    """A merger inserting rows whose ``key`` columns are not stored yet (nor earlier in ``rows``)."""
+
+    def merge(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+        have = {tuple(row) for row in conn.execute(sa.select(*(table.c[name] for name in key)))}
+        new: list[dict[str, Any]] = []
+        for row in rows:
+            ident = tuple(row[name] for name in key)
+            if ident not in have:
+                have.add(ident)
+                new.append({column.name: row.get(column.name) for column in table.columns if column.name != "id"})
+        if new:
+            conn.execute(table.insert(), new)
+        return len(new)
+
+    return merge
+
+
+def _merge_measurements(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    have = {tuple(row) for row in conn.execute(sa.select(measurements.c.run_id, measurements.c.fingerprint,
+                                                                    measurements.c.repeat))}  # fmt: skip
+    added = 0
+    for row in rows:
+        ident = (row["run_id"], row["fingerprint"], row["repeat"])
+        if ident in have:
+            continue
+        have.add(ident)
+        plain = {column.name: row[column.name] for column in measurements.columns if column.name != "id"}
+        (measurement_id,) = conn.execute(measurements.insert().values(**plain)).inserted_primary_key or (None,)
+        metric_rows = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
+                       for name, value in row.get("metrics", {}).items()]  # fmt: skip
+        if metric_rows:
+            conn.execute(metric_values.insert(), metric_rows)
+        added += 1
+    return added
+
+
+def _merge_flags(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    ids = {(r, f, n): i for i, r, f, n in conn.execute(sa.select(measurements.c.id, measurements.c.run_id,
+                                                                  measurements.c.fingerprint, measurements.c.repeat))}  # fmt: skip
+    have = {tuple(row) for row in conn.execute(sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag,
+                                                                    measurement_flags.c.at, measurement_flags.c.detail))}  # fmt: skip
+    new: list[dict[str, Any]] = []
+    for row in rows:
+        measurement_id = ids.get((row["run_id"], row["fingerprint"], row["repeat"]))
+        ident = (measurement_id, row["flag"], row["at"], row["detail"])
+        if measurement_id is not None and ident not in have:
+            have.add(ident)
+            new.append(dict(zip(("measurement_id", "flag", "at", "detail"), ident, strict=True)))
+    if new:
+        conn.execute(measurement_flags.insert(), new)
+    return len(new)
+
+
+def _merge_baselines(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Baselines keyed by (name, created_at, run ids); inserted oldest first so the newest still wins."""
+    return _merge_plain(baselines, ("name", "created_at", "run_ids"))(conn, sorted(rows, key=lambda r: r["created_at"]))
+
+
+#: How `Store.merge_rows` merges each kind of `Store.dump_rows` row, keyed on ids every store shares.
+_MERGERS: dict[str, Callable[[Connection, Sequence[Mapping[str, Any]]], int]] = {
+    "run": _merge_plain(runs, ("run_id",)),
+    "tag": _merge_plain(run_tags, ("run_id", "key")),
+    "event": _merge_plain(run_events, ("run_id", "status", "at", "detail")),
+    "case": _merge_plain(cases, ("fingerprint",)),
+    "measurement": _merge_measurements,
+    "flag": _merge_flags,
+    "baseline": _merge_baselines,
+}
+
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Wait for other writers (busy_timeout first, so even switching to WAL waits), and let
+    `_sqlite_begin` issue BEGIN itself: the driver's own would not cover DDL."""
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """BEGIN IMMEDIATE for writes (the write lock up front, waited for), plain BEGIN for reads."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("daskbench_write") else "BEGIN")
+
+
+def _sqlite_tables(path: Path) -> set[str] | None:
+    """The table names of a SQLite file read in read-only mode (no journal change), None if it is not SQLite."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise DaskbenchError(f"{path} stayed locked by another process for 30 s; try again") from None
+        return None
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+
+
+def _insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) -> Any:
+    """An INSERT that does nothing when a row with the same ``key`` exists: one statement, so
+    two writers adding the same row at once cannot both pass a check and collide."""
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(key))
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(key))
+    raise DaskbenchError(f"daskbench stores support SQLite and PostgreSQL, not {conn.dialect.name}; pass another --db")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -420,10 +730,10 @@ def _run_row(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "ended_at": run.ended_at,
         "git_sha": run.git_sha,
-        "ci_url": run.ci_url,
+        "ci_url": redact_url(run.ci_url) if run.ci_url else None,
         "versions": _dumps(run.versions),
         "host": _dumps(run.host),
-        "dask_config": _dumps(run.dask_config),
+        "dask_config": _dumps(redact_value(dict(run.dask_config))),  # the one rule (daskbench.redact), again here
     }
 
 
@@ -450,7 +760,7 @@ def _run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
         ci_url=row["ci_url"],
         versions=json.loads(row["versions"]),
         host=json.loads(row["host"]),
-        dask_config=json.loads(row["dask_config"]),
+        dask_config=redact_value(json.loads(row["dask_config"])),  # also stores written before the rule
         tags=dict(tags),
     )
 
@@ -469,7 +779,7 @@ def _measurement_row(m: Measurement) -> dict[str, Any]:
         fingerprint=m.fingerprint,
         repeat=m.repeat,
         outcome=m.outcome,
-        message=m.message,
+        message=redact_text(m.message),
         phases=_dumps(m.phases),
         timeline=_dumps(m.timeline),
         extra=_dumps(m.extra),
@@ -492,12 +802,15 @@ def _metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict
 def _measurement_from_row(
     row: Mapping[Any, Any], values: Mapping[str, float | int], flags: Sequence[str]
 ) -> Measurement:
+    outcome, message = row["outcome"], row["message"]
+    if outcome not in OUTCOMES:  # written by a newer daskbench: shown, not a crash
+        outcome, message = "error", f"unknown outcome {outcome!r} (written by a newer daskbench): {message}"
     return Measurement(
         run_id=row["run_id"],
         fingerprint=row["fingerprint"],
         repeat=row["repeat"],
-        outcome=row["outcome"],
-        message=row["message"],
+        outcome=outcome,
+        message=message,
         phases=json.loads(row["phases"]),
         timeline=tuple((float(t), int(v)) for t, v in json.loads(row["timeline"])),
         extra=json.loads(row["extra"]),

@@ -36,6 +36,7 @@ def make_run(**overrides: Any) -> Run:
         "run_id": str(uuid.uuid4()),
         "label": "test",
         "started_at": now_iso(),
+        "ended_at": now_iso(),  # a finished run: compare's defaults use finished runs only
         "versions": {"dask": "2026.8.0", "python": "3.11.7"},
         "host": {"cpu_model": "test-cpu", "cores": 2, "memory_bytes": 24 * 2**30},
         "dask_config": {"distributed.scheduler.worker-saturation": 1.1},

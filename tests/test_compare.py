@@ -45,7 +45,7 @@ def add_run(
         label=label,
         started_at=(START + timedelta(hours=index)).isoformat(),
         host=host or HOST,
-        **extra,
+        **{"ended_at": (START + timedelta(hours=index, minutes=30)).isoformat(), **extra},  # a finished run
     )
     store.add_run(run)
     return run
@@ -514,6 +514,7 @@ def test_baseline_set_and_list(store: Store, db: str, capsys: pytest.CaptureFixt
 
 def test_baseline_set_with_unknown_run_exits_2(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Naming a run that does not exist is exit 2 with the store's message."""
+    Store(db).close()  # an existing store: `baseline` never creates one
     assert main(["baseline", "set", "main", "nosuchrun", "--db", db]) == 2
     assert "no run 'nosuchrun'" in capsys.readouterr().err
 

@@ -1,8 +1,8 @@
 """The report in a real headless Chromium, opened from disk with the network off.
 
 Needs Debian's ``chromium`` at /usr/bin/chromium (ci/setup installs it); skipped without
-it. Leaves a full-page screenshot at results/report-screenshot.png (or in
-$DASKBENCH_SCREENSHOT_DIR) for CI to keep as an artifact.
+it. Leaves a full-page screenshot in $DASKBENCH_SCREENSHOT_DIR for CI to keep as an
+artifact (without it, in a temporary folder: tests never write into the checkout).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, HOSTILE_URL, build
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]  # fmt: skip
-REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [
     pytest.mark.browser,
@@ -120,11 +119,11 @@ def test_report_renders_offline_without_errors_or_requests(report: Visit) -> Non
 
 
 def test_every_chart_is_drawn_with_a_size(report: Visit) -> None:
-    """27 Bokeh roots (9 per workload), each with a non-zero box, and a canvas for each."""
+    """30 Bokeh roots (10 per workload, with the time breakdown), each with a non-zero box, and a canvas for each."""
     found = report.page.evaluate(RENDERED)  # type: ignore[attr-defined]
-    assert len(found["roots"]) == 27
+    assert len(found["roots"]) == 30
     assert all(width > 100 and height > 100 for width, height in found["roots"])
-    assert len([c for c in found["canvases"] if c[0] > 0 and c[1] > 0]) >= 27
+    assert len([c for c in found["canvases"] if c[0] > 0 and c[1] > 0]) >= 30
 
 
 def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -> None:
@@ -152,9 +151,9 @@ def test_hide_unchanged_filters_rows(report: Visit) -> None:
     page.uncheck("#hide-unchanged")  # type: ignore[attr-defined]
 
 
-def test_screenshot_is_kept_for_review(report: Visit) -> None:
-    """A full-page screenshot of the runtime view lands where CI collects artifacts."""
-    folder = Path(os.environ.get("DASKBENCH_SCREENSHOT_DIR") or REPO / "results")
+def test_screenshot_is_kept_for_review(report: Visit, tmp_path: Path) -> None:
+    """A full-page screenshot of the runtime view lands where CI collects artifacts (else a temporary folder)."""
+    folder = Path(os.environ.get("DASKBENCH_SCREENSHOT_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     report.page.click(_switch("runtime_s"))  # type: ignore[attr-defined]
     report.page.evaluate("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
@@ -176,3 +175,59 @@ def test_hostile_store_text_never_runs(browser: object, tmp_path: Path) -> None:
         assert visit.dialogs == [] and visit.errors == []
         assert HOSTILE_LABEL in visit.page.inner_text("table.runs-table")  # type: ignore[attr-defined]
         assert visit.page.evaluate("document.querySelectorAll('img').length") == 0  # type: ignore[attr-defined]
+
+
+#: Every trade-off cell on the page: workload, workers, saturation, metric, raw value, and where it sits.
+TRADEOFFS = """() => [...document.querySelectorAll("table.tradeoffs")].flatMap(table =>
+  [...table.querySelectorAll("tbody tr")].flatMap(row => [...row.querySelectorAll("td[data-column]")].map(cell => ({
+    workload: table.dataset.workload, workers: Number(table.dataset.workers), saturation: row.dataset.saturation,
+    reference: table.dataset.reference,
+    metric: cell.dataset.column, value: cell.dataset.value === "" ? null : Number(cell.dataset.value),
+    ratio: cell.dataset.ratio === "" ? null : Number(cell.dataset.ratio), text: cell.innerText}))))"""
+
+
+def _show_medians(url: str, run_id: str) -> dict[tuple[str, int, str, str], float]:
+    """Medians over passing repeats per (workload, workers, saturation, metric), from ``daskbench show --format json``."""
+    import json
+    import statistics
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-m", "daskbench", "show", run_id, "--db", url, "--format", "json"],
+                           capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    values: dict[tuple[str, int, str, str], list[float]] = {}
+    for row in json.loads(shown.stdout)["measurements"]:
+        for metric in ("peak_memory_bytes", "peak_worker_memory_bytes", "runtime_s", "cost_usd"):
+            if row["outcome"] == "passed" and row[metric] is not None:
+                key = (row["workload"], row["n_workers"], str(row["worker_saturation"]), metric)
+                values.setdefault(key, []).append(float(row[metric]))
+    return {key: statistics.median(found) for key, found in values.items()}
+
+
+def test_tradeoff_summary_leads_and_matches_show_json(report: Visit) -> None:
+    """The trade-off tables come before the verdicts, and their figures and ratios are show --format json's medians."""
+    written, _ = shared_report()
+    page = report.page
+    top = page.evaluate(
+        """() => ["tradeoffs", "verdicts"].map(id => document.getElementById(id).getBoundingClientRect().top)"""
+    )  # type: ignore[attr-defined]
+    assert top[0] < top[1]
+    cells = page.evaluate(TRADEOFFS)  # type: ignore[attr-defined]
+    expected = _show_medians(written.url, written.candidate_run)
+    measured = [c for c in cells if c["value"] is not None]
+    assert len(measured) >= 12
+    for cell in measured:
+        key = (
+            cell["workload"],
+            cell["workers"],
+            _saturation_key(cell["saturation"]),
+            cell["metric"],
+        )
+        assert cell["value"] == pytest.approx(expected[key], rel=1e-9), cell
+        reference = expected[(*key[:2], _saturation_key(cell["reference"]), key[3])]
+        assert cell["ratio"] == pytest.approx(expected[key] / reference, rel=1e-6), cell
+
+
+def _saturation_key(text: str) -> str:
+    """A saturation as show --format json spells it (``inf``, ``1.1``)."""
+    return "inf" if text == "inf" else str(float(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,13 @@ def settings(args: argparse.Namespace) -> config.Settings:
     return config.resolve(flags, pyproject=config.load_pyproject(Path.cwd()))
 
 
+#: Subcommands that may create a new store; every other one only reads (or adds to an existing store),
+#: so a mistyped --db gives "no daskbench store" instead of leaving an empty database behind.
+CREATING_COMMANDS = frozenset({"ab", "calibrate", "import"})
+
+
 def open_store(args: argparse.Namespace) -> Store:
-    return Store(settings(args).db)
+    return Store(settings(args).db, create=getattr(args, "command", None) in CREATING_COMMANDS)
 
 
 def print_json(value: Any) -> None:
@@ -46,3 +52,20 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def _numeric(cell: str) -> bool:
     return cell.replace(".", "", 1).replace("-", "", 1).replace("x", "", 1).isdigit()
+
+
+def whole_number(low: int, high: int, what: str, example: str) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``, else one line with an example."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number of {what} from {low} to {high} (e.g. {example})"
+            )
+        return value
+
+    return parse

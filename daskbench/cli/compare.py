@@ -14,8 +14,8 @@ import math
 import sys
 
 from daskbench import catalog
-from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json
-from daskbench.compare import compare_runs
+from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, whole_number
+from daskbench.compare import compare_group, compare_runs
 from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
 
@@ -58,6 +58,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
     parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
+    parser.add_argument("--ab", metavar="GROUP", help="judge an interleaved A/B group (daskbench ab) by its rounds")
     parser.add_argument(
         "--history", metavar="N", type=history_runs, help="compare each case with its last N good runs instead"
     )
@@ -77,15 +78,8 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_compare)
 
 
-def history_runs(text: str) -> int:
-    """argparse type of --history: a whole number of runs >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs >= 1 (e.g. --history 20)")
-    return value
+#: argparse type of --history: a whole number of runs.
+history_runs = whole_number(1, 100_000, "runs", "--history 20")
 
 
 def parse_floors(text: str) -> dict[str, float]:
@@ -142,14 +136,19 @@ def _baseline_list(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     floors = parse_floors(args.floor) if args.floor else None
-    comparison = compare_runs(
-        open_store(args),
-        candidate=args.candidate,
-        baseline=args.baseline,
-        history=args.history,
-        floors=floors,
-        allow_mixed=args.allow_mixed,
-    )
+    if args.ab and (args.candidate or args.baseline or args.history):
+        raise DaskbenchError("--ab judges an A/B group by itself; give it without --candidate, --baseline or --history")
+    if args.ab:
+        comparison = compare_group(open_store(args), args.ab, floors=floors)
+    else:
+        comparison = compare_runs(
+            open_store(args),
+            candidate=args.candidate,
+            baseline=args.baseline,
+            history=args.history,
+            floors=floors,
+            allow_mixed=args.allow_mixed,
+        )
     if args.format == "json":
         print_json(comparison_to_json(comparison))
     else:

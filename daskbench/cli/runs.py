@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from daskbench import catalog
+from daskbench import catalog, runstatus
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
 from daskbench.text import inf_or_number, json_safe
@@ -17,7 +17,7 @@ def register(subparsers: Any) -> None:
     )
     add_db_option(runs)
     add_format_option(runs)
-    runs.add_argument("--limit", type=int, default=None, help="show at most this many runs")
+    runs.add_argument("--limit", type=_positive, default=None, help="show at most this many runs (>= 1)")
     runs.set_defaults(func=cmd_runs)
 
     show = subparsers.add_parser("show", help="one row per measurement of a run",
@@ -28,7 +28,19 @@ def register(subparsers: Any) -> None:
     show.set_defaults(func=cmd_show)
 
 
-def run_summary(run: Run, measurements: list[Measurement]) -> dict[str, Any]:
+def _positive(text: str) -> int:
+    """argparse type of --limit: a whole number >= 1 (argparse prints the one-line error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
+
+
+def run_summary(run: Run, measurements: list[Measurement], status: str = "unknown") -> dict[str, Any]:
+    """A run's facts for ``runs``/``show``; ``status`` as `daskbench.runstatus` derives it."""
     outcomes: dict[str, int] = {}
     for m in measurements:
         outcomes[m.outcome] = outcomes.get(m.outcome, 0) + 1
@@ -37,31 +49,35 @@ def run_summary(run: Run, measurements: list[Measurement]) -> dict[str, Any]:
         "label": run.label,
         "started_at": run.started_at,
         "ended_at": run.ended_at,
+        "status": status,
         "git_sha": run.git_sha,
         "ci_url": run.ci_url,
         "measurements": len(measurements),
         "outcomes": outcomes,
         "versions": dict(run.versions),
         "host": dict(run.host),
+        "tags": dict(run.tags),
+        **{key: run.tags.get(key) for key in ("ab_group", "ab_side", "ab_round")},
     }
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = open_store(args)
     runs = store.runs(limit=args.limit)
-    summaries = [run_summary(run, store.measurements([run.run_id])) for run in runs]
+    status = runstatus.statuses(store, runs)
+    summaries = [run_summary(run, store.measurements([run.run_id]), status[run.run_id]) for run in runs]
     if args.format == "json":
         print_json(json_safe({"version": JSON_VERSION, "runs": summaries}))
         return 0
     rows = [
-        [s["run_id"][:8], s["started_at"], s["label"], str(s["measurements"]), _outcomes(s["outcomes"]),
+        [s["run_id"][:8], s["started_at"], s["status"], s["label"], str(s["measurements"]), _outcomes(s["outcomes"]),
          s["versions"].get("dask", "?"), (s["git_sha"] or "-")[:10]]
         for s in summaries
     ]  # fmt: skip
     if not rows:
         print(f"no runs in {store.display_url}; run: pytest -m benchmark")
         return 0
-    print_table(["run", "started", "label", "n", "outcomes", "dask", "git"], rows)
+    print_table(["run", "started", "status", "label", "n", "outcomes", "dask", "git"], rows)
     return 0
 
 
@@ -89,6 +105,9 @@ def measurement_row(m: Measurement, case: Case | None) -> dict[str, Any]:
         **{name: m.metrics.get(name) for name in catalog.names()},
         "instance": m.extra.get("instance"),
         "rightsized_instance": m.extra.get("rightsized_instance"),
+        "time_breakdown": m.extra.get("time_breakdown"),
+        "thread_seconds": m.extra.get("thread_seconds"),
+        "evidence": m.extra.get("evidence"),
         "recorded_at": m.recorded_at,
     }
 
@@ -100,7 +119,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     cases = store.cases({m.fingerprint for m in measurements})
     rows = [measurement_row(m, cases.get(m.fingerprint)) for m in measurements]
     if args.format == "json":
-        summary = run_summary(run, measurements)
+        summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
     print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}")

@@ -6,6 +6,7 @@ idle and read back; the cluster size is whatever workers it has.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -47,14 +48,44 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     except (OSError, TimeoutError) as exc:
         raise _unreachable(spec.target, type(exc).__name__) from None
     try:
-        set_saturation(client, spec.worker_saturation)
+        before = client.run_on_scheduler(_current_saturation)
+        set_saturation(client, spec.worker_saturation)  # refused while other clients' work runs
     except Exception:
         client.close()
         raise
-    return client, None
+    return client, _Borrowed(before)
+
+
+class _Borrowed:
+    """What to put back on a scheduler the harness does not own: its worker-saturation."""
+
+    def __init__(self, saturation: float) -> None:
+        self.saturation = saturation
+
+
+def _current_saturation(dask_scheduler: Any) -> float:
+    return float(dask_scheduler.WORKER_SATURATION)
+
+
+def close(client: Client, borrowed: Any) -> None:
+    """Leave the shared scheduler as found: its worker-saturation restored and the harness's
+    nanny plugin removed; then close the client (never the cluster, which is not ours)."""
+    from daskbench.metrics.memory import PLUGIN_NAME
+
+    if isinstance(borrowed, _Borrowed):
+
+        def _restore(dask_scheduler: Any, value: float = borrowed.saturation) -> None:
+            dask_scheduler.WORKER_SATURATION = value
+
+        with contextlib.suppress(Exception):
+            client.run_on_scheduler(_restore)
+    with contextlib.suppress(Exception):
+        client.unregister_worker_plugin(PLUGIN_NAME, nanny=True)
+    with contextlib.suppress(Exception):
+        client.close()
 
 
 ADDRESS = Backend(
     "address", r"(tcp|tls|ws|wss|inproc|ucx)://\S+", "tcp://host:8786 (a running scheduler)", start,
-    preflight=check_reachable, fixed_size=True,
+    preflight=check_reachable, close=close, fixed_size=True,
 )  # fmt: skip

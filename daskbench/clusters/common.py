@@ -96,11 +96,43 @@ def load_kwargs(path: str | None) -> dict[str, Any]:
 
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise DaskbenchError(f"--cluster-kwargs {path}: cannot read YAML ({exc}); give a YAML mapping file") from None
-    if not isinstance(data, dict):
-        raise DaskbenchError(f"--cluster-kwargs {path}: expected a YAML mapping of keyword arguments")
+    except OSError as exc:
+        raise DaskbenchError(
+            f"--cluster-kwargs {path}: cannot read it ({exc.strerror or exc}); give a YAML file"
+        ) from None
+    except yaml.YAMLError as exc:  # also !!python/... tags, which safe_load refuses
+        reason = " ".join(str(exc).split())[:200]
+        raise DaskbenchError(f"--cluster-kwargs {path}: not plain YAML ({reason}); give a YAML mapping file") from None
+    if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
+        raise DaskbenchError(f"--cluster-kwargs {path}: expected a YAML mapping of keyword arguments (name: value)")
     return data
+
+
+def check_kwargs(cluster: str, kwargs: dict[str, Any]) -> None:
+    """For ``module:ClassName``: the class imports and accepts every keyword, checked before it starts."""
+    import importlib
+    import inspect
+
+    if not kwargs and ":" not in cluster:
+        return
+    module_name, colon, class_name = cluster.partition(":")
+    if not colon or "//" in cluster:
+        return
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+        params = inspect.signature(cls).parameters.values()
+    except (ImportError, AttributeError) as exc:
+        raise DaskbenchError(f"--cluster {cluster}: cannot import {class_name} from {module_name} ({exc})") from None
+    except (TypeError, ValueError):
+        return  # no signature to check against
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    unknown = sorted(set(kwargs) - {p.name for p in params})
+    if unknown:
+        raise DaskbenchError(
+            f"--cluster-kwargs: {cluster} takes no keyword(s) {', '.join(unknown)}; "
+            f"it accepts {', '.join(p.name for p in params) or 'none'}"
+        )
 
 
 def _scheduler_facts(dask_scheduler: Any) -> dict[str, Any]:

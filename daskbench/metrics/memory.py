@@ -56,6 +56,7 @@ class MemoryWatch(NannyPlugin):
     def start(self) -> None:
         with self._lock:
             self._reset()
+            self.started_at = time.time()  # this machine's clock: the offset to the harness's t0
             self._active = True
 
     def stop(self) -> dict[str, Any]:
@@ -66,6 +67,7 @@ class MemoryWatch(NannyPlugin):
                 "samples": list(self.samples),
                 "deaths": list(self.deaths),
                 "memory_limit": self._limit(),
+                "started": getattr(self, "started_at", None),
             }
 
     def _loop(self) -> None:
@@ -160,8 +162,14 @@ class MemoryCollector:
 
 
 def summarize(reports: list[dict[str, Any]], t0: float, bin_seconds: float, max_points: int) -> MemorySummary:
-    """Combine per-worker samples: per-worker high water, and the binned cluster sum over time."""
-    binned = [_bin_max(r["samples"], t0, bin_seconds) for r in reports]
+    """Combine per-worker samples: per-worker high water, and the binned cluster sum over time.
+
+    Sample times are each nanny's wall clock, which may be skewed against the harness's; each
+    report is aligned by its own window start (``started``, taken when the window opened on
+    that nanny, at nearly the same moment everywhere), so a skewed clock cannot stack one
+    worker's peak onto another's.
+    """
+    binned = [_bin_max(r["samples"], r.get("started") or t0, bin_seconds) for r in reports]
     n_bins = max((len(b) for b in binned), default=0)
     filled = [_forward_fill(b, n_bins) for b in binned]
     total = [sum(column) for column in zip(*filled, strict=True)] if filled else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from bokeh.model import Model
 from bokeh.models import (
     ColumnDataSource,
     DataRange1d,
@@ -24,7 +25,7 @@ from bokeh.models import (
     Text,
     VSpan,
 )
-from bokeh.models.annotations import BoxAnnotation, Legend, LegendItem
+from bokeh.models.annotations import BoxAnnotation, Label, Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
@@ -66,12 +67,15 @@ def memory_figure(section: Section, n_workers: int, palette: Palette) -> figure:
     fig = new_figure(
         f"Cluster memory over time · {workers_text(n_workers)}", "seconds since compute started", "memory (GiB)"
     )
-    items = []
+    items: list[LegendItem] = []
+    drawn: list[Model] = []
     for view in (v for v in section.cases if v.n_workers == n_workers):
         renderers = [r for side in ("candidate", "baseline") for r in _memory_line(fig, view, side, palette)]
         if renderers:
             items.append(LegendItem(label=f"sat {saturation_text(view.saturation)}", renderers=renderers))
-    _memory_limit(fig, section, n_workers)
+            drawn += renderers
+    cast(DataRange1d, fig.y_range).renderers = list(drawn)  # scale to the data, not to the memory limit
+    _memory_limit(fig, section, n_workers, _highest(drawn))
     fig.add_tools(
         HoverTool(
             tooltips=[("", "@series"), ("time", "@t{0.0} s"), ("memory", "@gib{0.00} GiB")], line_policy="nearest"
@@ -107,11 +111,28 @@ def _memory_line(fig: figure, view: CaseView, side: str, palette: Palette) -> li
     return renderers
 
 
-def _memory_limit(fig: figure, section: Section, n_workers: int) -> None:
+#: The memory limit is drawn as a line when it is within this factor of the highest trace;
+#: further up, a line would squash the traces flat, so a label states it instead.
+LIMIT_IN_VIEW = 1.5
+
+
+def _memory_limit(fig: figure, section: Section, n_workers: int, highest: float) -> None:
     limits = {v.case.cluster.memory_per_worker for v in section.cases if v.n_workers == n_workers}
     if len(limits) == 1 and (limit := limits.pop()):
         location = limit * n_workers / GIB
-        draw(fig, HSpan(y="y", line_dash="dotted", line_color="#c62828"), {"y": [location]})
+        if highest > 0 and location > highest * LIMIT_IN_VIEW:
+            text = f"memory limit {location:.3g} GiB: above the chart ↑"
+            fig.add_layout(Label(x=8, y=6, x_units="screen", y_units="screen", text=text, name="memory-limit",
+                                 text_font_size="11px", text_color="#c62828"))  # fmt: skip
+            return
+        draw(fig, HSpan(y="y", line_dash="dotted", line_color="#c62828", name="memory-limit"), {"y": [location]})
+
+
+def _highest(renderers: Sequence[Model]) -> float:
+    """The highest memory value (GiB) drawn by these renderers."""
+    values = [y for r in renderers if isinstance(r, GlyphRenderer)
+              for y in cast(ColumnDataSource, r.data_source).data.get("gib", [])]  # fmt: skip
+    return max(values, default=0.0)
 
 
 # -- percent change per case --------------------------------------------------------------
@@ -158,7 +179,7 @@ def _change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, 
     outcome = view.verdicts.get(CASE_VERDICT)
     verdict = view.verdicts.get(metric)
     if outcome is not None or verdict is None or verdict.ratio is None:
-        kind = outcome.verdict if outcome is not None else (verdict.verdict if verdict else "missing")
+        kind = outcome.verdict if outcome is not None else (verdict.verdict if verdict else "no baseline")
         failed = next((m.outcome for m in view.candidate if not m.ok), "")
         label = kind.replace("-", " ")
         status = f"{label} ({failed})" if failed and kind != "fixed" else label

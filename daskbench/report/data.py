@@ -104,11 +104,11 @@ class ReportData:
 def gather(store: Store, comparison: Comparison, *, history_window: int | None = None) -> ReportData:
     """Everything the report draws for ``comparison``, read from ``store``."""
     window = history_window or DEFAULT_HISTORY_WINDOW
-    fingerprints = sorted({v.fingerprint for v in comparison.verdicts})
+    candidate = group_measurements(store.measurements([comparison.candidate_run.run_id]), "fingerprint")
+    fingerprints = sorted(candidate)  # sections only for what the candidate ran (missing cases: the table)
     cases = store.cases(fingerprints)
     runs, per_case = _recent_measurements(store, comparison, window)
     roles = _roles(comparison)
-    candidate = group_measurements(store.measurements([comparison.candidate_run.run_id]), "fingerprint")
     baseline = _baseline_measurements(store, comparison, per_case, roles)
     verdicts = _verdicts_by_case(comparison.verdicts)
     views = [

@@ -28,9 +28,11 @@ import daskbench
 from daskbench import catalog
 from daskbench.compare_format import comparison_to_json
 from daskbench.report import tables
+from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure
 from daskbench.report.data import ReportData, Section
 from daskbench.report.style import Palette, note_if_empty
+from daskbench.report.summary import TRADEOFF_METRICS, tradeoff_tables
 from daskbench.report.tradeoffs import scaling_figure, tradeoff_figure
 from daskbench.report.trends import history_figure
 
@@ -53,7 +55,8 @@ class ChartGroup:
 #: Per kind of chart group: its heading and the caption that says how to read it.
 GROUPS = {
     "memory": ("Memory over time", "Cluster memory (sum over workers) during the compute phase of the median "
-               "repeat, per worker-saturation; the dotted red line is the cluster's memory limit; a cross marks "
+               "repeat, per worker-saturation, scaled to the data; the dotted red line is the cluster's memory limit "
+               "(a red label when it is far above the traces); a cross marks "
                "where a failed repeat stopped."),
     "change": ("Change against the baseline", "Percent change per case; the bar is the estimate, the whisker its "
                "95% confidence interval (A/B), the grey band the floor within which a change does not count."),
@@ -62,6 +65,10 @@ GROUPS = {
                 "The metric switch above chooses the metric."),
     "settings": ("Settings: cluster size and worker-saturation", "Medians per setting: runtime and cost against the "
                  "number of workers, and runtime against peak memory (hollow: baseline, filled: candidate)."),
+    "breakdown": ("Where the time went", "Median thread-seconds (workers × threads × runtime) by activity from "
+                  "Dask's fine-grained metrics, baseline (A) next to candidate (B) per case; idle is the remainder. "
+                  "Transfer and shuffle run beside the threads and are counted within the time they were not "
+                  "executing."),
 }  # fmt: skip
 
 
@@ -74,6 +81,7 @@ def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], 
     roots |= {f"{slug}-history-{n}": history_figure(section, n, palette) for n in sizes}
     roots |= {f"{slug}-settings-{m}": scaling_figure(section, m, palette) for m in ("runtime_s", "cost_usd")}
     roots[f"{slug}-settings-tradeoff"] = tradeoff_figure(section, palette)
+    roots[f"{slug}-breakdown-time"] = breakdown_figure(section)
     for root in roots.values():
         note_if_empty(root)
     groups = [ChartGroup(*GROUPS[kind], _keys(roots, f"{slug}-{kind}-")) for kind in GROUPS]
@@ -125,6 +133,9 @@ def render_page(data: ReportData) -> str:
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "version": daskbench.__version__,
         "t": tables,
+        "evidence_links": evidence_links,
+        "tradeoffs": [(section, tradeoff_tables(section)) for section in data.sections],
+        "tradeoff_titles": [catalog.get(metric).title for metric in TRADEOFF_METRICS],
     }
     return _environment().get_template("template.html").render(context)
 

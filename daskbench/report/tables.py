@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlparse
 
 from daskbench import catalog, stats
 from daskbench.compare import OUTCOME_METHOD, effect_size
-from daskbench.compare_format import format_value, format_verdict
+from daskbench.compare_format import format_value, format_verdict, outside_line, outside_selection
 from daskbench.model import VERDICTS, Comparison, Run, Verdict
 from daskbench.report.data import ReportData, Section
 from daskbench.report.style import percent
@@ -57,6 +57,7 @@ class Row:
     effect: float
     strip: Strip | None
     case_level: bool
+    note_id: int = 0  # 1-based into `table_notes` of this metric; 0 when the row has no note
 
     @property
     def verdict_label(self) -> str:
@@ -85,11 +86,29 @@ def verdict_rows(data: ReportData) -> dict[str, list[Row]]:
     """
     slugs = {view.fingerprint: section.slug for section in data.sections for view in section.cases}
     rows: dict[str, list[Row]] = {metric: [] for metric in catalog.compared()}
-    for v in data.comparison.verdicts:
+    shown, _ = outside_selection(data.comparison)  # unselected cases: one line above the table
+    for v in shown:
         case_level = v.method == OUTCOME_METHOD
         for metric in catalog.compared() if case_level else (v.metric,):
             rows[metric].append(_row(v, metric, slugs.get(v.fingerprint, ""), case_level))
-    return rows
+    return {metric: _numbered_notes(found) for metric, found in rows.items()}
+
+
+def _numbered_notes(rows: list[Row]) -> list[Row]:
+    """Each row's note as a number into `table_notes`: a note shared by 12 rows is printed once."""
+    notes = table_notes(rows)
+    return [replace(row, note_id=notes.index(row.note) + 1) if row.note else row for row in rows]
+
+
+def outside_note(data: ReportData) -> str:
+    """One line for the cases a ``-k``/``-m`` run never selected (empty when none)."""
+    _, outside = outside_selection(data.comparison)
+    return outside_line(data.comparison.candidate_run, outside) if outside else ""
+
+
+def table_notes(rows: Sequence[Row]) -> list[str]:
+    """The distinct notes of these rows, in order of first use."""
+    return list(dict.fromkeys(row.note for row in rows if row.note))
 
 
 def _row(v: Verdict, metric: str, slug: str, case_level: bool) -> Row:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from bokeh.models import ColumnDataSource, HoverTool, Line, Scatter, VArea
+from bokeh.models import ColumnDataSource, DataRange1d, DatetimeTickFormatter, HoverTool, Line, Scatter, VArea
 from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
@@ -38,6 +38,7 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
     first = catalog.compared()[0]
     fig = new_figure(_title(first, n_workers), "run started", _axis(first), x_axis_type="datetime")
     fig.name = FIGURE_NAME
+    _readable_time_axis(fig)
     fig.tags = [
         {
             "titles": {m: _title(m, n_workers) for m in catalog.compared()},
@@ -52,6 +53,20 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
     fig.add_tools(HoverTool(tooltips=[("run", "@run"), ("started", "@started"), ("case", "@case"),
                                       ("value", "@text"), ("outcome", "@outcome"), ("", "@message")]))  # fmt: skip
     return fig
+
+
+#: The shortest span the time axis shows, in ms: one run alone sits mid-axis on a day, not on microseconds.
+MIN_SPAN_MS = 24 * 3600 * 1000.0
+
+
+def _readable_time_axis(fig: figure) -> None:
+    """Dates and clock times at every zoom level, and at least a day wide, for one run or many."""
+    cast(DataRange1d, fig.x_range).min_interval = MIN_SPAN_MS
+    clock, day = "%H:%M", "%Y-%m-%d"
+    fig.xaxis.formatter = DatetimeTickFormatter(
+        microseconds=clock, milliseconds=clock, seconds=clock, minsec=clock, minutes=clock,
+        hourmin=f"{day} {clock}", hours=f"{day} {clock}", days=day, months="%Y-%m", years="%Y",
+    )  # fmt: skip
 
 
 def _title(metric: str, n_workers: int) -> str:

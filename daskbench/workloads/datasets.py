@@ -6,13 +6,23 @@ dataset instead of silently reusing an old one. ``_manifest.json`` is written la
 lists every file with its byte size; a dataset without one, or whose files are missing
 or of another size (an interrupted or damaged preparation), is deleted and written
 again. Everything goes through fsspec, so the same code fills a local directory or S3.
+
+Preparation holds a lock per dataset (`dataset_lock`: an exclusive ``flock`` on a file in
+the temporary directory, keyed by the dataset), and re-checks
+for a complete copy once it holds it, so two processes preparing the same dataset never
+delete each other's files: the second waits and reuses what the first wrote.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +76,38 @@ def prepare(
     files = verified_files(fs, path)
     if files is not None:
         return Prepared(url, storage_options, files, reused=True, name=name)
-    start = time.perf_counter()
-    files = _write(fs, path, workload, size, seed)
+    with dataset_lock(fs, path, url):
+        files = verified_files(fs, path)  # another process may have finished it while we waited
+        if files is not None:
+            return Prepared(url, storage_options, files, reused=True, name=name)
+        start = time.perf_counter()
+        files = _write(fs, path, workload, size, seed)
     return Prepared(url, storage_options, files, reused=False, seconds=time.perf_counter() - start, name=name)
+
+
+@contextmanager
+def dataset_lock(fs: AbstractFileSystem, path: str, url: str) -> Iterator[None]:
+    """Hold the one writer's lock of the dataset at ``path`` (blocks while another process has it).
+
+    The lock is a file in this machine's temporary directory keyed by the dataset's URL (or
+    absolute path), so the data root holds nothing but datasets and S3 (which has no locks)
+    is covered the same way; it serialises the processes of one machine.
+    """
+    key = url if not _is_local(fs) else os.path.abspath(path)
+    folder = os.path.join(tempfile.gettempdir(), "daskbench-locks")
+    os.makedirs(folder, exist_ok=True)
+    lock_path = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:20] + ".lock")
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _is_local(fs: AbstractFileSystem) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol in ("file", "local")
 
 
 def verified_files(fs: AbstractFileSystem, path: str) -> dict[str, int] | None:

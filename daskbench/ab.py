@@ -1,0 +1,192 @@
+"""Interleaved A/B sessions: the same suite in two environments, alternately, in balanced rounds.
+
+Two runs made hours apart are two sessions, and sessions drift (10-21% measured here);
+repeats inside one run cannot show that. `run_group` therefore runs short sessions of
+side A and side B alternately (round 0: A then B, round 1: B then A, ...: ABBA, so a
+trend over the rounds hits both sides alike), tags each session's run in the store with
+its group, side and round (and the side's python and the names, never the values, of its
+environment variables), and `daskbench.compare.compare_group` judges the per-round
+ratios B/A, in which the drift between rounds cancels.
+
+A side is a Python interpreter (default: this one) plus environment variables, so it can
+be another virtualenv (another dask version) or another setting (``DASKBENCH_SATURATION``,
+any ``DASK_*`` config) of this one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from daskbench.compare import AB_GROUP, AB_ROUND, AB_SIDE, group_rounds
+from daskbench.errors import DaskbenchError
+from daskbench.store import Store
+
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Flags `run_group` sets itself on each session; a user's copy would break the tagging.
+RESERVED_FLAGS = ("--db", "--label")
+MAX_ROUNDS = 200
+#: pytest exit codes of a session that ran: 0 all passed, 1 some benchmark failed (recorded).
+_SESSION_RAN = (0, 1)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: an interpreter and the environment variables it gets."""
+
+    name: str
+    python: str = sys.executable
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One finished session of a group."""
+
+    round: int
+    side: str
+    run_id: str
+    seconds: float
+    exit_code: int
+
+
+def parse_env(items: Sequence[str], flag: str) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` -> a mapping; one clear error per malformed item."""
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_KEY.match(key):
+            raise DaskbenchError(
+                f"{flag} {item!r}: expected KEY=VALUE with a variable name, e.g. {flag} DASKBENCH_SATURATION=inf"
+            )
+        env[key] = value
+    return env
+
+
+def check_side(side: Side) -> None:
+    """Fail before any session starts if the side's interpreter cannot run daskbench's plugin."""
+    python = shutil.which(side.python) or side.python
+    if not Path(python).is_file() or not os.access(python, os.X_OK):
+        raise DaskbenchError(
+            f"--{side.name.lower()}-python {side.python}: no such interpreter; give the path to a python"
+        )
+    probe = subprocess.run([python, "-c", "import daskbench.plugin"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        raise DaskbenchError(
+            f"--{side.name.lower()}-python {side.python} cannot import daskbench; "
+            f"install it there: {python} -m pip install daskbench"
+        )
+
+
+def check_pytest_args(args: Sequence[str]) -> None:
+    for arg in args:
+        if arg.split("=", 1)[0] in RESERVED_FLAGS:
+            raise DaskbenchError(f"daskbench ab sets {arg.split('=', 1)[0]} itself; give it before --, not after")
+
+
+def balanced_order(rounds: int, start: int = 0) -> list[tuple[int, str]]:
+    """(round, side) in ABBA order: even rounds run A first, odd rounds B first."""
+    return [(r, side) for r in range(start, rounds) for side in (("A", "B") if r % 2 == 0 else ("B", "A"))]
+
+
+def new_group_name() -> str:
+    return "ab-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+@dataclass
+class GroupRunner:
+    """Runs the sessions of one group, one at a time, and tags their runs."""
+
+    store: Store
+    db: str
+    group: str
+    sides: Mapping[str, Side]
+    pytest_args: Sequence[str]
+    say: Callable[[str], None] = print
+    log_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="daskbench-ab-")))
+
+    def run(self, rounds: int) -> list[Session]:
+        """Every missing session up to ``rounds``; complete rounds already stored are kept."""
+        done = len(group_rounds(self.store, self.group))
+        plan = balanced_order(rounds, start=done)
+        if done:
+            self.say(f"ab: group {self.group} has {done} complete round(s); running rounds {done + 1}-{rounds}")
+        sessions: list[Session] = []
+        started = time.monotonic()
+        for index, (number, side) in enumerate(plan):
+            self.say(progress_line(index, len(plan), number, rounds, side, time.monotonic() - started))
+            sessions.append(self._session(number, side))
+        return sessions
+
+    def _session(self, number: int, side_name: str) -> Session:
+        side = self.sides[side_name]
+        label = f"{self.group}-{side_name}{number}"
+        command = [side.python, "-m", "pytest", "-m", "benchmark", "-p", "no:cacheprovider", "-q",
+                   "--db", self.db, "--label", label, *self.pytest_args]  # fmt: skip
+        log = self.log_dir / f"{label}.log"
+        start = time.monotonic()
+        code = run_logged(command, {**os.environ, **side.env}, log)
+        seconds = time.monotonic() - start
+        run_id = self._tag(label, number, side_name)
+        if code not in _SESSION_RAN or run_id is None:
+            tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
+            raise DaskbenchError(
+                f"side {side_name} round {number + 1} could not run (pytest exit {code}); its log: {log}\n{tail}".rstrip()
+            )
+        return Session(number, side_name, run_id, seconds, code)
+
+    def _tag(self, label: str, number: int, side: str) -> str | None:
+        found = [run for run in self.store.runs() if run.label == label and not run.tags.get(AB_GROUP)]
+        if not found:
+            return None
+        run_id = found[0].run_id
+        chosen = self.sides[side]
+        self.store.tag_run(run_id, {
+            AB_GROUP: self.group, AB_SIDE: side, AB_ROUND: str(number),
+            "ab_python": chosen.python, "ab_env_keys": ",".join(sorted(chosen.env)),
+        })  # fmt: skip
+        return run_id
+
+
+def run_logged(command: list[str], env: Mapping[str, str], log: Path) -> int:
+    """Run one session with its output in ``log``; Ctrl-C stops it cleanly and propagates."""
+    with log.open("w") as out:
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=dict(env), start_new_session=True)
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            _stop(child)
+            raise
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """SIGINT to the session (pytest records it as interrupted and closes its cluster), then SIGKILL."""
+    for sig, grace in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(child.pid, sig)
+            child.wait(timeout=grace)
+            return
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+
+
+def progress_line(index: int, total: int, number: int, rounds: int, side: str, elapsed: float) -> str:
+    left = f", about {_clock(elapsed / index * (total - index))} left" if index else ""
+    return (
+        f"ab: round {number + 1}/{rounds}, side {side} (session {index + 1}/{total}; elapsed {_clock(elapsed)}{left})"
+    )
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"

@@ -1,0 +1,222 @@
+"""Alerts: a comparison as job-summary Markdown and one GitHub issue per regressed case.
+
+Why: a regression that only sets an exit code is read by nobody, and a bot that opens a
+new issue every night (or comments when nothing regressed) is muted by everybody. So
+each regressed case owns one issue, found again by a stable key from its fingerprint in
+the title (``[daskbench:<fingerprint>]``) and a label: opened the first night,
+commented on later nights, closed with a comment once the case is judged unchanged or
+improved. Infrastructure failures (cluster did not start, store or S3 unreachable) go to
+one issue of their own label, never a regression. Nothing regressed: nothing written.
+
+Only the few REST endpoints used are spoken (list open issues by label, create an issue,
+comment, close), with ``GITHUB_TOKEN``; ``DASKBENCH_GITHUB_API`` overrides the base URL
+(tests point it at a loopback server). The token is sent in a header only, never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from daskbench.compare_format import case_label, format_verdict
+from daskbench.errors import DaskbenchError
+from daskbench.model import Comparison, Verdict
+
+API_ENV = "DASKBENCH_GITHUB_API"
+DEFAULT_API = "https://api.github.com"
+REGRESSION_LABEL = "daskbench-regression"
+INFRA_LABEL = "daskbench-infrastructure"
+INFRA_KEY = "infrastructure"
+_KEY = re.compile(r"\[daskbench:([0-9a-z-]+)\]")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+#: Verdicts that mean a case is healthy again, so its open issue is closed.
+_RECOVERED = frozenset({"unchanged", "improved", "fixed"})
+
+
+def alert_key(fingerprint: str) -> str:
+    """The stable key of a case's issue: its fingerprint, as it appears in the issue title."""
+    return f"[daskbench:{fingerprint}]"
+
+
+@dataclass
+class Alerted:
+    """What `sync_issues` did, as issue numbers."""
+
+    opened: list[int] = field(default_factory=list)
+    commented: list[int] = field(default_factory=list)
+    closed: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = [f"{name} {', '.join(f'#{n}' for n in found)}" for name, found in
+                 (("opened", self.opened), ("commented on", self.commented), ("closed", self.closed)) if found]  # fmt: skip
+        return "issues: " + ("; ".join(parts) if parts else "nothing to do")
+
+
+def regressed_cases(comparison: Comparison) -> dict[str, list[Verdict]]:
+    """The regression verdicts per case fingerprint, in verdict order."""
+    found: dict[str, list[Verdict]] = {}
+    for verdict in comparison.regressions:
+        found.setdefault(verdict.fingerprint, []).append(verdict)
+    return found
+
+
+def confirmed(night: Comparison, rerun: Comparison) -> Comparison:
+    """The night's verdicts with each regression replaced by the re-run's verdict on the same case and metric.
+
+    Why: one noisy night should not open an issue; only what a re-run (``--repeat``) of the
+    regressed cases confirms is alerted. A case the re-run did not measure keeps its verdict.
+    """
+    again = {(v.fingerprint, v.metric): v for v in rerun.verdicts}
+    verdicts = tuple(again.get((v.fingerprint, v.metric), v) if v.is_regression else v for v in night.verdicts)
+    note = f"regressions re-judged on re-run {rerun.candidate_run.run_id[:8]}"
+    return replace(night, verdicts=verdicts, notes=(*night.notes, note))
+
+
+def markdown(comparison: Comparison, run_url: str | None = None) -> str:
+    """The job-summary Markdown of the regressions; empty when nothing regressed."""
+    found = comparison.regressions
+    if not found:
+        return ""
+    run = comparison.candidate_run
+    lines = [
+        f"### daskbench: {len(found)} regression(s) in run `{run.run_id[:8]}` ({run.label})",
+        "",
+        f"Judged against {comparison.baseline_label or comparison.mode}."
+        + (f" [Workflow run]({run_url})" if run_url else ""),
+        "",
+        "| case | metric | change |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {_cell(case_label(v.workload, v.params, v.cluster))} | {v.metric} | {_cell(format_verdict(v))} |"
+              for v in found]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+class GitHub:
+    """The four REST calls alerts need, against ``base`` (GitHub's API or a stand-in)."""
+
+    def __init__(self, repo: str, token: str, base: str = DEFAULT_API) -> None:
+        if not _REPO.match(repo):
+            raise DaskbenchError(f"--github {repo!r} is not owner/repo, e.g. --github dask/daskbench")
+        if not token:
+            raise DaskbenchError(
+                "--github needs a token in GITHUB_TOKEN (in Actions: env GITHUB_TOKEN: ${{ github.token }})"
+            )
+        self.repo, self._token, self.base = repo, token, base.rstrip("/")
+
+    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            f"{self.base}/repos/{self.repo}{path}",
+            data=json.dumps(body).encode() if body is not None else None,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "Content-Type": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise DaskbenchError(
+                f"GitHub API {method} {path} answered {exc.code} {exc.reason}; check GITHUB_TOKEN's issues permission"
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DaskbenchError(f"cannot reach the GitHub API at {self.base} ({reason}); check the network") from None
+        return json.loads(payload) if payload else None
+
+    def open_issues(self, label: str) -> dict[str, dict[str, Any]]:
+        """Open issues with ``label`` by their daskbench key (pull requests left out)."""
+        found: dict[str, dict[str, Any]] = {}
+        for page in range(1, 11):
+            batch = self.call("GET", f"/issues?state=open&labels={label}&per_page=100&page={page}") or []
+            for issue in batch:
+                match = _KEY.search(issue.get("title", ""))
+                if match and "pull_request" not in issue:
+                    found.setdefault(match[1], issue)
+            if len(batch) < 100:
+                break
+        return found
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
+        return int(self.call("POST", "/issues", {"title": title, "body": body, "labels": list(labels)})["number"])
+
+    def comment(self, number: int, body: str) -> None:
+        self.call("POST", f"/issues/{number}/comments", {"body": body})
+
+    def close(self, number: int) -> None:
+        self.call("PATCH", f"/issues/{number}", {"state": "closed", "state_reason": "completed"})
+
+
+def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = None) -> Alerted:
+    """Open, comment on or close one issue per case, so each regression has exactly one open issue."""
+    done = Alerted()
+    regressed = regressed_cases(comparison)
+    healthy = _recovered_cases(comparison.verdicts, set(regressed))
+    if not regressed and not healthy:
+        return done
+    existing = github.open_issues(REGRESSION_LABEL)
+    where = _where(comparison, run_url)
+    for fingerprint, verdicts in regressed.items():
+        body = _case_body(verdicts, where)
+        if fingerprint in existing:
+            number = int(existing[fingerprint]["number"])
+            github.comment(number, "Still regressed. " + body)
+            done.commented.append(number)
+        else:
+            first = verdicts[0]
+            title = f"Regression: {case_label(first.workload, first.params, first.cluster)} {alert_key(fingerprint)}"
+            done.opened.append(github.create_issue(title, body, [REGRESSION_LABEL]))
+    for fingerprint in sorted(set(healthy) & set(existing)):
+        number = int(existing[fingerprint]["number"])
+        github.comment(number, f"Recovered: judged {', '.join(sorted(healthy[fingerprint]))} {where}. Closing.")
+        github.close(number)
+        done.closed.append(number)
+    return done
+
+
+def infrastructure_alert(github: GitHub, reason: str, run_url: str | None = None) -> Alerted:
+    """Report a run that could not measure (not a regression) on the one infrastructure issue."""
+    done = Alerted()
+    body = f"The nightly could not run{f' ([workflow run]({run_url}))' if run_url else ''}: {reason}"
+    existing = github.open_issues(INFRA_LABEL).get(INFRA_KEY)
+    if existing is not None:
+        github.comment(int(existing["number"]), body)
+        done.commented.append(int(existing["number"]))
+    else:
+        title = f"Nightly benchmarks could not run {alert_key(INFRA_KEY)}"
+        done.opened.append(github.create_issue(title, body, [INFRA_LABEL]))
+    return done
+
+
+def _recovered_cases(verdicts: Sequence[Verdict], regressed: set[str]) -> dict[str, set[str]]:
+    """Cases judged this run with only healthy verdicts (a case not measured is not recovered)."""
+    kinds: dict[str, set[str]] = {}
+    for verdict in verdicts:
+        if verdict.fingerprint not in regressed:
+            kinds.setdefault(verdict.fingerprint, set()).add(verdict.verdict)
+    return {fp: found for fp, found in kinds.items() if found and found <= _RECOVERED}
+
+
+def _where(comparison: Comparison, run_url: str | None) -> str:
+    run = comparison.candidate_run
+    text = f"in run `{run.run_id[:8]}` ({run.label}, {run.started_at}"
+    text += f", {run.git_sha[:10]}" if run.git_sha else ""
+    return text + (f", [workflow run]({run_url}))" if run_url else ")")
+
+
+def _case_body(verdicts: Sequence[Verdict], where: str) -> str:
+    rows = "\n".join(f"- {v.metric}: {format_verdict(v)}" for v in verdicts)
+    return f"Regressed {where}:\n\n{rows}\n"

@@ -1,0 +1,62 @@
+"""``daskbench export`` / ``daskbench import``: carry history between stores as JSON lines.
+
+Why: history must survive CI cache eviction and stores filled in parallel must merge
+without hand work; see `daskbench.exchange` for the format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from daskbench import exchange
+from daskbench.cli.common import add_db_option, open_store
+
+
+def register(subparsers: Any) -> None:
+    export = subparsers.add_parser(
+        "export",
+        help="write every run, case, measurement, baseline as JSON lines",
+        description="Write the store's history as versioned JSON lines (one row per line), "
+        "to merge into another store with daskbench import.",
+        epilog="examples: daskbench export -o runs.jsonl | daskbench export --since 30d -o recent.jsonl",
+    )
+    export.add_argument("-o", "--output", metavar="PATH", default="-", help="file to write (default: - for stdout)")
+    export.add_argument("--since", metavar="WHEN", help="only runs started since: 30d, 12h, 2w or an ISO date")
+    add_db_option(export)
+    export.set_defaults(func=cmd_export)
+
+    imp = subparsers.add_parser(
+        "import",
+        help="merge an export file into the store (idempotent)",
+        description="Merge a daskbench export into the store: rows already present (same run id, "
+        "fingerprint, repeat, ...) are skipped, so importing twice adds nothing.",
+        epilog="example: daskbench import runs.jsonl --db postgresql://host/bench",
+    )
+    imp.add_argument("files", nargs="+", metavar="FILE", help="export file(s) written by daskbench export")
+    add_db_option(imp)
+    imp.set_defaults(func=cmd_import)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    since = exchange.parse_since(args.since)
+    store = open_store(args)
+    if args.output == "-":
+        counts = exchange.write_export(store, sys.stdout, since)
+    else:
+        path = Path(args.output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as out:
+            counts = exchange.write_export(store, out, since)
+    written = ", ".join(f"{counts.get(kind, 0)} {kind}s" for kind in exchange.KINDS)
+    print(f"exported {written} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    for file in args.files:
+        print(f"{file}: {exchange.import_file(store, file).summary()}")
+    return 0

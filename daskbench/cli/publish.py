@@ -1,0 +1,37 @@
+"""``daskbench publish``: the store's history as a static site (GitHub Pages), see `daskbench.site`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from daskbench.cli.common import add_db_option, open_store
+from daskbench.cli.compare import history_runs
+from daskbench.site import publish
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "publish",
+        help="write a static history site: an index and a page per workload (opens offline)",
+        description="Write a static site of the store's history: index.html (workloads, recent runs) and one "
+        "page per workload (trend of each case over runs, baseline band, failed runs marked), linking to "
+        "the reports of the most recent runs. Every page opens from disk with no network.",
+        epilog="example: daskbench publish -o site/ --history 60 --reports 10",
+    )
+    parser.add_argument("-o", "--output", metavar="DIR", default="results/site", help="folder (default: results/site)")
+    parser.add_argument("--history", metavar="N", type=history_runs, default=30, help="runs per trend (default: 30)")
+    parser.add_argument(
+        "--reports", metavar="N", type=int, default=5, help="write the reports of the N newest runs (default: 5)"
+    )
+    add_db_option(parser)
+    parser.set_defaults(func=cmd_publish)
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    store.latest_run()  # an empty store is a one-line error before anything is written
+    print(f"publishing {store.display_url} to {args.output}")
+    index = publish(store, args.output, history=args.history, reports=max(args.reports, 0))
+    print(f"wrote {index}")
+    return 0

@@ -1,0 +1,144 @@
+"""The export/import line format: move a store's history between stores without losing a row.
+
+Why: CI caches get evicted and nightly SQLite files merged by hand lose data; a plain,
+versioned text file can be carried between nights (an artifact, a branch) and merged
+into any store, any number of times.
+
+Format (JSON lines, UTF-8), version `FORMAT_VERSION`:
+
+- line 1, the header: ``{"format": "daskbench-export", "version": 1, "exported_at": ISO, "since": ISO|null}``;
+- then one object per stored row: ``{"kind": KIND, "row": {...}}`` where KIND is one of
+  `KINDS` (``run``, ``tag``, ``event``, ``case``, ``measurement``, ``flag``, ``baseline``)
+  and ``row`` holds the store's columns for it, minus local autoincrement ids. A
+  measurement carries its metric values (``"metrics": {name: value}``); a flag names its
+  measurement by (``run_id``, ``fingerprint``, ``repeat``). Non-finite floats are written
+  as ``NaN``/``Infinity`` (Python's json reads them back).
+
+Import is an idempotent merge keyed on ids every store shares: runs by run id, cases by
+fingerprint, measurements by (run id, fingerprint, repeat), baselines by (name,
+created_at, run ids), tags by (run id, key), events and flags by their full content.
+Rows already present are skipped, so importing twice adds nothing. A reader refuses a
+file of a newer version with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from daskbench.errors import DaskbenchError
+from daskbench.store import Store, now_iso
+
+FORMAT_NAME = "daskbench-export"
+FORMAT_VERSION = 1
+#: Kinds of rows, in the order an import merges them (parents before children).
+KINDS = ("run", "tag", "event", "case", "measurement", "flag", "baseline")
+
+_DURATION = re.compile(r"^(\d+)([dhw])$")
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+@dataclass
+class Merged:
+    """What an import added and skipped (already present), per kind."""
+
+    added: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        parts = [f"{self.added.get(k, 0)} {k}s added, {self.skipped.get(k, 0)} skipped" for k in KINDS
+                 if self.added.get(k) or self.skipped.get(k)]  # fmt: skip
+        return "; ".join(parts) or "nothing to import"
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> str | None:
+    """``30d``/``12h``/``2w`` before now, or an ISO date/time, as the ISO cutoff the store compares."""
+    if text is None:
+        return None
+    match = _DURATION.match(text.strip())
+    if match:
+        return ((now or datetime.now(UTC)) - int(match[1]) * _UNITS[match[2]]).isoformat(timespec="seconds")
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise DaskbenchError(
+            f"--since {text!r} is neither a duration (30d, 12h, 2w) nor an ISO date (2026-01-31)"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat(timespec="seconds")
+
+
+def export_lines(store: Store, since: str | None = None) -> Iterator[str]:
+    """The header, then one line per row of the store (runs started at or after ``since``)."""
+    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": now_iso(), "since": since}
+    yield json.dumps(header, sort_keys=True)
+    for kind, row in store.dump_rows(since):
+        yield json.dumps({"kind": kind, "row": row}, sort_keys=True)
+
+
+def write_export(store: Store, out: TextIO, since: str | None = None) -> dict[str, int]:
+    """Write the export to ``out``; returns how many rows of each kind were written."""
+    counts: dict[str, int] = {}
+    for number, line in enumerate(export_lines(store, since)):
+        out.write(line + "\n")
+        if number:
+            kind = json.loads(line)["kind"]
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def read_rows(lines: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows per kind from export lines, after checking the header; one-line errors name the line."""
+    grouped: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    iterator = iter(lines)
+    _check_header(next(iterator, ""), source)
+    for number, line in enumerate(iterator, start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            grouped[record["kind"]].append(dict(record["row"]))
+        except (ValueError, KeyError, TypeError):
+            raise DaskbenchError(
+                f"{source} line {number} is not a daskbench export row; re-export it with: daskbench export"
+            ) from None
+    return grouped
+
+
+def _check_header(line: str, source: str) -> None:
+    try:
+        header = json.loads(line)
+        ok = header.get("format") == FORMAT_NAME
+        version = int(header["version"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        ok, version = False, 0
+    if not ok:
+        raise DaskbenchError(f"{source} is not a daskbench export (no header line); write one with: daskbench export")
+    if version > FORMAT_VERSION:
+        raise DaskbenchError(
+            f"{source} uses export format {version}, newer than this daskbench reads ({FORMAT_VERSION}); "
+            "upgrade daskbench (pip install -U daskbench)"
+        )
+
+
+def import_rows(store: Store, grouped: dict[str, list[dict[str, Any]]]) -> Merged:
+    """Merge rows into the store, parents first, one transaction per kind."""
+    merged = Merged()
+    for kind in KINDS:
+        if grouped.get(kind):
+            merged.added[kind], merged.skipped[kind] = store.merge_rows(kind, grouped[kind])
+    return merged
+
+
+def import_file(store: Store, path: str | Path) -> Merged:
+    """Read and merge one export file (``-`` is not accepted: an import names its file)."""
+    file = Path(path)
+    if not file.is_file():
+        raise DaskbenchError(f"no export file {str(file)!r}; write one with: daskbench export -o {file}")
+    with file.open(encoding="utf-8") as lines:
+        grouped = read_rows(lines, str(file))
+    return import_rows(store, grouped)

@@ -1,0 +1,156 @@
+"""``daskbench publish``: a static history site for GitHub Pages, self-contained like the report.
+
+Why: "where does this data live?" A nightly's history belongs on a page anyone can open:
+an index (every workload, the recent runs with their outcomes) and one page per workload
+with the trend of each case over runs and commits, the baseline band and failed runs
+marked, linking to each recent run's own report. Each page opens from disk with no
+network: BokehJS is inlined once per page, as in the report, whose history charts
+(`daskbench.report.trends`), data (`daskbench.report.data`) and styles it reuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from bokeh.document import Document
+from bokeh.embed import components
+from bokeh.embed.bundle import bundle_for_objs_and_resources
+from bokeh.model import Model
+from bokeh.resources import INLINE
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+import daskbench
+from daskbench.compare import compare_runs
+from daskbench.model import Run
+from daskbench.report import write_report
+from daskbench.report.data import Section, gather
+from daskbench.report.style import Palette
+from daskbench.report.tables import when_text
+from daskbench.report.trends import history_figure
+from daskbench.store import Store
+
+_HERE = resources.files(__name__)
+_REPORT = resources.files("daskbench.report")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run on the index: when, what, how it went, and its report if one was written."""
+
+    run: Run
+    outcomes: str
+    report: str | None
+
+
+@dataclass(frozen=True)
+class WorkloadPage:
+    """One workload's page: its file name and the sections (parameter sets) drawn on it."""
+
+    workload: str
+    file: str
+    sections: tuple[Section, ...]
+
+
+def publish(
+    store: Store,
+    output: str | Path,
+    *,
+    history: int = 30,
+    reports: int = 5,
+    progress: Callable[[str], None] = print,
+) -> Path:
+    """Write the site into ``output``: index.html, workloads/<name>.html, runs/<id>.html; returns the index."""
+    root = Path(output)
+    (root / "workloads").mkdir(parents=True, exist_ok=True)
+    (root / "runs").mkdir(exist_ok=True)
+    comparison = compare_runs(store, history=history, allow_mixed=True)
+    data = gather(store, comparison, history_window=history)
+    palette = Palette(data.saturations, tuple(sorted({v.n_workers for s in data.sections for v in s.cases})))
+    pages = _workload_pages(data.sections)
+    written = _run_reports(store, root, store.runs(limit=reports), history, progress)
+    rows = _run_rows(store, store.runs(limit=history), written)
+    for page in pages:
+        progress(f"  workload page {page.file}")
+        html = _render_workload(page, palette, rows, history)
+        (root / "workloads" / page.file).write_text(html, encoding="utf-8")
+    index = root / "index.html"
+    index.write_text(_template("index.html").render(pages=pages, rows=rows, **_common()), encoding="utf-8")
+    return index
+
+
+def _workload_pages(sections: Sequence[Section]) -> list[WorkloadPage]:
+    grouped: dict[str, list[Section]] = {}
+    for section in sections:
+        grouped.setdefault(section.workload, []).append(section)
+    return [WorkloadPage(name, f"{_file_name(name)}.html", tuple(found)) for name, found in sorted(grouped.items())]
+
+
+def _file_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or "workload"
+
+
+def _run_reports(
+    store: Store, root: Path, runs: Sequence[Run], history: int, progress: Callable[[str], None]
+) -> dict[str, str]:
+    """Each recent run's own report (against its history), by run id -> path relative to the site."""
+    written: dict[str, str] = {}
+    for number, run in enumerate(runs, start=1):
+        progress(f"  report {number}/{len(runs)}: run {run.run_id[:8]} ({run.label})")
+        relative = f"runs/{_file_name(run.run_id)}.html"
+        write_report(store, root / relative, candidate=run.run_id, history=history, allow_mixed=True)
+        written[run.run_id] = relative
+    return written
+
+
+def _run_rows(store: Store, runs: Sequence[Run], written: dict[str, str]) -> list[RunRow]:
+    rows = []
+    for run in runs:
+        counts: dict[str, int] = {}
+        for m in store.measurements([run.run_id]):
+            counts[m.outcome] = counts.get(m.outcome, 0) + 1
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no measurements"
+        rows.append(RunRow(run, outcomes, written.get(run.run_id)))
+    return rows
+
+
+def _render_workload(page: WorkloadPage, palette: Palette, rows: Sequence[RunRow], history: int) -> str:
+    roots: dict[str, Model] = {}
+    for index, section in enumerate(page.sections):
+        for n_workers in section.cluster_sizes:
+            roots[f"s{index}-w{n_workers}"] = history_figure(section, n_workers, palette)
+    document = Document()
+    for model in roots.values():
+        document.add_root(model)
+    script, divs = components(roots) if roots else ("", {})
+    bokeh_js = bundle_for_objs_and_resources(list(roots.values()), INLINE).scripts() if roots else ""
+    return _template("workload.html").render(
+        page=page,
+        divs={key: Markup(div) for key, div in divs.items()},
+        bokeh_js=Markup(bokeh_js),
+        bokeh_script=Markup(script),
+        legend=palette.legend(),
+        rows=[row for row in rows if row.report],
+        history=history,
+        **_common(),
+    )
+
+
+def _common() -> dict[str, object]:
+    return {
+        "css": Markup(_REPORT.joinpath("static.css").read_text(encoding="utf-8")),
+        "when": when_text,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "version": daskbench.__version__,
+    }
+
+
+def _template(name: str):  # type: ignore[no-untyped-def]
+    environment = Environment(
+        loader=FileSystemLoader(str(_HERE)), autoescape=True, undefined=StrictUndefined, trim_blocks=True
+    )
+    return environment.get_template(name)

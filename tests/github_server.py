@@ -1,0 +1,112 @@
+"""A loopback stand-in for the few GitHub REST endpoints `daskbench.alerts` uses, recording every call.
+
+GitHub cannot be reached from tests, so this speaks: list issues (state, labels), create
+an issue, comment on one, and update one (close). It answers 401 without a token.
+Tests start it in a thread (`serve`); ``ci/nightly --quick`` runs it as a process:
+``python -m tests.github_server --port-file P --log calls.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+_ISSUES = re.compile(r"^/repos/[^/]+/[^/]+/issues$")
+_ISSUE = re.compile(r"^/repos/[^/]+/[^/]+/issues/(\d+)$")
+_COMMENTS = re.compile(r"^/repos/[^/]+/[^/]+/issues/(\d+)/comments$")
+
+
+@dataclass
+class FakeGitHub:
+    """Issues, comments and the calls made, as the server saw them."""
+
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: dict[int, list[str]] = field(default_factory=dict)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    log: Path | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handle(self, method: str, url: str, body: dict[str, Any] | None, token: str) -> tuple[int, Any]:
+        parsed = urlparse(url)
+        with self.lock:
+            call = {"method": method, "path": parsed.path, "query": parsed.query, "body": body}
+            self.calls.append(call)
+            if self.log:
+                with self.log.open("a") as out:
+                    out.write(json.dumps(call) + "\n")
+            if not token.startswith("Bearer ") or len(token) < 8:
+                return 401, {"message": "Requires authentication"}
+            return self._route(method, parsed.path, parse_qs(parsed.query), body or {})
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any]) -> tuple[int, Any]:
+        if _ISSUES.match(path) and method == "GET":
+            state, labels = query.get("state", ["open"])[0], set(query.get("labels", [""])[0].split(",")) - {""}
+            found = [i for i in self.issues.values() if i["state"] == state and labels <= _names(i)]
+            page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["30"])[0])
+            return 200, found[(page - 1) * per_page : page * per_page]
+        if _ISSUES.match(path) and method == "POST":
+            number = len(self.issues) + 1
+            labels = [{"name": name} for name in body.get("labels", [])]
+            self.issues[number] = {"number": number, "title": body["title"], "body": body.get("body", ""),
+                                   "labels": labels, "state": "open"}  # fmt: skip
+            return 201, self.issues[number]
+        if (match := _COMMENTS.match(path)) and method == "POST" and int(match[1]) in self.issues:
+            self.comments.setdefault(int(match[1]), []).append(body["body"])
+            return 201, {"id": len(self.calls), "body": body["body"]}
+        if (match := _ISSUE.match(path)) and method == "PATCH" and int(match[1]) in self.issues:
+            self.issues[int(match[1])].update({k: v for k, v in body.items() if k == "state"})
+            return 200, self.issues[int(match[1])]
+        return 404, {"message": "Not Found"}
+
+
+def _names(issue: dict[str, Any]) -> set[str]:
+    return {label["name"] for label in issue["labels"]}
+
+
+def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, payload = fake.handle(self.command, self.path, body, self.headers.get("Authorization", ""))
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the calls are recorded, not printed."""
+
+    return Handler
+
+
+def serve(fake: FakeGitHub, port: int = 0) -> ThreadingHTTPServer:
+    """Start serving ``fake`` on 127.0.0.1 in a daemon thread; the caller shuts it down."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(fake))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve a loopback GitHub issues API stand-in until killed.")
+    parser.add_argument("--port-file", type=Path, required=True, help="write the chosen port here once listening")
+    parser.add_argument("--log", type=Path, required=True, help="append every call here as a JSON line")
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(FakeGitHub(log=args.log)))
+    args.port_file.write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""daskbench alert against a loopback GitHub stand-in: one issue per regressed case, commented, closed on recovery."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
+from daskbench.cli import main
+from daskbench.store import Store
+from tests.github_server import FakeGitHub, serve
+from tests.test_compare import add_results, add_run, make_case
+
+TOKEN = "ghs_secret-token-value"
+SLOW, STEADY = make_case("shuffle"), make_case("groupby")
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    server = serve(fake)
+    monkeypatch.setenv("DASKBENCH_GITHUB_API", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    yield fake
+    server.shutdown()
+
+
+@pytest.fixture
+def nightly(tmp_path: Path) -> tuple[Store, str]:
+    """A store with twelve steady nights of two cases: enough history to judge the next night."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(url)
+    for night in range(12):
+        run = add_run(store, night, label=f"night{night:02d}")
+        add_results(store, run, SLOW, 10.0 * (1 + 0.01 * (night % 3)))
+        add_results(store, run, STEADY, 5.0 * (1 + 0.01 * (night % 2)))
+    return store, url
+
+
+def _night(store: Store, url: str, index: int, slow: bool, summary: Path) -> int:
+    run = add_run(store, index, label=f"night{index:02d}")
+    add_results(store, run, SLOW, 10.0 * (2.0 if slow else 1.01))
+    add_results(store, run, STEADY, 5.0)
+    return main(["alert", "--history", "20", "--github", "owner/repo", "--summary", str(summary), "--db", url])
+
+
+def _writes(fake: FakeGitHub) -> list[tuple[str, str]]:
+    return [(c["method"], c["path"]) for c in fake.calls if c["method"] != "GET"]
+
+
+def test_four_nights_open_comment_and_close_one_issue(
+    github: FakeGitHub, nightly: tuple[Store, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slow night opens one issue and writes Markdown; a second slow night comments; a normal night closes it."""
+    store, url = nightly
+    summary = tmp_path / "summary.md"
+    assert _night(store, url, 12, slow=False, summary=summary) == 0
+    assert _writes(github) == [] and not summary.exists()
+
+    assert _night(store, url, 13, slow=True, summary=summary) == 1
+    assert _writes(github) == [("POST", "/repos/owner/repo/issues")]
+    issue = github.issues[1]
+    assert f"[daskbench:{SLOW.fingerprint}]" in issue["title"] and issue["labels"] == [{"name": REGRESSION_LABEL}]
+    assert summary.read_text().count("| shuffle[size=small]") == 1 and "slower" in summary.read_text()
+
+    assert _night(store, url, 14, slow=True, summary=summary) == 1
+    assert _writes(github)[1:] == [("POST", "/repos/owner/repo/issues/1/comments")]
+    assert github.comments[1][0].startswith("Still regressed.") and len(github.issues) == 1
+
+    assert _night(store, url, 15, slow=False, summary=summary) == 0
+    assert _writes(github)[2:] == [
+        ("POST", "/repos/owner/repo/issues/1/comments"),
+        ("PATCH", "/repos/owner/repo/issues/1"),
+    ]
+    assert github.issues[1]["state"] == "closed" and github.comments[1][1].startswith("Recovered")
+    assert TOKEN not in capsys.readouterr().out + summary.read_text() + json.dumps(github.calls)
+
+
+def test_infrastructure_failure_gets_its_own_label_and_one_issue(github: FakeGitHub, tmp_path: Path) -> None:
+    """A run that could not measure is reported on one infrastructure issue, never as a regression."""
+    for _ in range(2):
+        code = main(["alert", "--infrastructure", "cluster did not start", "--github", "owner/repo",
+                     "--summary", str(tmp_path / "s.md"), "--db", f"sqlite:///{tmp_path / 'r.db'}"])  # fmt: skip
+        assert code == 0
+    assert [i["labels"] for i in github.issues.values()] == [[{"name": INFRA_LABEL}]]
+    assert github.comments[1] == ["The nightly could not run: cluster did not start"]
+
+
+def test_missing_token_fails_in_one_line_before_anything(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--github without GITHUB_TOKEN exits 2 with how to fix it, calling nothing and creating no store."""
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert main(["alert", "--github", "owner/repo", "--db", f"sqlite:///{tmp_path / 'r.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a token in GITHUB_TOKEN" in err and len(err.strip().splitlines()) == 1
+    assert github.calls == [] and not (tmp_path / "r.db").exists()
+
+
+def test_unreachable_api_is_one_line_without_the_token(
+    nightly: tuple[Store, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A GitHub API that cannot be reached exits 2 with one line naming the URL, never the token."""
+    store, url = nightly
+    monkeypatch.setenv("DASKBENCH_GITHUB_API", "http://127.0.0.1:9")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    run = add_run(store, 12, label="slow")
+    add_results(store, run, SLOW, 20.0)
+    add_results(store, run, STEADY, 5.0)
+    code = main(
+        ["alert", "--history", "20", "--github", "owner/repo", "--summary", str(tmp_path / "s.md"), "--db", url]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot reach the GitHub API at http://127.0.0.1:9" in err and TOKEN not in err
+
+
+def test_a_regression_the_rerun_does_not_confirm_alerts_nothing(
+    github: FakeGitHub, nightly: tuple[Store, str], tmp_path: Path
+) -> None:
+    """--confirm RUN: a slow night whose re-run is back to normal writes no Markdown and opens no issue."""
+    store, url = nightly
+    night = add_run(store, 12, label="noisy-night")
+    add_results(store, night, SLOW, 20.0)
+    add_results(store, night, STEADY, 5.0)
+    rerun = add_run(store, 13, label="noisy-night-confirm")
+    add_results(store, rerun, SLOW, 10.1)
+    summary = tmp_path / "s.md"
+    args = ["alert", "--history", "20", "--github", "owner/repo", "--summary", str(summary), "--db", url]
+    assert main([*args, "--candidate", night.run_id, "--confirm", rerun.run_id]) == 0
+    assert _writes(github) == [] and not summary.exists()
+    assert main([*args, "--candidate", night.run_id]) == 1  # unconfirmed, the same night would alert
+    assert _writes(github) == [("POST", "/repos/owner/repo/issues")]

@@ -1,0 +1,59 @@
+"""daskbench publish: the static history site, written from a real store and opened offline in headless Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daskbench.cli import main
+from tests.report_data import build_report_store
+from tests.test_report_browser import CHROMIUM, _open
+
+WORKLOADS = ("ocean_anomaly", "wordcount")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A site published from six nightlies and a candidate of two workloads, with the two newest runs' reports."""
+    folder = tmp_path_factory.mktemp("site")
+    store = build_report_store(folder / "r.db", nightlies=6, workload_names=WORKLOADS)
+    assert main(["publish", "-o", str(folder / "site"), "--reports", "2", "--db", store.url]) == 0
+    yield folder / "site"
+
+
+def test_site_has_an_index_a_page_per_workload_and_run_reports(site: Path) -> None:
+    """index.html links every workload's page and the reports it wrote, and each link resolves to a file."""
+    index = (site / "index.html").read_text()
+    assert sorted(p.name for p in (site / "workloads").iterdir()) == [f"{w}.html" for w in WORKLOADS]
+    assert len(list((site / "runs").iterdir())) == 2
+    for workload in WORKLOADS:
+        assert f'href="workloads/{workload}.html"' in index
+    assert index.count(">report</a>") == 2 and "run-failed" in index
+
+
+def test_publish_of_an_empty_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store with no runs is refused in one line, before any page is written."""
+    assert main(["publish", "-o", str(tmp_path / "site"), "--db", f"sqlite:///{tmp_path / 'r.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and not (tmp_path / "site").exists()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)")
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload: str) -> None:
+    """Each workload page opens from disk in Chromium offline: no errors, no requests, every history chart drawn."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        for visit in _open(browser, site / "workloads" / f"{workload}.html"):
+            assert visit.errors == [] and len(visit.requests) == 1
+            titles = visit.page.evaluate(  # type: ignore[attr-defined]
+                "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
+            )
+            assert titles and all("over the last runs" in title for title in titles)
+            assert visit.page.locator("h1").inner_text() == workload  # type: ignore[attr-defined]
+        browser.close()

@@ -1,0 +1,102 @@
+"""Runs that do not finish: Ctrl-C is recorded as interrupted, a killed harness as crashed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from daskbench import runstatus
+from daskbench.store import Store
+from tests.conftest import make_case, make_measurement, make_run
+from tests.test_plugin import daskbench_cli
+
+#: The first benchmark stores one measurement; the second sleeps until it is interrupted.
+STALLING_FILE = """
+import time
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_quick(measure):
+    measure(dask.delayed(_nap)(0.1), name="quick", params={})
+
+
+def test_b_stalls(measure):
+    measure(dask.delayed(_nap)(120), name="stall", params={})
+"""
+
+
+def start_session(folder: Path, db: str, *extra: str) -> subprocess.Popen[str]:
+    """A benchmark session on a 1-worker local cluster in its own process group."""
+    (folder / "test_bench.py").write_text(STALLING_FILE)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-m", "benchmark",
+               "--workers", "1", "--saturation", "1.1", "--timeout", "300", "--db", db, *extra]  # fmt: skip
+    return subprocess.Popen(
+        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def wait_for_measurements(db: str, count: int, process: subprocess.Popen[str], limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        if (Path(db.removeprefix("sqlite:///"))).exists() and len(Store(db).measurements()) >= count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no {count} measurement(s) stored within {limit} s")
+
+
+def test_ctrl_c_after_the_first_measurement_records_an_interrupted_run(tmp_path: Path) -> None:
+    """SIGINT mid-session: status interrupted, the stored measurement intact, exit code 2, no compare."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    baseline = make_run(label="baseline", started_at=(datetime.now(UTC) - timedelta(hours=1)).isoformat())
+    Store(db).add_run(baseline)
+    Store(db).set_baseline("main", [baseline.run_id])
+    process = start_session(tmp_path, db, "--compare", "main")
+    wait_for_measurements(db, 1, process)
+    time.sleep(2)  # into the stalling measurement
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, out + err
+    assert "--compare not run on a partial run" in out and "Traceback" not in err
+    store = Store(db)
+    (run,) = [r for r in store.runs() if r.run_id != baseline.run_id]
+    assert runstatus.statuses(store, [run]) == {run.run_id: "interrupted"}
+    assert [m.outcome for m in store.measurements([run.run_id])][:1] == ["passed"]
+    listed = json.loads(daskbench_cli("runs", "--db", db, "--format", "json").stdout)
+    assert [r["status"] for r in listed["runs"]] == ["interrupted", "finished"]
+
+
+def test_killed_session_is_crashed_and_default_compare_skips_it(tmp_path: Path) -> None:
+    """SIGKILL mid-session: the run reads as crashed, and the default compare picks the finished run before it."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(db)
+    earlier = make_run(label="earlier", started_at=(datetime.now(UTC) - timedelta(hours=1)).isoformat())
+    store.add_run(earlier)
+    case = make_case()
+    store.add_case(case)
+    store.add_measurement(make_measurement(earlier, case))
+    process = start_session(tmp_path, db)
+    wait_for_measurements(db, 2, process)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    killed = next(run for run in store.runs() if run.run_id != earlier.run_id)
+    assert runstatus.statuses(store, [killed, earlier]) == {killed.run_id: "crashed", earlier.run_id: "finished"}
+    result = daskbench_cli("compare", "--db", db)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"skipped the newer run {killed.run_id[:8]}" in result.stdout and "crashed" in result.stdout

@@ -1,0 +1,91 @@
+"""Secrets planted in dask config reach nothing daskbench writes: store bytes, terminal, JSON, report."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from daskbench import provenance
+from daskbench.redact import redact_text, redact_url, redact_value
+from daskbench.store import Store
+from tests.conftest import make_measurement, make_run
+from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
+
+QUERY_SECRET = "qs-7f3a9c"
+LIST_SECRET = "wJalrXUtnFEMI-list-value"
+URL_SECRET = "pw-in-url-51d2"
+PLANTED = {
+    "DASK_DISTRIBUTED__DASHBOARD__LINK": f"http://dash.example/status?token={QUERY_SECRET}&x=1",
+    "DASK_JOBQUEUE__SLURM__JOB_SCRIPT_PROLOGUE": f'["module load x", "export AWS_SECRET_ACCESS_KEY={LIST_SECRET}"]',
+    "DASK_MYTEAM__RESULTS_ENDPOINT": f"https://bench:{URL_SECRET}@results.example/upload",
+}
+SECRETS = (QUERY_SECRET, LIST_SECRET, URL_SECRET)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("postgresql://host/db?password=X1", "postgresql://host/db?password=***"),
+        ("postgresql://u:X1@host:5432/db", "postgresql://u:***@host:5432/db"),
+        ("s3://b/k?X-Amz-Signature=X1&part=2", "s3://b/k?X-Amz-Signature=***&part=2"),
+        ("sqlite:////tmp/results.db", "sqlite:////tmp/results.db"),
+    ],
+)
+def test_url_passwords_are_hidden_in_user_info_and_query(raw: str, shown: str) -> None:
+    """`redact_url` hides passwords in both places and leaves a URL without one byte for byte."""
+    assert redact_url(raw) == shown
+
+
+def test_credential_looking_text_is_hidden_inside_strings_and_lists() -> None:
+    """Assignments to secret-looking names, AWS key ids and URL passwords inside values are masked."""
+    value = {"prologue": ["export AWS_SECRET_ACCESS_KEY=abc", "id AKIAABCDEFGHIJKLMNOP"], "api_token": "t"}
+    assert redact_value(value) == {"prologue": ["export AWS_SECRET_ACCESS_KEY=***", "id ***"], "api_token": "***"}
+    assert redact_text("GITHUB_TOKEN: ghp_x and https://u:pw@h/") == "GITHUB_TOKEN: *** and https://u:***@h/"
+
+
+def test_planted_secrets_reach_no_store_byte_output_json_or_report(tmp_path: Path) -> None:
+    """A query token, a secret in a list value and a URL password in dask config appear nowhere we write."""
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE)
+    db_path = tmp_path / "r.db"
+    db = f"sqlite:///{db_path}"
+    session = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--workers", "1", "--saturation", "1.1",
+                         "--db", db, "-k", "small_sum", env=PLANTED)  # fmt: skip
+    assert session.returncode == 0, session.stdout + session.stderr
+    store = Store(db)
+    (cand,) = store.runs()
+    config = cand.dask_config
+    assert config["myteam.results_endpoint"] == "https://bench:***@results.example/upload"
+    assert "***" in config["jobqueue.slurm.job_script_prologue"] and "***" in config["distributed.dashboard.link"]
+    earlier = make_run(started_at=(datetime.now(UTC) - timedelta(hours=1)).isoformat(), host=dict(cand.host),
+                       versions=dict(cand.versions), dask_config={key: "plain" for key in config})  # fmt: skip
+    store.add_run(earlier)
+    for m in store.measurements([cand.run_id]):
+        store.add_measurement(dataclasses.replace(make_measurement(earlier, store.cases()[m.fingerprint]), repeat=0))
+    table = daskbench_cli("compare", "--db", db, "--baseline", earlier.run_id)
+    as_json = daskbench_cli("compare", "--db", db, "--baseline", earlier.run_id, "--format", "json")
+    assert "myteam.results_endpoint" in table.stdout and json.loads(as_json.stdout)["config_diff"]
+    report = tmp_path / "report.html"
+    made = daskbench_cli("report", "--db", db, "--baseline", earlier.run_id, "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    store.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("r.db*"))
+    written = {
+        "pytest output": session.stdout + session.stderr,
+        "compare table": table.stdout + table.stderr,
+        "compare json": as_json.stdout + as_json.stderr,
+        "report": report.read_text(),
+        "store bytes": stored.decode("latin-1"),
+    }
+    leaks = [(where, secret) for where, text in written.items() for secret in SECRETS if secret in text]
+    assert leaks == []
+
+
+def test_provenance_redacts_dask_config_by_the_same_rule() -> None:
+    """`provenance.redacted` masks secrets by key and inside list values, as `redact_value` does."""
+    flat = {"a.token": "t", "b.prologue": ["export DB_PASSWORD=p"], "c.link": "http://h/?sig=s"}
+    stored = provenance.redacted(flat)
+    assert stored == {"a.token": "***", "b.prologue": "['export DB_PASSWORD=***']", "c.link": "http://h/?sig=***"}

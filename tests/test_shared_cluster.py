@@ -1,0 +1,44 @@
+"""Someone else's scheduler (``--cluster tcp://``) is left as it was found."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+from distributed import Client
+
+from daskbench.store import Store
+from tests.test_plugin import BENCH_FILE, run_pytest
+from tests.test_plugin import running_scheduler as shared_scheduler  # noqa: F401  (fixture: scheduler + worker)
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the remote processes cannot import this file
+
+
+def _scheduler_state(dask_scheduler: Any) -> tuple[float, list[str]]:
+    return float(dask_scheduler.WORKER_SATURATION), sorted(getattr(dask_scheduler, "nanny_plugins", {}))
+
+
+def test_shared_scheduler_keeps_its_workers_saturation_and_plugins(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Without --restart-workers: workers are not restarted (same pid), the record says so, and
+    worker-saturation and the scheduler's plugins are as before the session."""
+    address = request.getfixturevalue("shared_scheduler")
+    with Client(address, timeout=30) as client:
+        before = client.run_on_scheduler(_scheduler_state)
+        pids_before = client.run(os.getpid)
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address, "--saturation", "2.5",
+                        "--repeat", "2", "--db", db)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with Client(address, timeout=30) as client:
+        assert client.run_on_scheduler(_scheduler_state) == before
+        assert client.run(os.getpid) == pids_before
+    measurements = Store(db).measurements()
+    assert len(measurements) == 2 and all(m.extra.get("workers_restarted") is False for m in measurements)
+    assert all(m.phases.get("restart") == 0.0 for m in measurements)
