@@ -88,10 +88,13 @@ def check_side(side: Side) -> None:
         )
 
 
-def check_pytest_args(args: Sequence[str]) -> None:
-    for arg in args:
+def pytest_arguments(args: Sequence[str]) -> list[str]:
+    """The arguments after ``--`` for each pytest session; refuses the flags the sessions get from us."""
+    given = list(args[1:] if args[:1] == ["--"] else args)
+    for arg in given:
         if arg.split("=", 1)[0] in RESERVED_FLAGS:
-            raise DaskbenchError(f"daskbench ab sets {arg.split('=', 1)[0]} itself; give it before --, not after")
+            raise DaskbenchError(f"daskbench sets {arg.split('=', 1)[0]} on each session itself; give it before --")
+    return given
 
 
 def balanced_order(rounds: int, start: int = 0) -> list[tuple[int, str]]:
@@ -99,8 +102,9 @@ def balanced_order(rounds: int, start: int = 0) -> list[tuple[int, str]]:
     return [(r, side) for r in range(start, rounds) for side in (("A", "B") if r % 2 == 0 else ("B", "A"))]
 
 
-def new_group_name() -> str:
-    return "ab-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+def new_group_name(prefix: str) -> str:
+    """``<prefix>-<UTC date-time>``: the default name of an A/B or calibration group."""
+    return f"{prefix}-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
 @dataclass

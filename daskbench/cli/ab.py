@@ -12,12 +12,10 @@ import argparse
 import sys
 from typing import Any
 
-from daskbench.ab import MAX_ROUNDS, GroupRunner, Side, check_pytest_args, check_side, new_group_name, parse_env
-from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, settings, whole_number
-from daskbench.cli.compare import parse_floors
+from daskbench.ab import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
+from daskbench.cli.common import add_db_option, add_format_option, open_store, settings, whole_number
+from daskbench.cli.compare import parse_floors, print_comparison
 from daskbench.compare import compare_group
-from daskbench.compare_format import comparison_to_json, format_table, regression_summary
-from daskbench.errors import RegressionFound
 
 
 def register(subparsers: Any) -> None:
@@ -50,8 +48,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
-    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    check_pytest_args(pytest_args)
+    pytest_args = pytest_arguments(args.pytest_args)
     floors = parse_floors(args.floor) if args.floor else None
     sides = {
         "A": Side("A", args.a_python, parse_env(args.a_env, "--a-env")),
@@ -61,7 +58,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         print("ab: sides A and B are the same environment: this is an A/A check of the noise", file=sys.stderr)
     for side in sides.values():
         check_side(side)
-    store, group = open_store(args), args.group or new_group_name()
+    store, group = open_store(args), args.group or new_group_name("ab")
     runner = GroupRunner(store, settings(args).db, group, sides, pytest_args,
                          say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
     try:
@@ -74,12 +71,4 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace, store: Any, group: str, floors: dict[str, float] | None) -> int:
-    comparison = compare_group(store, group, floors=floors)
-    if args.format == "json":
-        print_json({**comparison_to_json(comparison), "ab_group": group})
-    else:
-        print(format_table(comparison))
-    sys.stdout.flush()
-    if comparison.regressions:
-        raise RegressionFound(regression_summary(comparison))
-    return 0
+    return print_comparison(compare_group(store, group, floors=floors), args.format, {"ab_group": group})

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daskbench import provenance, stats
-from daskbench.ab import check_pytest_args
+from daskbench.ab import new_group_name, pytest_arguments
 from daskbench.calibrate import format_power, power_table, run_sessions
 from daskbench.cli.common import add_db_option, open_store, settings, whole_number
 from daskbench.errors import DaskbenchError
@@ -44,12 +44,11 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    check_pytest_args(pytest_args)
+    pytest_args = pytest_arguments(args.pytest_args)
     if args.floor is not None and not 1.0 <= args.floor < 100:
         raise DaskbenchError(f"--floor {args.floor}: must be a ratio >= 1, e.g. --floor 1.1")
     store = open_store(args)
-    group = args.group or "calibrate-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    group = args.group or new_group_name("calibrate")
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     try:
         stored = run_sessions(store, settings(args).db, group, args.sessions, pytest_args, say)

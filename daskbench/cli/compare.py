@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from daskbench import catalog
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, whole_number
 from daskbench.compare import compare_group, compare_runs
 from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
+from daskbench.model import Comparison
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -149,8 +152,13 @@ def _compare(args: argparse.Namespace) -> int:
             floors=floors,
             allow_mixed=args.allow_mixed,
         )
-    if args.format == "json":
-        print_json(comparison_to_json(comparison))
+    return print_comparison(comparison, args.format)
+
+
+def print_comparison(comparison: Comparison, output: str, extra: Mapping[str, Any] | None = None) -> int:
+    """Print ``comparison`` as a table or JSON (with ``extra`` keys); a regression raises `RegressionFound` (exit 1)."""
+    if output == "json":
+        print_json({**comparison_to_json(comparison), **(extra or {})})
     else:
         print(format_table(comparison))
     sys.stdout.flush()
