@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog, stats
-from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, Comparison, Run, Verdict
-from daskbench.text import json_safe
+from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, ClusterSpec, Comparison, Run, Verdict
+from daskbench.text import compact_bytes, config_key_short, json_safe, slots_text
 
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
 _HEADERS = ["verdict", "metric", "baseline", "candidate", "change"]
@@ -46,13 +46,26 @@ def _evidence(v: Verdict) -> list[str]:
 
 
 def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, Any]) -> str:
-    """``shuffle[size=small] local 2w/1t sat=1.1``: a case as a person reads it."""
+    """``shuffle[size=small] local 2w/1t 4GiB sat=1.1 (2 slots) memory.target=0.6``: a case as a person reads it."""
     args = ",".join(f"{key}={value}" for key, value in sorted(params.items()))
+    memory = cluster.get("memory_per_worker")
     spec = (
-        f"{cluster.get('backend', '?')} {cluster.get('n_workers', '?')}w/{cluster.get('threads_per_worker', '?')}t "
-        f"sat={cluster.get('worker_saturation', '?')}"
+        f"{cluster.get('backend', '?')} {cluster.get('n_workers', '?')}w/{cluster.get('threads_per_worker', '?')}t"
+        f"{f' {compact_bytes(memory)}' if memory else ''} sat={cluster.get('worker_saturation', '?')}{_slots(cluster)}"
+    )
+    spec += "".join(
+        f" {config_key_short(k)}={v}" for k, v in sorted(dict(cluster.get("scheduler_config") or {}).items())
     )
     return f"{workload}[{args}] {spec}" if args else f"{workload} {spec}"
+
+
+def _slots(cluster: Mapping[str, Any]) -> str:
+    """`` (2 slots)``: the task slots per worker the saturation gives at this thread count."""
+    try:
+        spec = ClusterSpec.from_dict({"backend": "?", "n_workers": 1, **cluster})
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return f" ({slots_text(spec.task_slots)} slots)"
 
 
 def format_value(metric: str, value: float) -> str:

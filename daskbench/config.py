@@ -26,7 +26,7 @@ from daskbench.workloads.base import SIZES
 DEFAULT_DB = "sqlite:///results/daskbench.db"
 
 #: Upper bounds on what a typo could ask for; --allow-large lifts them.
-LIMITS: dict[str, float] = {"workers": 256, "repeat": 100, "timeout": 24 * 3600}
+LIMITS: dict[str, float] = {"workers": 256, "repeat": 100, "timeout": 24 * 3600, "clusters": 64}
 #: --memory-per-worker above this is refused (it would make costs meaningless).
 MAX_MEMORY_PER_WORKER = 16 * 2**40
 #: --timeout below this cannot measure anything.
@@ -68,6 +68,60 @@ def parse_workers_list(text: str) -> tuple[int, ...]:
 
 def parse_positive_int(text: str) -> int:
     return _positive_int(text.strip(), "value")
+
+
+def parse_threads_list(text: str) -> tuple[int, ...]:
+    """``"1,2"`` -> (1, 2): threads per worker, each a whole number >= 1."""
+    return tuple(dict.fromkeys(_positive_int(item, "threads per worker") for item in _split(text)))
+
+
+def parse_memory_list(text: str) -> tuple[int | None, ...]:
+    """``"2GiB,4GiB"`` -> bytes each; ``auto`` (None) splits this machine's memory."""
+    return tuple(dict.fromkeys(parse_bytes(item) for item in _split(text)))
+
+
+#: Dask config keys that have their own option (``--config`` would fight it).
+_OWN_OPTION = {"distributed.scheduler.worker-saturation": "--saturation"}
+#: Separator of several ``--config`` sweeps in one text (env var, pyproject list joined).
+CONFIG_SEPARATOR = ";"
+
+ConfigSweep = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def parse_config_sweep(text: str) -> ConfigSweep:
+    """``"distributed.worker.memory.target=0.6,0.8;array.chunk-size=64MiB"`` -> ((key, values), ...).
+
+    Each key must exist in Dask's config (dask's and distributed's defaults), checked now,
+    before any cluster starts; values are kept as text and read as YAML when applied.
+    """
+    sweeps: dict[str, tuple[str, ...]] = {}
+    for item in (part.strip() for part in text.split(CONFIG_SEPARATOR)):
+        if not item:
+            continue
+        key, equals, values = item.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise ValueError(f"{item!r} is not KEY=VALUE[,VALUE...]")
+        _check_config_key(key)
+        if key in sweeps:
+            raise ValueError(f"{key} is given twice; give its values once: {key}=V1,V2")
+        sweeps[key] = tuple(dict.fromkeys(_split(values)))
+    return tuple(sweeps.items())
+
+
+def _check_config_key(key: str) -> None:
+    """A key Dask knows (its defaults, after importing distributed); else a one-line error."""
+    if key in _OWN_OPTION:
+        raise ValueError(f"{key} has its own option; use {_OWN_OPTION[key]}")
+    import dask
+    import distributed  # noqa: F401  (loads distributed's defaults into dask.config)
+
+    missing = object()
+    if dask.config.get(key, default=missing) is missing:
+        parent = key.rsplit(".", 1)[0]
+        near = dask.config.get(parent, default=None)
+        hint = f"; {parent} has {', '.join(sorted(near)[:8])}" if isinstance(near, dict) and near else ""
+        raise ValueError(f"{key} is not a Dask config key{hint} (see: dask config list)")
 
 
 def parse_size(text: str) -> str:
@@ -234,6 +288,8 @@ class Option:
     help: str
     example: str
     is_flag: bool = False
+    #: Given several times on the command line (``--config A=1 --config B=2``), joined by ``;``.
+    repeatable: bool = False
 
     @property
     def flag(self) -> str:
@@ -255,13 +311,18 @@ OPTIONS: tuple[Option, ...] = (
            "YAML file of keyword arguments for the coiled or module:ClassName cluster",
            "--cluster-kwargs cluster.yaml"),
     Option("workers", parse_workers_list, "1,2", "comma list of cluster sizes (workers)", "--workers 1,2"),
-    Option("threads_per_worker", parse_positive_int, "1", "threads per worker", "--threads-per-worker 1"),
-    Option("memory_per_worker", parse_bytes, "auto",
-           "memory limit per worker (e.g. 4GiB); auto splits this machine's memory",
-           "--memory-per-worker 4GiB"),
+    Option("threads_per_worker", parse_threads_list, "1", "comma list of threads per worker",
+           "--threads-per-worker 1,2"),
+    Option("memory_per_worker", parse_memory_list, "auto",
+           "comma list of memory limits per worker (e.g. 2GiB,4GiB); auto splits this machine's memory",
+           "--memory-per-worker 2GiB,4GiB"),
     Option("saturation", parse_saturation_list, "1.0,1.1,inf",
            "comma list of distributed.scheduler.worker-saturation values (numbers > 0 or inf)",
            "--saturation 1.0,inf"),
+    Option("config", parse_config_sweep, None,
+           "sweep a Dask config key: KEY=V1,V2 (repeat the flag for more keys; ';' between keys in the "
+           "env var), set on scheduler, workers and client",
+           "--config distributed.worker.memory.target=0.6,0.8", repeatable=True),
     Option("size", parse_size, "small", f"workload size: {', '.join(SIZES)}", "--size tiny"),
     Option("repeat", parse_positive_int, "1", "repeats per case (workers restarted before each)", "--repeat 3"),
     Option("timeout", parse_seconds, "900", "seconds one measurement may take before it is recorded as timeout",
@@ -280,8 +341,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("interleave", parse_bool, "false", "run repeats of different settings alternately (ABAB)",
            "--interleave", is_flag=True),
     Option("allow_large", parse_bool, "false",
-           f"accept more than {LIMITS['workers']} workers, {LIMITS['repeat']} repeats or a --timeout over "
-           f"{LIMITS['timeout'] // 3600:g} h", "--allow-large", is_flag=True),
+           f"accept more than {LIMITS['workers']} workers, {LIMITS['repeat']} repeats, a --timeout over "
+           f"{LIMITS['timeout'] // 3600:g} h or a sweep of more than {LIMITS['clusters']:g} cluster settings",
+           "--allow-large", is_flag=True),
     Option("restart_workers", parse_bool, "false",
            "on a running scheduler (tcp://...), restart its workers before each measurement (it may be shared)",
            "--restart-workers", is_flag=True),
@@ -299,9 +361,10 @@ class Settings:
     cluster: str
     cluster_kwargs: str | None
     workers: tuple[int, ...]
-    threads_per_worker: int
-    memory_per_worker: int | None
+    threads_per_worker: tuple[int, ...]
+    memory_per_worker: tuple[int | None, ...]
     saturation: tuple[float, ...]
+    config: ConfigSweep | None
     size: str
     repeat: int
     timeout: float
@@ -328,6 +391,8 @@ def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = N
         help_text = f"{option.help}{default}; env {option.env}"
         if option.is_flag:
             addoption(option.flag, action="store_const", const="true", help=help_text, **kwargs)
+        elif option.repeatable:
+            addoption(option.flag, action="append", metavar="KEY=V1,V2", help=help_text, **kwargs)
         else:
             addoption(option.flag, metavar=option.name.upper(), help=help_text, **kwargs)
 
@@ -346,7 +411,7 @@ def load_pyproject(start: Path) -> dict[str, Any]:
 
 
 def resolve(
-    flags: Mapping[str, str | None],
+    flags: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
     pyproject: Mapping[str, Any] | None = None,
 ) -> Settings:
@@ -384,18 +449,29 @@ def _check_limits(settings: Settings) -> None:
             raise DaskbenchError(
                 f"--{name} {value:g} is more than {LIMITS[name]:g}; lower it, or pass --allow-large if you mean it"
             )
+    clusters = sweep_size(settings)
+    if clusters > LIMITS["clusters"]:
+        raise DaskbenchError(
+            f"the sweep asks for {clusters} cluster settings (saturation x workers x threads x memory x --config), "
+            f"more than {LIMITS['clusters']:g}; sweep fewer values, or pass --allow-large if you mean it"
+        )
 
 
-def _resolve_one(
-    option: Option, flags: Mapping[str, str | None], env: Mapping[str, str], pyproject: Mapping[str, Any]
-) -> Any:
+def sweep_size(settings: Settings) -> int:
+    """How many cluster settings the sweep axes make (their product)."""
+    size = len(settings.saturation) * len(settings.workers)
+    size *= len(settings.threads_per_worker) * len(settings.memory_per_worker)
+    return size * math.prod(len(values) for _, values in settings.config or ())
+
+
+def _resolve_one(option: Option, flags: Mapping[str, Any], env: Mapping[str, str], pyproject: Mapping[str, Any]) -> Any:
     raw, source = option.default, "default"
     if option.key in pyproject:
-        raw, source = _as_text(pyproject[option.key]), f"[tool.daskbench] {option.key}"
+        raw, source = _as_text(pyproject[option.key], option), f"[tool.daskbench] {option.key}"
     if env.get(option.env):
         raw, source = env[option.env], option.env
     if flags.get(option.name) is not None:
-        raw, source = flags[option.name], option.flag
+        raw, source = _as_text(flags[option.name], option), option.flag
     if raw is None:
         return None
     try:
@@ -404,9 +480,9 @@ def _resolve_one(
         raise DaskbenchError(f"{source}: {exc} (example: {option.example})") from None
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: Any, option: Option) -> str:
     if isinstance(value, list):
-        return ",".join(str(item) for item in value)
+        return (CONFIG_SEPARATOR if option.repeatable else ",").join(str(item) for item in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

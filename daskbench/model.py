@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,10 @@ def _require(condition: bool, record: str, name: str, rule: str) -> None:
 class ClusterSpec:
     """Where a case runs. Identity fields feed the fingerprint; ``target`` is info only.
 
+    ``scheduler_config`` (named so since 0.1, kept for stable fingerprints) holds the Dask
+    config keys a sweep sets for this case (``--config KEY=V1,V2``), on scheduler, workers
+    and client alike, as sorted ``(key, value text)`` pairs; `config` reads it as a dict.
+
     ``backend`` is the kind of cluster (``local``, ``address``, ``coiled``, ``class``);
     ``target`` is what was asked for (an address, a class path, a kwargs file), kept so a
     user can find the cluster again but never part of a case's identity.
@@ -80,6 +85,19 @@ class ClusterSpec:
             "worker_saturation",
             f"must be a number > 0 or inf, got {self.worker_saturation}",
         )
+
+    @property
+    def task_slots(self) -> int | None:
+        """Tasks the scheduler sends each worker at once: ceil(saturation x threads), at least 1;
+        None when queuing is off (``inf``: every ready task goes to a worker)."""
+        if math.isinf(self.worker_saturation):
+            return None
+        return max(math.ceil(self.worker_saturation * self.threads_per_worker), 1)
+
+    @property
+    def config(self) -> dict[str, str]:
+        """The Dask config keys swept for this case (``--config KEY=V1,V2``), key -> value as given."""
+        return dict(self.scheduler_config)
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two clusters comparable; JSON-safe (inf as ``"inf"``)."""
@@ -163,6 +181,45 @@ class Run:
 
 
 @dataclass(frozen=True)
+class TaskMemory:
+    """Per-task peak memory of one task prefix in one measurement (``--task-memory``).
+
+    Each task's peak is the worker process's memory polled while it ran, minus the level
+    at its start. ``tasks`` ran; ``peak_bytes`` is the largest task peak, ``p95_bytes`` the
+    95th percentile; ``input_bytes`` the largest input (its dependencies' sizes) of a task.
+    ``concurrency`` is the most tasks that ran at once in one worker process while a task
+    of this prefix ran: with more than one, the concurrent tasks share the growth, and
+    each is charged all of it (an upper bound).
+    """
+
+    prefix: str
+    tasks: int
+    peak_bytes: int
+    p95_bytes: int
+    input_bytes: int = 0
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        _require(bool(self.prefix), "TaskMemory", "prefix", "must not be empty")
+        _require(self.tasks >= 1, "TaskMemory", "tasks", f"must be >= 1, got {self.tasks}")
+        for name in ("peak_bytes", "p95_bytes", "input_bytes"):
+            value = getattr(self, name)
+            _require(value >= 0, "TaskMemory", name, f"must be >= 0 bytes, got {value}")
+        _require(self.p95_bytes <= self.peak_bytes, "TaskMemory", "p95_bytes", "must be <= peak_bytes")
+        _require(self.concurrency >= 1, "TaskMemory", "concurrency", f"must be >= 1, got {self.concurrency}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prefix": self.prefix,
+            "tasks": self.tasks,
+            "peak_bytes": self.peak_bytes,
+            "p95_bytes": self.p95_bytes,
+            "input_bytes": self.input_bytes,
+            "concurrency": self.concurrency,
+        }
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One repeat of one case in one run.
 
@@ -188,6 +245,8 @@ class Measurement:
     extra: Mapping[str, Any] = field(default_factory=dict)
     recorded_at: str = ""
     flags: tuple[str, ...] = ()
+    #: Per-task peak memory per task prefix (``--task-memory``); empty when not measured.
+    tasks: tuple[TaskMemory, ...] = ()
 
     def __post_init__(self) -> None:
         if self.outcome == "passed" and WRONG_RESULT in self.flags:

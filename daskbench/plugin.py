@@ -33,7 +33,7 @@ from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement
 from daskbench.session import DaskbenchSession
 from daskbench.store import redact_url
-from daskbench.text import format_bytes, saturation_text
+from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text, slots_text
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 #: A settings error found while collecting, raised only if a daskbench test is selected.
@@ -60,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _require_state(config)
 
 
-def _flags(config: pytest.Config) -> dict[str, str | None]:
+def _flags(config: pytest.Config) -> dict[str, Any]:
     return {option.name: config.getoption("daskbench_" + option.name) for option in cfg.OPTIONS}
 
 
@@ -108,6 +108,40 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.config.stash[SEEN_KEY] = True
 
 
+def spec_id(spec: ClusterSpec, settings: cfg.Settings) -> str:
+    """The test id of a spec: ``sat=1.1-workers=2``, plus threads and memory when swept (more
+    than one value) and every ``--config`` key (``-threads=2-memory=4GiB-memory.target=0.6``),
+    so ``-k`` can pick any of them."""
+    parts = [f"sat={saturation_text(spec.worker_saturation)}", f"workers={spec.n_workers}"]
+    if len(settings.threads_per_worker) > 1:
+        parts.append(f"threads={spec.threads_per_worker}")
+    if len(settings.memory_per_worker) > 1:
+        parts.append(f"memory={compact_bytes(spec.memory_per_worker)}")
+    parts += [f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config]
+    return "-".join(parts)
+
+
+def slots_lines(settings: cfg.Settings) -> list[str]:
+    """What the saturations mean in task slots per worker (ceil(saturation x threads)), per
+    thread count; and, when two saturations give the same slots, that they do."""
+    lines = []
+    for threads in settings.threads_per_worker:
+        slots = {sat: ClusterSpec("local", 1, threads, None, sat).task_slots for sat in settings.saturation}
+        listed = ", ".join(f"{saturation_text(sat)} -> {slots_text(n)}" for sat, n in slots.items())
+        lines.append(f"daskbench: task slots per worker at {threads} thread(s): {listed}")
+        by_slots: dict[int | None, list[float]] = {}
+        for sat, n in slots.items():
+            by_slots.setdefault(n, []).append(sat)
+        for n, same in by_slots.items():
+            if len(same) > 1:
+                names = " and ".join(saturation_text(sat) for sat in same)
+                lines.append(
+                    f"daskbench: note: saturation {names} give {slots_text(n)} slots at {threads} thread(s): "
+                    "the same schedule, so their cases differ only by noise"
+                )
+    return lines
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "daskbench_cluster_spec" not in metafunc.fixturenames:
         return
@@ -116,7 +150,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     except DaskbenchError:
         return  # reported in pytest_collection_modifyitems if this test is selected
     specs = session.requested_specs()
-    ids = [f"sat={saturation_text(s.worker_saturation)}-workers={s.n_workers}" for s in specs]
+    ids = [spec_id(spec, session.settings) for spec in specs]
     metafunc.parametrize("daskbench_cluster_spec", specs, ids=ids, indirect=True, scope="session")
     if session.settings.interleave and session.settings.repeat > 1 and "daskbench_repeat" in metafunc.fixturenames:
         repeats = list(range(session.settings.repeat))
@@ -179,11 +213,26 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
         return []
     s = state.settings
     saturations = ",".join(saturation_text(v) for v in s.saturation)
-    workers = "as the scheduler has" if backend_named(state.backend).fixed_size else ",".join(map(str, s.workers))
+    fixed = backend_named(state.backend).fixed_size
+    workers = "as the scheduler has" if fixed else ",".join(map(str, s.workers))
+    axes = "" if fixed else _axes_text(s)
     return [
-        f"daskbench: cluster={s.cluster} workers={workers} saturation={saturations} "
-        f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}"
+        f"daskbench: cluster={s.cluster} workers={workers}{axes} saturation={saturations} "
+        f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}",
+        *([] if fixed else slots_lines(s)),
     ]
+
+
+def _axes_text(s: cfg.Settings) -> str:
+    """The swept axes beyond workers and saturation, as ``threads=1,2 memory=2GiB,4GiB config ...``."""
+    text = ""
+    if s.threads_per_worker != (1,):
+        text += f" threads={','.join(map(str, s.threads_per_worker))}"
+    if s.memory_per_worker != (None,):
+        text += f" memory={','.join(compact_bytes(m) for m in s.memory_per_worker)}"
+    for key, values in s.config or ():
+        text += f" {key}={','.join(values)}"
+    return text
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -501,11 +550,14 @@ def _progress_line(case: Case, m: Measurement) -> str:
     """``daskbench: <workload> <params> sat=.. w=.. r0 passed 1.23s peak/worker 1.1 GiB``, <= 120 columns."""
     memory = format_bytes(m.peak_worker_memory_bytes)
     runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
+    spec = case.cluster
+    threads = f" t={spec.threads_per_worker}" if spec.threads_per_worker > 1 else ""
     tail = (
-        f" sat={saturation_text(case.cluster.worker_saturation)} w={case.cluster.n_workers} r{m.repeat} "
+        f" sat={saturation_text(spec.worker_saturation)} w={spec.n_workers}{threads} r{m.repeat} "
         f"{m.outcome} {runtime} peak/worker {memory}"
     )
-    head = f"daskbench: {case.workload} " + " ".join(f"{k}={v}" for k, v in sorted(case.params.items()))
+    swept = [f"{config_key_short(k)}={v}" for k, v in spec.scheduler_config]
+    head = f"daskbench: {case.workload} " + " ".join([*(f"{k}={v}" for k, v in sorted(case.params.items())), *swept])
     room = _COLUMNS - len(tail)
     return (head if len(head) <= room else head[: max(room - 3, 0)] + "...") + tail
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, backend_named, load_kwargs, open_cluster
-from daskbench.clusters.common import check_kwargs
+from daskbench.clusters import Backend, OpenCluster, backend_named, load_kwargs, open_cluster
+from daskbench.clusters.common import SERVER_PREFIXES, check_kwargs, typed_config
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
@@ -39,20 +39,26 @@ class DaskbenchSession:
     #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
     #: tell a case the run never selected from one that went missing.
     selection: dict[str, str] = field(default_factory=dict)
+    #: The swept Dask config set on this client while the open cluster's cases run.
+    _client_config: Any = None
 
     @property
     def store_display(self) -> str:
         return redact_url(self.settings.db)
 
     def requested_specs(self) -> list[ClusterSpec]:
-        """One spec per (saturation, workers); a fixed-size backend (a running scheduler) gets one count."""
+        """One spec per combination of the sweep axes (saturation x workers x threads x memory x
+        ``--config``); a fixed-size backend (a running scheduler) gets its own size once."""
         s, backend = self.settings, backend_named(self.backend)
         target = s.cluster if backend.records_target else ""
-        workers = s.workers[:1] if backend.fixed_size else s.workers
+        sizes = [(s.workers[0], s.threads_per_worker[0], s.memory_per_worker[0])] if backend.fixed_size else [
+            (n, threads, memory) for threads in s.threads_per_worker for memory in s.memory_per_worker for n in s.workers
+        ]  # fmt: skip
         return [
-            ClusterSpec(self.backend, n, s.threads_per_worker, s.memory_per_worker, sat, target=target)
+            ClusterSpec(self.backend, n, threads, memory, sat, scheduler_config=config, target=target)
+            for config in config_combinations(s.config)
             for sat in s.saturation
-            for n in workers
+            for n, threads, memory in sizes
         ]
 
     def preflight(self) -> None:
@@ -60,6 +66,7 @@ class DaskbenchSession:
         backend's (scheduler reachable, coiled installed), --cluster-kwargs (readable YAML,
         keywords the class accepts) and --compare (a baseline or run that exists)."""
         Store.preflight(self.settings.db)
+        check_sweep_fits_backend(self.settings, backend_named(self.backend))
         backend_named(self.backend).preflight(self.settings.cluster)
         check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs))
         if self.settings.compare:
@@ -118,6 +125,7 @@ class DaskbenchSession:
         kwargs = load_kwargs(self.settings.cluster_kwargs)  # before the run row: bad kwargs leave no empty run
         _, run = self.ensure_run()
         self.cluster = open_cluster(spec, kwargs)
+        self._client_config = dask_config_set(typed_config(spec))  # the client side, while the case runs
         self.measurer = Measurer(
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,
             evidence_dir=self._evidence_folder(run),
@@ -139,6 +147,9 @@ class DaskbenchSession:
             self.open(self.requested)
 
     def close_cluster(self) -> None:
+        if self._client_config is not None:
+            self._client_config.__exit__(None, None, None)
+            self._client_config = None
         if self.cluster is not None:
             self.cluster.close()
         self.cluster, self.measurer = None, None
@@ -199,6 +210,42 @@ class DaskbenchSession:
             self.summary_lines.append(f"daskbench: regression found against baseline {self.settings.compare!r}")
             return "regressed"
         return None
+
+
+def config_combinations(sweep: cfg.ConfigSweep | None) -> list[tuple[tuple[str, str], ...]]:
+    """Every combination of the ``--config`` sweeps as sorted (key, value) pairs; ``[()]`` without any."""
+    combos: list[tuple[tuple[str, str], ...]] = [()]
+    for key, values in sweep or ():
+        combos = [(*combo, (key, value)) for combo in combos for value in values]
+    return [tuple(sorted(combo)) for combo in combos]
+
+
+def check_sweep_fits_backend(settings: cfg.Settings, backend: Backend) -> None:
+    """A running scheduler has the workers it has: sweeping their size or their config there is refused."""
+    if not backend.fixed_size:
+        return
+    for name, values in (("--threads-per-worker", settings.threads_per_worker),
+                         ("--memory-per-worker", settings.memory_per_worker)):  # fmt: skip
+        if len(values) > 1:
+            raise DaskbenchError(
+                f"{name}: a running scheduler ({settings.cluster}) has the workers it has; give one value, "
+                "or use --cluster local / coiled / module:ClassName to sweep it"
+            )
+    server = [key for key, _ in settings.config or () if key.startswith(SERVER_PREFIXES)]
+    if server:
+        raise DaskbenchError(
+            f"--config {server[0]}: a running scheduler's and its workers' config cannot be changed from here "
+            "(their processes read it at start); sweep only client-side keys there, or start the cluster yourself"
+        )
+
+
+def dask_config_set(values: dict[str, Any]) -> Any:
+    """``dask.config.set(values)`` entered now (exit it to restore), or None when there is nothing to set."""
+    if not values:
+        return None
+    import dask
+
+    return dask.config.set(values)
 
 
 def _has_run(store: Store, run_id: str) -> bool:

@@ -55,6 +55,21 @@ def format_bytes(n: float | None, missing: str = "-") -> str:
     raise AssertionError("unreachable")
 
 
+def compact_bytes(n: int | None) -> str:
+    """Bytes without a space, for ids: ``4GiB``, ``1.5GiB``, ``512MiB``; ``auto`` for None."""
+    return "auto" if n is None else format_bytes(n).replace(".0 ", "").replace(" ", "")
+
+
+def slots_text(slots: int | None) -> str:
+    """Task slots per worker: the number, or ``unlimited`` (queuing off)."""
+    return "unlimited" if slots is None else str(slots)
+
+
+def config_key_short(key: str) -> str:
+    """A Dask config key's last two parts, for ids and narrow columns: ``memory.target``."""
+    return ".".join(key.split(".")[-2:])
+
+
 def saturation_text(value: float) -> str:
     """A worker-saturation value as dask config spells it: ``"inf"`` or a number (``"1.1"``)."""
     return "inf" if math.isinf(value) else repr(float(value))

@@ -54,6 +54,6 @@ def test_unknown_pyproject_key_is_refused() -> None:
 
 def test_memory_sizes_parse_binary_and_decimal_units() -> None:
     """4GiB and 4GB are different numbers; auto means the machine split."""
-    assert resolve({"memory_per_worker": "4GiB"}, env={}).memory_per_worker == 4 * 2**30
-    assert resolve({"memory_per_worker": "4GB"}, env={}).memory_per_worker == 4 * 10**9
-    assert resolve({}, env={}).memory_per_worker is None
+    assert resolve({"memory_per_worker": "4GiB"}, env={}).memory_per_worker == (4 * 2**30,)
+    assert resolve({"memory_per_worker": "4GB,auto"}, env={}).memory_per_worker == (4 * 10**9, None)
+    assert resolve({}, env={}).memory_per_worker == (None,)

@@ -8,7 +8,7 @@ from typing import Any
 from daskbench import catalog, runstatus
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
-from daskbench.text import inf_or_number, json_safe
+from daskbench.text import compact_bytes, config_key_short, inf_or_number, json_safe
 
 
 def register(subparsers: Any) -> None:
@@ -97,6 +97,8 @@ def measurement_row(m: Measurement, case: Case | None) -> dict[str, Any]:
         "threads_per_worker": cluster.threads_per_worker if cluster else None,
         "memory_per_worker": cluster.memory_per_worker if cluster else None,
         "worker_saturation": inf_or_number(cluster.worker_saturation) if cluster else None,
+        "task_slots": (cluster.task_slots if cluster.task_slots is not None else "unlimited") if cluster else None,
+        "config": cluster.config if cluster else {},
         "backend": cluster.backend if cluster else None,
         "repeat": m.repeat,
         "outcome": m.outcome,
@@ -124,21 +126,30 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}")
     columns = catalog.shown()
+    axes = swept_axes(rows)
     print_table(
-        ["workload", "params", "sat", "workers", "rep", "outcome", *(metric.short for metric in columns)],
-        [_show_cells(r, columns) for r in rows],
-    )
+        ["workload", "params", "sat", "slots", "workers", *(title for title, _ in axes), "rep", "outcome",
+         *(metric.short for metric in columns)],
+        [_show_cells(r, columns, axes) for r in rows],
+    )  # fmt: skip
     return 0
 
 
-def _show_cells(r: dict[str, Any], columns: tuple[catalog.Metric, ...]) -> list[str]:
+def swept_axes(rows: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """The cluster axes beyond saturation and workers whose value varies across the rows (or
+    is not the default), as (column title, cell function): threads, memory, each config key."""
+    axes: list[tuple[str, Any]] = []
+    if {r["threads_per_worker"] for r in rows} - {1}:
+        axes.append(("threads", lambda r: str(r["threads_per_worker"])))
+    if len({r["memory_per_worker"] for r in rows}) > 1:
+        axes.append(("memory", lambda r: compact_bytes(r["memory_per_worker"])))
+    for key in sorted({key for r in rows for key in r["config"]}):
+        axes.append((config_key_short(key), lambda r, key=key: str(r["config"].get(key, "-"))))
+    return axes
+
+
+def _show_cells(r: dict[str, Any], columns: tuple[catalog.Metric, ...], axes: list[tuple[str, Any]]) -> list[str]:
     params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
-    head = [
-        str(r["workload"]),
-        params,
-        str(r["worker_saturation"]),
-        str(r["n_workers"]),
-        str(r["repeat"]),
-        r["outcome"],
-    ]
-    return head + [metric.format(r[metric.name]) for metric in columns]
+    head = [str(r["workload"]), params, str(r["worker_saturation"]), str(r["task_slots"]), str(r["n_workers"])]
+    head += [cell(r) for _, cell in axes]
+    return [*head, str(r["repeat"]), r["outcome"], *(metric.format(r[metric.name]) for metric in columns)]

@@ -6,7 +6,9 @@ processes), ``tcp://host:port`` (or tls://, ws://: a running scheduler), ``coile
 (coiled.Cluster, imported lazily) or ``module:ClassName`` (any cluster manager).
 worker-saturation is applied when the scheduler starts (or, for a running scheduler, set
 while it is idle) and always read back: the recorded value is what the scheduler uses,
-not what was asked for. Nothing heavy is imported here at module level, so
+not what was asked for. Swept Dask config (``--config``) is set while the cluster starts
+(the scheduler and the nannies' worker processes take it then) and read back where each
+key is used; the session keeps it set on the client while the cluster's cases run. Nothing heavy is imported here at module level, so
 `daskbench.config` can build ``--cluster``'s help from `BACKENDS`.
 """
 
@@ -17,7 +19,15 @@ from typing import Any
 
 from daskbench.clusters.address import ADDRESS
 from daskbench.clusters.coiled import COILED
-from daskbench.clusters.common import SATURATION_KEY, Backend, OpenCluster, load_kwargs, read_back
+from daskbench.clusters.common import (
+    SATURATION_KEY,
+    Backend,
+    OpenCluster,
+    check_config_applied,
+    load_kwargs,
+    read_back,
+    typed_config,
+)
 from daskbench.clusters.local import LOCAL
 from daskbench.clusters.manager import CLASS_PATH
 from daskbench.errors import DaskbenchError
@@ -59,10 +69,12 @@ def open_cluster(requested: ClusterSpec, kwargs: dict[str, Any] | None = None) -
 
     backend = backend_named(requested.backend)
     start = time.perf_counter()
-    with dask.config.set({SATURATION_KEY: inf_or_number(requested.worker_saturation)}):
+    with dask.config.set({**typed_config(requested), SATURATION_KEY: inf_or_number(requested.worker_saturation)}):
         client, cluster = backend.start(requested, dict(kwargs or {}))
     try:
         spec = read_back(client, requested)
+        with dask.config.set(typed_config(requested)):  # the client side is set while the case runs
+            check_config_applied(client, spec)
     except Exception:
         backend.close(client, cluster)
         raise

@@ -160,6 +160,56 @@ def read_back(client: Client, requested: ClusterSpec) -> ClusterSpec:
     )
 
 
+#: Prefixes of Dask config keys read by the scheduler, the workers or the nannies (not the client).
+SERVER_PREFIXES = ("distributed.scheduler.", "distributed.worker.", "distributed.nanny.")
+
+
+def typed_config(spec: ClusterSpec) -> dict[str, Any]:
+    """The spec's swept Dask config (``--config``) as values: each text read as YAML (0.6, false, 64MiB)."""
+    import yaml
+
+    typed = {}
+    for key, text in spec.config.items():
+        try:
+            typed[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            typed[key] = text
+    return typed
+
+
+def _config_values(keys: list[str], dask_scheduler: Any = None, dask_worker: Any = None) -> dict[str, Any]:
+    import dask
+
+    return {key: dask.config.get(key, default=None) for key in keys}
+
+
+def check_config_applied(client: Client, spec: ClusterSpec) -> None:
+    """Read every swept key back where it is used (scheduler, each worker, this client) and
+    fail with one line if any of them runs with another value than the sweep asked for."""
+    wanted = typed_config(spec)
+    if not wanted:
+        return
+    keys = list(wanted)
+    seen = {"this client": _config_values(keys), "the scheduler": client.run_on_scheduler(_config_values, keys)}
+    seen |= {f"worker {address}": values for address, values in client.run(_config_values, keys).items()}
+    for where, values in seen.items():
+        for key, value in values.items():
+            if value != wanted[key] and _applies(key, where):
+                raise DaskbenchError(
+                    f"--config {key}={spec.config[key]} did not take effect: {where} has {value!r}; "
+                    "the cluster may take its config from elsewhere (its own config files or --cluster-kwargs)"
+                )
+
+
+def _applies(key: str, where: str) -> bool:
+    """Scheduler keys matter on the scheduler, worker/nanny keys on workers, the rest on the client."""
+    if key.startswith("distributed.scheduler."):
+        return where == "the scheduler"
+    if key.startswith(("distributed.worker.", "distributed.nanny.")):
+        return where.startswith("worker ")
+    return where == "this client"
+
+
 def set_saturation(client: Client, value: float) -> None:
     """Set worker-saturation on a running scheduler; refused unless it is idle."""
 
