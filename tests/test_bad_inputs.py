@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from daskbench.store import Store
-from tests.conftest import make_run
+from tests.conftest import make_case, make_measurement, make_run
 from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
 
 #: Files a bad input may point at, written into each test's folder.
+#: The bundled price table with its first instance priced at -1 $/h.
+NEGATIVE_PRICES = json.dumps(
+    {**(table := json.loads((Path(__file__).parents[1] / "daskbench/metrics/prices.json").read_text())),
+     "instances": [{**table["instances"][0], "usd_per_hour": -1}, *table["instances"][1:]]}
+)  # fmt: skip
+
 FILES = {
     "broken.yaml": "n_workers: [1, 2\n  bad: : :\n",
     "python.yaml": "factory: !!python/object/apply:os.system ['echo pwned']\n",
@@ -20,11 +27,18 @@ FILES = {
     "unknown.yaml": "bogus_keyword: 1\n",
     "mycluster.py": "class Mine:\n    def __init__(self, n_workers=1):\n        self.n_workers = n_workers\n",
     "afile": "not a folder\n",
+    "negative-prices.json": NEGATIVE_PRICES,
+    "nan-prices.json": NEGATIVE_PRICES.replace('"usd_per_hour": -1', '"usd_per_hour": NaN', 1),
 }
 
 #: (id, flags, env) of `pytest -m benchmark` sessions that must stop with a usage error.
 PYTEST_CASES: list[tuple[str, list[str], dict[str, str]]] = [
     ("memory-overflow", ["--memory-per-worker", "1e400"], {}),
+    ("prices-negative", ["--prices", "negative-prices.json"], {}),
+    ("prices-nan", ["--prices", "nan-prices.json"], {}),
+    ("threads-list-zero", ["--threads-per-worker", "1,0"], {}),
+    ("config-unknown-key", ["--config", "distributed.worker.memory.targett=0.6"], {}),
+    ("config-no-values", ["--config", "array.chunk-size="], {}),
     ("memory-huge", ["--memory-per-worker", "1e30"], {}),
     ("memory-negative", ["--memory-per-worker=-5GiB"], {}),
     ("memory-words", ["--memory-per-worker", "lots"], {}),
@@ -81,6 +95,8 @@ PYTEST_CASES: list[tuple[str, list[str], dict[str, str]]] = [
 #: (id, CLI arguments) that must exit 2 with one line; {db} is an existing store, {dir} the test folder.
 CLI_CASES: list[tuple[str, list[str]]] = [
     ("runs-limit-negative", ["runs", "--db", "{db}", "--limit", "-1"]),
+    ("prepare-seed-negative", ["data", "prepare", "--seed", "-1", "--size", "tiny", "--data", "{dir}/data"]),
+    ("report-under-a-file", ["report", "--db", "{db}", "-o", "{dir}/afile/report.html"]),
     ("runs-limit-words", ["runs", "--db", "{db}", "--limit", "many"]),
     ("baseline-leading-spaces", ["baseline", "set", "  main", "{run}", "--db", "{db}"]),
     ("baseline-300-chars", ["baseline", "set", "b" * 300, "{run}", "--db", "{db}"]),
@@ -141,3 +157,18 @@ def test_bad_command_input_is_one_line_and_exit_2(folder: Path, args: list[str])
     assert len([e for e in errors if "error" in e.lower()]) == 1 and "Traceback" not in result.stderr
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(("r.db-", "broken.db-"))) == before
     assert Store(db).baselines() == {}
+
+
+def test_report_into_a_folder_writes_report_html_there(tmp_path: Path) -> None:
+    """``report -o DIR`` names a folder: the report is DIR/report.html, and the line says so."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store, run, case = Store(db), make_run(), make_case()
+    store.add_run(run)
+    store.add_case(case)
+    store.add_measurement(make_measurement(run, case))
+    store.close()
+    (tmp_path / "out").mkdir()
+    result = daskbench_cli("report", "--db", db, "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "report.html").stat().st_size > 0
+    assert f"wrote {tmp_path / 'out' / 'report.html'}" in result.stdout

@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=sorted(GENERATORS),
         help="only this workload's inputs (repeatable; default: all)",
     )
-    prepare.add_argument("--seed", type=int, default=0, help="generator seed (default: 0, as the benchmarks use)")
+    prepare.add_argument(
+        "--seed", type=_seed, default=0, help="generator seed, 0 to 2**32-1 (default: 0, as the benchmarks use)"
+    )
     prepare.set_defaults(func=run_prepare)
 
 
@@ -49,3 +51,14 @@ def _progress_line(prepared: inputs.Prepared) -> str:
     if prepared.reused:
         return f"  reused {prepared.name}: {size}"
     return f"  wrote  {prepared.name}: {size} in {prepared.seconds:.1f} s"
+
+
+def _seed(text: str) -> int:
+    """A generator seed numpy accepts: a whole number from 0 to 2**32-1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 0 to {2**32 - 1}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; give 0 to {2**32 - 1}")
+    return value

@@ -8,6 +8,7 @@ report never sets the exit code on a regression (``daskbench compare`` gates CI)
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from daskbench.cli.common import add_db_option, open_store
@@ -39,10 +40,25 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
     parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
     parser.add_argument(
-        "-o", "--output", metavar="PATH", default=DEFAULT_OUTPUT, help=f"where to write (default: {DEFAULT_OUTPUT})"
-    )
+        "-o", "--output", metavar="PATH", type=output_path, default=DEFAULT_OUTPUT,
+        help=f"file to write, or a folder to write report.html in (default: {DEFAULT_OUTPUT})",
+    )  # fmt: skip
     add_db_option(parser)
     parser.set_defaults(func=cmd_report)
+
+
+def output_path(text: str) -> Path:
+    """Where the report goes: the file named, or ``report.html`` in a folder named; checked
+    before the store is read, so a path that cannot be written costs nothing."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        path = path / "report.html"
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a folder; name a file to write, e.g. {path / 'report.html'}")
+    blocking = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise argparse.ArgumentTypeError(f"{blocking} is a file, not a folder; choose another path for the report")
+    return path
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ have cost on the smallest machine it actually needed.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,12 +58,23 @@ def load_prices(path: str | None = None) -> PriceTable:
 
 
 def _parse(data: dict[str, Any]) -> PriceTable:
-    instances = tuple(
-        Instance(i["name"], int(i["vcpus"]), int(float(i["memory_gib"]) * GIB), float(i["usd_per_hour"]))
-        for i in data["instances"]
-    )
+    instances = tuple(_instance(i) for i in data["instances"])
+    if not instances:
+        raise ValueError("it lists no instances")
     by_name = {i.name: i for i in instances}
+    if data["scheduler"] not in by_name:
+        raise ValueError(f"its scheduler {data['scheduler']!r} is not one of its instances")
     return PriceTable(data["as_of"], data["source"], instances, by_name[data["scheduler"]])
+
+
+def _instance(row: dict[str, Any]) -> Instance:
+    """One priced instance; a negative, NaN or infinite price, or a shape without cores or memory, is refused."""
+    name, vcpus, gib, price = str(row["name"]), int(row["vcpus"]), float(row["memory_gib"]), float(row["usd_per_hour"])
+    if not math.isfinite(price) or price < 0:
+        raise ValueError(f"instance {name!r} has usd_per_hour {row['usd_per_hour']!r}; give a price >= 0")
+    if vcpus < 1 or not math.isfinite(gib) or gib <= 0:
+        raise ValueError(f"instance {name!r} needs vcpus >= 1 and memory_gib > 0")
+    return Instance(name, vcpus, int(gib * GIB), price)
 
 
 @dataclass(frozen=True)
