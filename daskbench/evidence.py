@@ -9,12 +9,15 @@ a SQLite store (``<store>.evidence/<run id>/``), else under ``results/evidence``
 the same bytes are never written twice and a path says which content it holds. The
 paths go into ``Measurement.extra["evidence"]``; the seconds the keeping took (its own
 cost, outside the timed compute phase) into ``extra["evidence_seconds"]``.
+``daskbench gc`` removes the folders of runs the store no longer has, or of old runs no
+baseline names (`find_garbage`, `remove_garbage`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -106,3 +109,45 @@ def _save(client: Any, folder: Path, report: Path, since: float) -> dict[str, An
     except Exception as exc:
         errors["task_stream"] = one_line(exc)
     return {"evidence": paths, **({"evidence_errors": errors} if errors else {})}
+
+
+#: A run's evidence folder is named by its run id (a UUID); gc touches nothing else.
+_RUN_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+@dataclass(frozen=True)
+class Garbage:
+    """What `find_garbage` found: run folders to remove (with the reason) and their size."""
+
+    folders: tuple[tuple[Path, str], ...]
+    partial_files: tuple[Path, ...]
+    size_bytes: int
+
+
+def find_garbage(root: Path, runs_started: dict[str, str], protected: set[str], before: str | None) -> Garbage:
+    """Evidence under ``root`` no run needs: folders of runs the store no longer has, and with
+    ``before`` (an ISO time) of runs started earlier that no baseline names; plus ``.part``
+    files a crash left. ``runs_started`` maps every run id in the store to its start time."""
+    folders = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if not folder.is_dir() or not _RUN_FOLDER.match(folder.name):
+            continue
+        started = runs_started.get(folder.name)
+        if started is None:
+            folders.append((folder, "run not in the store"))
+        elif before is not None and started < before and folder.name not in protected:
+            folders.append((folder, f"run started {started[:10]}"))
+    removed = {folder for folder, _ in folders}
+    partial = tuple(p for p in root.glob("*/*.part") if p.parent not in removed) if root.is_dir() else ()
+    size = sum(f.stat().st_size for folder in removed for f in folder.rglob("*") if f.is_file())
+    return Garbage(tuple(folders), partial, size + sum(p.stat().st_size for p in partial))
+
+
+def remove_garbage(garbage: Garbage) -> None:
+    """Delete what `find_garbage` found (files first, then the emptied run folders)."""
+    for folder, _ in garbage.folders:
+        for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            path.unlink() if path.is_file() or path.is_symlink() else path.rmdir()
+        folder.rmdir()
+    for path in garbage.partial_files:
+        path.unlink(missing_ok=True)

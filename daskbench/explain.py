@@ -6,7 +6,8 @@ seconds by activity. For a runtime verdict that changed (regressed, improved, or
 inconclusive with a ratio beyond the floor), the median breakdown of each side is
 compared and the activities that moved most are named, in seconds and in share of the
 thread-seconds ("transfer +3.1 s (+41 pts), compute +0.2 s (-6 pts)"), and appended to the
-verdict's note, which every rendering of a comparison already shows.
+verdict's note, which every rendering of a comparison already shows; so are the
+performance reports kept with ``--evidence`` ("evidence: baseline <path>, candidate <path>").
 
 Pure functions over records; `daskbench.compare` calls `explain_verdicts`.
 """
@@ -82,9 +83,21 @@ def explain(v: Verdict, base: Sequence[Measurement], cand: Sequence[Measurement]
     if not changed(v):
         return v
     said = phrase(moves(median_breakdown(base), median_breakdown(cand)))
-    if not said:
-        return v
-    return replace(v, note="; ".join(part for part in (v.note, NOTE_PREFIX + said) if part))
+    parts = (v.note, NOTE_PREFIX + said if said else "", evidence_text(base, cand))
+    return replace(v, note="; ".join(part for part in parts if part))
+
+
+def evidence_text(base: Sequence[Measurement], cand: Sequence[Measurement]) -> str:
+    """``evidence: baseline <report>, candidate <report>``: the performance reports kept with
+    ``--evidence`` (the last of each side), or "" when neither side kept any."""
+    found = [(side, _last_report(ms)) for side, ms in (("baseline", base), ("candidate", cand))]
+    kept = [f"{side} {path}" for side, path in found if path]
+    return "evidence: " + ", ".join(kept) if kept else ""
+
+
+def _last_report(measurements: Sequence[Measurement]) -> str | None:
+    paths = [(m.extra.get("evidence") or {}).get("performance_report") for m in measurements]
+    return next((path for path in reversed(paths) if path), None)
 
 
 def explain_verdicts(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +142,9 @@ def test_evidence_writes_files_that_the_report_links(cluster: OpenCluster, tmp_p
     html = write_report(store, tmp_path / "report.html", baseline=base.run_id).read_text()
     assert Path(kept["performance_report"]).as_uri() in html and Path(kept["task_stream"]).as_uri() in html
     assert "Where the time went" in html and "-breakdown-time" in html
+    runtime = next(v for v in compare_runs(store, candidate=cand.run_id, baseline=base.run_id).verdicts
+                   if v.metric == "runtime_s")  # fmt: skip
+    assert f"evidence: candidate {kept['performance_report']}" in runtime.note  # compare links it
+    shown = subprocess.run([sys.executable, "-m", "daskbench", "show", cand.run_id, "--db", store.url],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert f"evidence (--evidence) of 1 measurement(s) in {folder}" in shown.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from daskbench import catalog, runstatus
@@ -132,6 +133,10 @@ def cmd_show(args: argparse.Namespace) -> int:
          *(metric.short for metric in columns)],
         [_show_cells(r, columns, axes) for r in rows],
     )  # fmt: skip
+    kept = [r for r in rows if r["evidence"]]
+    if kept:
+        folders = sorted({str(Path(path).parent) for r in kept for path in r["evidence"].values()})
+        print(f"evidence (--evidence) of {len(kept)} measurement(s) in {', '.join(folders)}")
     return 0
 
 

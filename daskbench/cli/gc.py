@@ -1,0 +1,50 @@
+"""``daskbench gc``: remove kept evidence (``--evidence``) that no run needs any more."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from daskbench import config
+from daskbench.cli.common import add_db_option, open_store, settings, whole_number
+from daskbench.evidence import evidence_root, find_garbage, remove_garbage
+from daskbench.text import format_bytes
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "gc",
+        help="remove kept evidence of runs the store no longer has, or of old runs",
+        description="Remove the evidence folders (--evidence: performance reports, task streams) of runs the "
+        "store no longer has, and with --older-than DAYS of runs started earlier, except runs a baseline names; "
+        "also half-written files a crash left. Nothing else in the folder is touched.",
+        epilog="examples: daskbench gc --dry-run | daskbench gc --older-than 30",
+    )
+    add_db_option(parser)
+    config.add_options(parser.add_argument, ("evidence_dir",))
+    parser.add_argument("--older-than", metavar="DAYS", type=whole_number(1, 36500, "days", "--older-than 30"),
+                        help="also remove evidence of runs started more than DAYS days ago (baselines kept)")  # fmt: skip
+    parser.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    parser.set_defaults(func=cmd_gc)
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    resolved = settings(args)
+    store = open_store(args)
+    root = evidence_root(resolved.db, resolved.evidence_dir)
+    runs = {run.run_id: run.started_at for run in store.runs()}
+    protected = {run_id for ids in store.baselines().values() for run_id in ids}
+    before = (datetime.now(UTC) - timedelta(days=args.older_than)).isoformat() if args.older_than else None
+    garbage = find_garbage(root, runs, protected, before)
+    verb = "would remove" if args.dry_run else "removed"
+    for folder, reason in garbage.folders:
+        print(f"{verb} {folder} ({reason})")
+    if not args.dry_run:
+        remove_garbage(garbage)
+    count = len(garbage.folders)
+    print(
+        f"daskbench gc: {verb} {count} run folder(s) and {len(garbage.partial_files)} partial file(s), "
+        f"{format_bytes(garbage.size_bytes)}, under {root}"
+    )
+    return 0
