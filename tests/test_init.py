@@ -112,6 +112,9 @@ def test_written_workflow_passes_actionlint(tmp_path: Path) -> None:
     actionlint = str(Path(sys.executable).parent / "actionlint")
     workflow = tmp_path / WORKFLOW
     assert "python -m pip install daskbench==0.1.0\n" in workflow.read_text()
+    text = workflow.read_text()  # history carried as an export artifact, never an evictable cache
+    assert "actions/cache" not in text and "daskbench export -o results/history.jsonl" in text
+    assert "daskbench import results/history.jsonl" in text and "name: daskbench-history" in text
     result = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     workflow.write_text(workflow.read_text().replace("if: always()", "if: always(", 1))
