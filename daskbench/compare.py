@@ -61,9 +61,17 @@ _ORDER = {
 
 @dataclass(frozen=True)
 class _Rules:
+    """How verdicts are decided. ``floors`` holds every metric's floor and, keyed
+    ``workload:metric``, the floors of one workload; `of` gives a case its own."""
+
     floors: Mapping[str, float]
     z_threshold: float
     min_history: int
+
+    def of(self, workload: str) -> _Rules:
+        """These rules with ``workload``'s own floors in place of the general ones."""
+        own = {key.split(":", 1)[1]: value for key, value in self.floors.items() if key.startswith(f"{workload}:")}
+        return replace(self, floors={**self.floors, **own}) if own else self
 
 
 def compare_runs(
@@ -130,12 +138,14 @@ def _alone(store: Store, cand: Run, *, defaulted: bool) -> list[str]:
 def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
     """The declared floor of every metric, overridden by ``floors``."""
     merged = {metric: stats.default_floor(metric) for metric in catalog.names()}
-    for metric, value in (floors or {}).items():
+    for key, value in (floors or {}).items():
+        metric = key.rpartition(":")[2]
         if not catalog.is_declared(metric) or not value >= 1.0:
             raise DaskbenchError(
-                f"floor {metric}={value!r}: metrics are {', '.join(catalog.names())} and floors are >= 1"
+                f"floor {key}={value!r}: metrics are {', '.join(catalog.names())} (optionally after "
+                "a workload, wordcount:runtime_s) and floors are >= 1"
             )
-        merged[metric] = float(value)
+        merged[key] = float(value)
     return merged
 
 
@@ -183,8 +193,9 @@ def _ab_comparison(
             verdicts.append(status)
             continue
         noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
-        values, decide = _ab_rule(base_side, cand_side, noise_runs, rules)
-        found = _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+        own = rules.of(cases[fp].workload)
+        values, decide = _ab_rule(base_side, cand_side, noise_runs, own)
+        found = _metric_verdicts(cases[fp], fp, values, decide, own, note)
         verdicts += explain.explain_verdicts(found, base_side, cand_side)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
 
@@ -255,7 +266,7 @@ def _history_comparison(
         past = _past(store.measurements(fingerprint=fp), usable)
         good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
         used.update((run.run_id, run) for run, _ in good)
-        verdicts += _history_case(cases[fp], fp, ms, past, good, rules)
+        verdicts += _history_case(cases[fp], fp, ms, past, good, rules.of(cases[fp].workload))
     reference = _reference_run(list(usable.values()), cand)
     if reference is not None:
         used[reference.run_id] = reference
@@ -500,8 +511,9 @@ def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | Non
         if status is not None:
             verdicts.append(status)
             continue
-        values, decide = _rounds_rule(a_side, b_side, by_side, rules)
-        verdicts += _metric_verdicts(cases[fp], fp, values, decide, rules, note)
+        own = rules.of(cases[fp].workload)
+        values, decide = _rounds_rule(a_side, b_side, by_side, own)
+        verdicts += _metric_verdicts(cases[fp], fp, values, decide, own, note)
     label = f"A/B group {group}: {len(rounds)} interleaved rounds, side A"
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
     return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], label, [])

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from daskbench import catalog
 from daskbench.clusters import forms as cluster_forms
 from daskbench.errors import DaskbenchError
 from daskbench.redact import redact_url
@@ -34,7 +35,7 @@ MIN_TIMEOUT = 1.0
 #: ``DASKBENCH_*`` variables read outside `OPTIONS` (alerts, ab, CI scripts, tests); others are typos.
 OTHER_ENV = frozenset({
     "DASKBENCH_AB_ROUNDS", "DASKBENCH_ALERT_REPO", "DASKBENCH_BASELINE", "DASKBENCH_CONFIRM_REPEAT",
-    "DASKBENCH_FLOOR", "DASKBENCH_GITHUB_API", "DASKBENCH_HISTORY", "DASKBENCH_HISTORY_FILE", "DASKBENCH_HOST_CLASS",
+    "DASKBENCH_GITHUB_API", "DASKBENCH_HISTORY", "DASKBENCH_HISTORY_FILE", "DASKBENCH_HOST_CLASS",
     "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN",
 })  # fmt: skip
 
@@ -68,6 +69,45 @@ def parse_workers_list(text: str) -> tuple[int, ...]:
 
 def parse_positive_int(text: str) -> int:
     return _positive_int(text.strip(), "value")
+
+
+def parse_floors(text: str) -> dict[str, float]:
+    """``"runtime=1.1,memory=15%,wordcount:runtime=1.3"`` or ``"1.2"`` -> floors keyed by metric
+    name, or by ``workload:metric`` for one workload's cases (which wins over the plain one)."""
+    floors: dict[str, float] = {}
+    for item in _split(text):
+        name, _, value = item.rpartition("=")
+        workload, colon, target = name.rpartition(":")
+        if colon and not workload.strip():
+            raise ValueError(f"{item!r} names no workload before ':'; e.g. wordcount:runtime=1.3")
+        metrics = _floor_targets(target)
+        if not metrics:
+            raise ValueError(
+                f"unknown metric {target!r}; use a kind ({', '.join(catalog.KINDS)}) or a metric name "
+                f"({', '.join(catalog.compared())}), optionally after a workload: wordcount:runtime=1.3"
+            )
+        prefix = f"{workload.strip()}:" if colon else ""
+        floors.update(dict.fromkeys((prefix + metric for metric in metrics), _floor_value(value)))
+    return floors
+
+
+def _floor_targets(name: str) -> tuple[str, ...]:
+    """The metrics a floor item names: all (no name), one metric, or every compared metric of a kind."""
+    key = name.strip().replace("-", "_")
+    if not key:
+        return catalog.names()
+    return (key,) if catalog.is_declared(key) else catalog.of_kind(key)
+
+
+def _floor_value(text: str) -> float:
+    raw = text.strip()
+    try:
+        value = 1.0 + float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 1.0 <= value < 100.0:
+        raise ValueError(f"{text!r} is not a ratio >= 1 like 1.1 or a percentage like 10% (runtime=1.1)")
+    return value
 
 
 def parse_threads_list(text: str) -> tuple[int, ...]:
@@ -290,6 +330,8 @@ class Option:
     is_flag: bool = False
     #: Given several times on the command line (``--config A=1 --config B=2``), joined by ``;``.
     repeatable: bool = False
+    #: The ``[tool.daskbench]`` key, when it is not the flag's name (a table: ``floors``).
+    pyproject_key: str | None = None
 
     @property
     def flag(self) -> str:
@@ -301,7 +343,7 @@ class Option:
 
     @property
     def key(self) -> str:
-        return self.name.replace("_", "-")
+        return self.pyproject_key or self.name.replace("_", "-")
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -338,6 +380,11 @@ OPTIONS: tuple[Option, ...] = (
            "--prices my-prices.json"),
     Option("compare", parse_text, None, "after the session, compare this run against this baseline name",
            "--compare main"),
+    Option("floor", parse_floors, None,
+           "minimum effect that counts, by kind (runtime, memory, cost, work) or metric name, for every case or "
+           "one workload's: runtime=1.1,memory=15%,wordcount:runtime=1.3 or 1.2 for all (default: each metric's "
+           "declared floor, 1.1); in pyproject a [tool.daskbench.floors] table",
+           "--floor runtime=1.1,wordcount:runtime=1.3", pyproject_key="floors"),
     Option("interleave", parse_bool, "false", "run repeats of different settings alternately (ABAB)",
            "--interleave", is_flag=True),
     Option("allow_large", parse_bool, "false",
@@ -374,6 +421,7 @@ class Settings:
     s3_endpoint: str | None
     prices: str | None
     compare: str | None
+    floor: dict[str, float] | None
     interleave: bool
     allow_large: bool = False
     restart_workers: bool = False
@@ -481,6 +529,8 @@ def _resolve_one(option: Option, flags: Mapping[str, Any], env: Mapping[str, str
 
 
 def _as_text(value: Any, option: Option) -> str:
+    if isinstance(value, dict):  # a table: [tool.daskbench.floors] runtime = 1.1 -> "runtime=1.1"
+        return ",".join(f"{key}={item}" for key, item in value.items())
     if isinstance(value, list):
         return (CONFIG_SEPARATOR if option.repeatable else ",").join(str(item) for item in value)
     if isinstance(value, bool):

@@ -201,7 +201,9 @@ class DaskbenchSession:
 
         assert self.store is not None and self.run is not None
         try:
-            comparison = compare_runs(self.store, candidate=self.run.run_id, baseline=self.settings.compare)
+            comparison = compare_runs(
+                self.store, candidate=self.run.run_id, baseline=self.settings.compare, floors=self.settings.floor
+            )
         except DaskbenchError as exc:
             self.summary_lines.append(f"compare against {self.settings.compare!r} could not run: {exc}")
             return "compare-error"

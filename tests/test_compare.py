@@ -206,11 +206,32 @@ def test_floor_option_widens_what_counts_as_unchanged(store: Store, db: str) -> 
     assert main(["compare", "--db", db, "--floor", "20%"]) == 0
 
 
+def test_a_workloads_own_floor_applies_to_its_cases_only(store: Store, db: str) -> None:
+    """``--floor shuffle:runtime=1.2`` spares that workload's 1.15x; another workload's floor does not."""
+    ab_store(store, 10.0, 11.5)
+    assert main(["compare", "--db", db, "--floor", "shuffle:runtime=1.2"]) == 0
+    assert main(["compare", "--db", db, "--floor", "wordcount:runtime=1.2"]) == 1
+    assert main(["compare", "--db", db, "--floor", "runtime=1.2,shuffle:runtime=1.05"]) == 1
+
+
+def test_floors_table_in_pyproject_is_read_and_a_flag_overrides_it(
+    store: Store, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[tool.daskbench.floors]`` sets per-workload floors for every command; ``--floor`` wins over it."""
+    ab_store(store, 10.0, 11.5)
+    (tmp_path / "pyproject.toml").write_text('[tool.daskbench.floors]\n"shuffle:runtime" = 1.2\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "--db", db]) == 0
+    assert main(["compare", "--db", db, "--floor", "runtime=1.1"]) == 1
+
+
 def test_bad_floor_exits_2_with_a_message(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """--floor speed=fast is refused with a one-line error and exit 2."""
     ab_store(store, 10.0, 10.0)
     assert main(["compare", "--db", db, "--floor", "speed=1.1"]) == 2
     assert "unknown metric 'speed'" in capsys.readouterr().err
+    assert main(["compare", "--db", db, "--floor", ":runtime=1.1"]) == 2
+    assert "names no workload before ':'" in capsys.readouterr().err
 
 
 # -- outcomes, presence ------------------------------------------------------------------------

@@ -13,8 +13,16 @@ import sys
 from typing import Any
 
 from daskbench.ab import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
-from daskbench.cli.common import add_db_option, add_format_option, open_store, settings, whole_number
-from daskbench.cli.compare import parse_floors, print_comparison
+from daskbench.cli.common import (
+    add_db_option,
+    add_floor_option,
+    add_format_option,
+    floors,
+    open_store,
+    settings,
+    whole_number,
+)
+from daskbench.cli.compare import print_comparison
 from daskbench.compare import compare_group
 
 
@@ -40,7 +48,7 @@ def register(subparsers: Any) -> None:
         parser.add_argument(f"--{side}-env", metavar="KEY=VALUE", action="append", default=[],
                             help=f"environment variable for side {side.upper()} (repeatable)")  # fmt: skip
     parser.add_argument("--group", help="name of the group (default: ab-<date-time>); an existing group is continued")
-    parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
+    add_floor_option(parser)
     add_format_option(parser)
     add_db_option(parser)
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
@@ -49,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_ab(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
-    floors = parse_floors(args.floor) if args.floor else None
+    chosen = floors(args)
     sides = {
         "A": Side("A", args.a_python, parse_env(args.a_env, "--a-env")),
         "B": Side("B", args.b_python, parse_env(args.b_env, "--b-env")),
@@ -67,7 +75,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         print(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --ab {group}; "
               f"continue: daskbench ab --group {group} --rounds {args.rounds} ...", file=sys.stderr)  # fmt: skip
         raise
-    return _judge(args, store, group, floors)
+    return _judge(args, store, group, chosen)
 
 
 def _judge(args: argparse.Namespace, store: Any, group: str, floors: dict[str, float] | None) -> int:

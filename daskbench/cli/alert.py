@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import alerts
-from daskbench.cli.common import add_db_option, open_store
-from daskbench.cli.compare import history_runs, parse_floors
+from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
+from daskbench.cli.compare import history_runs
 from daskbench.compare import compare_runs
 from daskbench.model import Comparison
 from daskbench.store import Store
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
     parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
     parser.add_argument("--history", metavar="N", type=history_runs, help="judge each case against its last N runs")
-    parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
+    add_floor_option(parser)
     parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
     parser.add_argument(
         "--confirm",
@@ -87,7 +87,7 @@ def _judge(store: Store, args: argparse.Namespace, candidate: str | None) -> Com
         candidate=candidate,
         baseline=args.baseline,
         history=args.history,
-        floors=parse_floors(args.floor) if args.floor else None,
+        floors=floors(args),
         allow_mixed=args.allow_mixed,
     )
 

@@ -17,6 +17,16 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     config.add_options(parser.add_argument, ("db",))
 
 
+def add_floor_option(parser: argparse.ArgumentParser) -> None:
+    """``--floor`` (also ``DASKBENCH_FLOOR`` and ``[tool.daskbench.floors]``); read it with `floors`."""
+    config.add_options(parser.add_argument, ("floor",))
+
+
+def floors(args: argparse.Namespace) -> dict[str, float] | None:
+    """The floors of this command: its ``--floor`` over ``DASKBENCH_FLOOR`` over ``[tool.daskbench.floors]``."""
+    return settings(args).floor
+
+
 def add_format_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
 

@@ -10,13 +10,21 @@ works before anyone has named a baseline. Exit codes: 0 nothing regressed, 1 a r
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from daskbench import catalog
-from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, whole_number
+from daskbench.cli.common import (
+    add_db_option,
+    add_floor_option,
+    add_format_option,
+    open_store,
+    print_json,
+    whole_number,
+)
+from daskbench.cli.common import (
+    floors as common_floors,
+)
 from daskbench.compare import compare_group, compare_runs
 from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
@@ -65,12 +73,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--history", metavar="N", type=history_runs, help="compare each case with its last N good runs instead"
     )
-    parser.add_argument(
-        "--floor",
-        metavar="FLOORS",
-        help="minimum effect that counts, by kind (runtime, memory, cost, work) or metric name, e.g. "
-        "runtime=1.1,memory=1.15,cost=20%% or 1.2 for all (default: each metric's declared floor, 1.1)",
-    )
+    add_floor_option(parser)
     parser.add_argument(
         "--allow-mixed",
         action="store_true",
@@ -85,38 +88,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 history_runs = whole_number(1, 100_000, "runs", "--history 20")
 
 
-def parse_floors(text: str) -> dict[str, float]:
-    """``"runtime=1.1,memory=15%,cost=1.2"`` or ``"1.2"`` (every metric) -> floors by metric name."""
-    floors: dict[str, float] = {}
-    for item in (part.strip() for part in text.split(",")):
-        name, _, value = item.rpartition("=")
-        metrics = _floor_targets(name)
-        if not metrics:
-            raise DaskbenchError(
-                f"--floor: unknown metric {name!r}; use a kind ({', '.join(catalog.KINDS)}) or a metric name "
-                f"({', '.join(catalog.compared())}), e.g. --floor runtime=1.1"
-            )
-        floors.update(dict.fromkeys(metrics, _floor_value(value)))
-    return floors
 
-
-def _floor_targets(name: str) -> tuple[str, ...]:
-    """The metrics a --floor item names: all (no name), one metric, or every compared metric of a kind."""
-    key = name.strip().replace("-", "_")
-    if not key:
-        return catalog.names()
-    return (key,) if catalog.is_declared(key) else catalog.of_kind(key)
-
-
-def _floor_value(text: str) -> float:
-    raw = text.strip()
-    try:
-        value = 1.0 + float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
-    except ValueError:
-        value = math.nan
-    if not 1.0 <= value < 100.0:
-        raise DaskbenchError(f"--floor: {text!r} is not a ratio >= 1 like 1.1 or a percentage like 10% (runtime=1.1)")
-    return value
 
 
 def _baseline_set(args: argparse.Namespace) -> int:
@@ -138,7 +110,7 @@ def _baseline_list(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    floors = parse_floors(args.floor) if args.floor else None
+    floors = common_floors(args)
     if args.ab and (args.candidate or args.baseline or args.history):
         raise DaskbenchError("--ab judges an A/B group by itself; give it without --candidate, --baseline or --history")
     if args.ab:

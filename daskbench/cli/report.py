@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, open_store
-from daskbench.cli.compare import history_runs, parse_floors
+from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
+from daskbench.cli.compare import history_runs
 from daskbench.report import write_report
 from daskbench.text import format_bytes
 
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
         type=history_runs,
         help="compare each case with its last N good runs; charts show N runs",
     )
-    parser.add_argument("--floor", metavar="FLOORS", help="minimum effect that counts, as for daskbench compare")
+    add_floor_option(parser)
     parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
     parser.add_argument(
         "-o", "--output", metavar="PATH", type=output_path, default=DEFAULT_OUTPUT,
@@ -68,7 +68,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         candidate=args.candidate,
         baseline=args.baseline,
         history=args.history,
-        floors=parse_floors(args.floor) if args.floor else None,
+        floors=floors(args),
         allow_mixed=args.allow_mixed,
     )
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
