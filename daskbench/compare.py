@@ -36,7 +36,7 @@ from typing import Literal
 
 from daskbench import catalog, comparable, explain, runstatus, stats
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, Comparison, Measurement, Run, Verdict, VerdictKind, group_measurements
+from daskbench.model import ACCEPTED_STEP, Case, Comparison, Measurement, Run, Verdict, VerdictKind, group_measurements
 from daskbench.store import Store
 from daskbench.text import flatten
 
@@ -301,16 +301,46 @@ def _history_case(
     if status is not None:
         return [status]
 
+    good, accepted = _since_accepted(good)
+    steps: dict[str, str] = {}
+
     def values(metric: str) -> tuple[list[float], list[float]]:
-        summaries = [stats.median(found) for _, group in good if (found := _values(group, metric))]
-        return summaries, _values(cand, metric)
+        rows = [(run, stats.median(found)) for run, group in good if (found := _values(group, metric))]
+        step = stats.last_step([value for _, value in rows], rules.floors[metric])
+        if step is None:
+            return [value for _, value in rows], _values(cand, metric)
+        ratio = stats.median([v for _, v in rows[step:]]) / stats.median([v for _, v in rows[:step]])
+        since, run_id = len(rows) - step, rows[step][0].run_id[:8]
+        if since >= rules.min_history:  # an established new level: judged against it
+            steps[metric] = f"history steps {ratio:.2f}x at run {run_id}: judged against the {since} runs since"
+            rows = rows[step:]
+        else:  # a recent step keeps counting until accepted (or established)
+            steps[metric] = (
+                f"history steps {ratio:.2f}x at run {run_id}, {since} runs ago; if that is the new normal: "
+                f"daskbench baseline accept {run_id}"
+            )
+        return [value for _, value in rows], _values(cand, metric)
 
     def decide(metric: str, history: list[float], c: list[float]) -> stats.Decision:
         floor, z, least = rules.floors[metric], rules.z_threshold, rules.min_history
-        return stats.history_decision(history, c, floor, z_threshold=z, min_history=least)
+        decision = stats.history_decision(history, c, floor, z_threshold=z, min_history=least)
+        said = "; ".join(part for part in (accepted, steps.get(metric, ""), decision.note) if part)
+        return replace(decision, note=said)
 
     found = _metric_verdicts(case, fp, values, decide, rules, "")
     return explain.explain_verdicts(found, [m for _, group in good for m in group], cand)
+
+
+def _since_accepted(
+    good: list[tuple[Run, list[Measurement]]],
+) -> tuple[list[tuple[Run, list[Measurement]]], str]:
+    """The history from the newest run whose measurements were accepted as a new level
+    (``daskbench baseline accept``) on, and a note saying so; all of it when none was."""
+    marked = [n for n, (_, group) in enumerate(good) if any(ACCEPTED_STEP in m.flags for m in group)]
+    if not marked:
+        return good, ""
+    run = good[marked[-1]][0]
+    return good[marked[-1] :], f"history since run {run.run_id[:8]}, accepted as a new level"
 
 
 def _reference_run(earlier: list[Run], cand: Run) -> Run | None:

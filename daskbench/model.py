@@ -31,6 +31,10 @@ _TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 #: a passed measurement carrying it reads back as outcome ``wrong-result`` (never ok).
 WRONG_RESULT = "wrong-result"
 
+#: The flag `daskbench baseline accept` adds: history mode judges a case only against the
+#: runs from the newest accepted one on (a deliberate change of level, not a regression).
+ACCEPTED_STEP = "accepted-step"
+
 #: Run tags holding the pytest selection of a run (``-k``, ``-m``), when one was given.
 SELECT_K, SELECT_M = "select_k", "select_m"
 

@@ -409,6 +409,31 @@ def history_decision(
     return Decision(verdict, ratio, method=method, note=note, score=z)
 
 
+#: A level in history needs this many runs on each side of a step before the step counts.
+MIN_STEP_RUNS = 3
+
+
+def last_step(history: Sequence[float], floor: float, min_runs: int = MIN_STEP_RUNS) -> int | None:
+    """Where the newest level of ``history`` (oldest first) starts, if it stepped: the split
+    into two segments of at least ``min_runs`` that leaves the least squared deviation of the
+    logs from each segment's mean (checkable by hand), kept only if the segments' medians
+    differ by more than ``floor``. None when there is no such step.
+
+    ``[10, 10, 10, 10, 13, 13, 13]`` splits at 4 (1.3x > 1.10); ``[10, 11, 10, 11, 10, 11]``
+    has no split beyond the floor.
+    """
+    if len(history) < 2 * min_runs or min(history) <= 0:
+        return None
+    logs = np.log(np.asarray(history, dtype=float))
+
+    def cost(at: int) -> float:
+        return float(sum(((part - part.mean()) ** 2).sum() for part in (logs[:at], logs[at:])))
+
+    best = min(range(min_runs, len(logs) - min_runs + 1), key=cost)
+    ratio = median(history[best:]) / median(history[:best])
+    return best if not 1.0 / floor <= ratio <= floor else None
+
+
 def _history_verdict(ratio: float, z: float, floor: float, z_threshold: float) -> tuple[VerdictKind, str]:
     """Returns (verdict, note)."""
     if 1.0 / floor <= ratio <= floor:

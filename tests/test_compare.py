@@ -394,6 +394,37 @@ def test_history_finds_a_planted_step(store: Store, db: str, capsys: pytest.Capt
     assert "daskbench compare (history)" in out and "regressed" in out and "vs 20 runs, floor 1.10)" in out
 
 
+def test_history_judges_against_an_established_new_level(store: Store) -> None:
+    """12 runs at 10 s, then 12 at 13 s (a deliberate change): a candidate at 13 s is unchanged
+    against the 12 runs since the step, and the note names the step."""
+    cand = history_store(store, wobble(12) + [13.0 * v / 10 for v in wobble(12)], candidate=13.0)
+    verdict = only(compare_runs(store, candidate=cand.run_id, history=30))
+    assert verdict.verdict == "unchanged" and len(verdict.baseline_values) == 12
+    assert "history steps 1.30x at run run012-n: judged against the 12 runs since" in verdict.note
+
+
+def test_a_recent_step_keeps_counting_until_accepted(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three nights at 13 s after twenty at 10 s are still a regression, with the accept command
+    in the note; ``baseline accept`` on the first 13 s run makes history start there."""
+    cand = history_store(store, [*wobble(20), 13.0, 13.0, 13.0], candidate=13.0)
+    verdict = only(compare_runs(store, candidate=cand.run_id, history=30))
+    assert verdict.verdict == "regressed"
+    assert "history steps 1.30x at run run020-n, 3 runs ago; if that is the new normal: " in verdict.note
+    assert main(["baseline", "accept", "run020", "--db", db, "--why", "new tokenizer"]) == 0
+    assert "accepted run run020-n as the new level of 1 case(s)" in capsys.readouterr().out
+    verdict = only(compare_runs(store, candidate=cand.run_id, history=30))
+    assert verdict.verdict == "inconclusive" and len(verdict.baseline_values) == 3
+    assert "history since run run020-n, accepted as a new level" in verdict.note
+
+
+def test_accept_with_an_unknown_workload_is_one_line_and_exit_2(
+    store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history_store(store, wobble(3), candidate=10.0)
+    assert main(["baseline", "accept", "run001", "--db", db, "--workload", "nosuch"]) == 2
+    assert "has no cases of workload nosuch" in capsys.readouterr().err
+
+
 def test_history_uses_only_good_runs(store: Store) -> None:
     """Failed earlier runs are not history: 12 good of 15 runs are used."""
     cand = history_store(store, wobble(15), candidate=10.0, failing={2, 5, 8})

@@ -332,3 +332,18 @@ def test_run_noise_widens_the_interval_in_quadrature() -> None:
     assert np.log(wide.high / 1.3) == pytest.approx(np.hypot(np.log(1.35 / 1.3), extra))
     point = with_run_noise(None, 2.0, RunNoise(0.05, 6))
     assert point.low == pytest.approx(2.0 * np.exp(-extra)) and "point ratio" in point.method
+
+
+# -- step detection (history mode) -------------------------------------------------------------
+
+
+def test_last_step_finds_where_the_newest_level_starts() -> None:
+    """Four runs at 10 then three at 13: the split at index 4 leaves no deviation; 1.3x > 1.10."""
+    assert stats.last_step([10, 10, 10, 10, 13, 13, 13], 1.10) == 4
+    assert stats.last_step([10] * 10 + [7, 7, 7], 1.10) == 10  # a step down counts too
+
+
+def test_last_step_ignores_noise_short_levels_and_steps_within_the_floor() -> None:
+    assert stats.last_step([10, 11, 10, 11, 10, 11], 1.10) is None  # alternation: no level
+    assert stats.last_step([10, 10, 10, 13, 13], 1.10) is None  # two runs are not a level yet
+    assert stats.last_step([10, 10, 10, 10.5, 10.5, 10.5], 1.10) is None  # 1.05x: within the floor

@@ -17,7 +17,9 @@ from daskbench.errors import DaskbenchError, RegressionFound
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
-SUBCOMMAND_MODULES = ("runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc")
+SUBCOMMAND_MODULES = (
+    "runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

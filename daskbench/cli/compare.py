@@ -28,7 +28,7 @@ from daskbench.cli.common import (
 from daskbench.compare import compare_group, compare_runs
 from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
-from daskbench.model import Comparison
+from daskbench.model import ACCEPTED_STEP, Comparison
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +57,19 @@ def _register_baseline(subparsers: argparse._SubParsersAction) -> None:
     add_db_option(list_parser)
     add_format_option(list_parser)
     list_parser.set_defaults(func=_baseline_list)
+    accept = actions.add_parser(
+        "accept",
+        help="accept a run's level as the new normal for history verdicts",
+        description="Mark the cases of RUN (all, or those of --workload) as a deliberate change of level: "
+        "history verdicts (compare --history, the nightly) then judge them only against RUN and later runs. "
+        "For a step that history mode would otherwise keep calling a regression until it leaves the window.",
+        epilog="example: daskbench baseline accept 3f2a --workload wordcount --why 'new tokenizer, 1.3x slower'",
+    )
+    accept.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    accept.add_argument("--workload", action="append", help="only this workload's cases (repeatable)")
+    accept.add_argument("--why", default="", help="the reason, kept with the mark")
+    add_db_option(accept)
+    accept.set_defaults(func=_baseline_accept)
 
 
 def _register_compare(subparsers: argparse._SubParsersAction) -> None:
@@ -88,13 +101,29 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 history_runs = whole_number(1, 100_000, "runs", "--history 20")
 
 
-
-
-
 def _baseline_set(args: argparse.Namespace) -> int:
     store = open_store(args)
     run_ids = store.set_baseline(args.name, args.runs)
     print(f"baseline {args.name!r} -> {', '.join(run_id[:8] for run_id in run_ids)}")
+    return 0
+
+
+def _baseline_accept(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    run = store.run(args.run)
+    measured = {m.fingerprint for m in store.measurements([run.run_id])}
+    cases = [case for fp, case in sorted(store.cases(measured).items())
+             if not args.workload or case.workload in args.workload]  # fmt: skip
+    if not cases:
+        wanted = f" of workload {', '.join(args.workload)}" if args.workload else ""
+        raise DaskbenchError(
+            f"run {run.run_id[:8]} has no cases{wanted}; see them with: daskbench show {run.run_id[:8]}"
+        )
+    marked = sum(store.flag_measurements(run.run_id, case.fingerprint, ACCEPTED_STEP, args.why) for case in cases)
+    print(
+        f"accepted run {run.run_id[:8]} as the new level of {len(cases)} case(s) ({marked} measurement(s)); "
+        "history verdicts of these cases start there"
+    )
     return 0
 
 
