@@ -198,6 +198,17 @@ def parse_seconds(text: str) -> float:
     return value
 
 
+def parse_wait(text: str) -> float:
+    """Seconds to wait: a number >= 0 (0: do not wait)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} must be a number of seconds >= 0")
+    return value
+
+
 def parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -394,6 +405,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("restart_workers", parse_bool, "false",
            "on a running scheduler (tcp://...), restart its workers before each measurement (it may be shared)",
            "--restart-workers", is_flag=True),
+    Option("wait_idle", parse_wait, "0",
+           "on a running scheduler (tcp://...), wait up to this many seconds for other clients' tasks to finish, "
+           "before the session and before each measurement (a measurement still busy then is recorded as error)",
+           "--wait-idle 300"),
     Option("evidence", parse_bool, "false",
            "keep Dask's performance report and the task stream of each measurement (a folder per run beside "
            "a SQLite store, else under results/evidence or --evidence-dir)", "--evidence", is_flag=True),
@@ -425,6 +440,7 @@ class Settings:
     interleave: bool
     allow_large: bool = False
     restart_workers: bool = False
+    wait_idle: float = 0.0
     evidence: bool = False
     evidence_dir: str | None = None
 

@@ -27,6 +27,7 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench.clusters import OpenCluster, backend_named, backend_of
+from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement
 from daskbench.metrics.cost import load_prices
@@ -479,6 +480,11 @@ class _Measure:
         measurer = self.session.measurer
         assert measurer is not None
         extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
+        busy = self._shared_cluster_busy()
+        if busy is not None:  # another client's work would be in the figures: not measured, recorded
+            measurement = failed_measurement(measurer.run_id, case, repeat, DaskbenchError(busy), phases)
+            self.session.record(case, measurement)
+            return measurement, None
         try:
             measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
@@ -488,6 +494,14 @@ class _Measure:
             return measurement, result
         self.session.record(case, measurement)
         return measurement, result
+
+    def _shared_cluster_busy(self) -> str | None:
+        """On a running scheduler: None once it is idle (waiting up to --wait-idle), else why not."""
+        if not backend_named(self.session.backend).fixed_size:
+            return None
+        wait = self.session.settings.wait_idle
+        busy = wait_until_idle(self._cluster.client, wait)
+        return busy_message(self.session.settings.cluster, busy, wait) if busy else None
 
     def _progress(self, case: Case, measurement: Measurement) -> None:
         """One line per measurement on the terminal (not captured), so long sweeps show progress."""

@@ -13,7 +13,13 @@ from typing import Any
 
 from daskbench import config as cfg
 from daskbench.clusters import Backend, OpenCluster, backend_named, load_kwargs, open_cluster
-from daskbench.clusters.common import SERVER_PREFIXES, check_kwargs, typed_config
+from daskbench.clusters.common import (
+    SERVER_PREFIXES,
+    busy_message,
+    check_kwargs,
+    typed_config,
+    wait_until_idle,
+)
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
@@ -68,9 +74,27 @@ class DaskbenchSession:
         Store.preflight(self.settings.db)
         check_sweep_fits_backend(self.settings, backend_named(self.backend))
         backend_named(self.backend).preflight(self.settings.cluster)
+        if backend_named(self.backend).fixed_size:
+            self._check_idle()
         check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs))
         if self.settings.compare:
             self._check_compare_target(self.settings.compare)
+
+    def _check_idle(self) -> None:
+        """A shared scheduler busy with other clients' work is refused before any run row (after
+        waiting up to --wait-idle): the harness is a guest there."""
+        from distributed import Client
+
+        try:
+            client = Client(self.settings.cluster, timeout=10)
+        except (OSError, TimeoutError):
+            return  # the backend's own start says it clearly
+        try:
+            busy = wait_until_idle(client, self.settings.wait_idle)
+        finally:
+            client.close()
+        if busy:
+            raise DaskbenchError(busy_message(self.settings.cluster, busy, self.settings.wait_idle))
 
     def _check_compare_target(self, name: str) -> None:
         """--compare names a baseline or run of the store now, not after the whole sweep."""

@@ -35,6 +35,7 @@ FILES = {
 PYTEST_CASES: list[tuple[str, list[str], dict[str, str]]] = [
     ("memory-overflow", ["--memory-per-worker", "1e400"], {}),
     ("prices-negative", ["--prices", "negative-prices.json"], {}),
+    ("wait-idle-negative", ["--wait-idle=-1"], {}),
     ("prices-nan", ["--prices", "nan-prices.json"], {}),
     ("threads-list-zero", ["--threads-per-worker", "1,0"], {}),
     ("config-unknown-key", ["--config", "distributed.worker.memory.targett=0.6"], {}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,31 @@ def test_shared_scheduler_keeps_its_workers_saturation_and_plugins(
     measurements = Store(db).measurements()
     assert len(measurements) == 2 and all(m.extra.get("workers_restarted") is False for m in measurements)
     assert all(m.phases.get("restart") == 0.0 for m in measurements)
+
+
+def _running(dask_scheduler: Any) -> int:
+    return sum(1 for ts in dask_scheduler.tasks.values() if ts.state == "processing")
+
+
+def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_untouched(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Another client's 30 s task is running: the session stops with one line before any run row
+    (after --wait-idle 1), and the foreign task keeps running: nothing of it is cancelled or restarted."""
+    address = request.getfixturevalue("shared_scheduler")
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
+    db = tmp_path / "r.db"
+    with Client(address, timeout=30) as other:
+        foreign = other.submit(time.sleep, 30, pure=False)  # importable on the worker as it is
+        deadline = time.monotonic() + 30
+        while other.run_on_scheduler(_running) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert other.run_on_scheduler(_running) == 1, "the foreign task never started"
+        result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                            "--saturation", "1.1", "--wait-idle", "1", "--db", f"sqlite:///{db}")  # fmt: skip
+        assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout[-3000:] + result.stderr[-3000:]
+        errors = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(errors) == 1 and "running 1 task(s) of other clients after waiting 1 s" in errors[0]
+        assert "--wait-idle SECONDS" in errors[0] and not db.exists()
+        assert foreign.status == "pending"  # still running: nothing of theirs was cancelled or restarted
+        foreign.cancel()

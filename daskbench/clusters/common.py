@@ -210,11 +210,40 @@ def _applies(key: str, where: str) -> bool:
     return where == "this client"
 
 
+#: Task states that mean a scheduler has work under way.
+BUSY_STATES = ("queued", "processing", "no-worker")
+
+
+def _busy(dask_scheduler: Any) -> int:
+    return sum(1 for ts in dask_scheduler.tasks.values() if ts.state in BUSY_STATES)
+
+
+def wait_until_idle(client: Client, seconds: float, poll: float = 0.5) -> int:
+    """Wait up to ``seconds`` for a shared scheduler to have no work under way; returns the
+    number of tasks still queued or running then (0: idle). Before a measurement nothing of
+    ours runs, so every such task belongs to another client."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (busy := int(client.run_on_scheduler(_busy))) and time.monotonic() < deadline:
+        time.sleep(poll)
+    return busy
+
+
+def busy_message(target: str, busy: int, waited: float) -> str:
+    """The one line for a shared scheduler busy with other clients' work."""
+    after = f" after waiting {waited:g} s" if waited else ""
+    return (
+        f"the scheduler at {target} is running {busy} task(s) of other clients{after}; measuring now would "
+        "measure their load and slow them: try again when it is idle, or wait for it with --wait-idle SECONDS"
+    )
+
+
 def set_saturation(client: Client, value: float) -> None:
     """Set worker-saturation on a running scheduler; refused unless it is idle."""
 
     def _set(dask_scheduler: Any, value: float = value) -> int:
-        busy = sum(1 for ts in dask_scheduler.tasks.values() if ts.state in ("queued", "processing", "no-worker"))
+        busy = _busy(dask_scheduler)
         if not busy:
             dask_scheduler.WORKER_SATURATION = value
         return busy
