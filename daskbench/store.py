@@ -619,6 +619,19 @@ def _merge_plain(table: sa.Table, key: tuple[str, ...]) -> Callable[[Connection,
     return merge
 
 
+def _merge_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    """New runs are inserted; a stored run exported before it ended gets its ``ended_at`` from a
+    later export (the one update the store makes, and only to an unset field)."""
+    open_runs = set(conn.execute(sa.select(runs.c.run_id).where(runs.c.ended_at.is_(None))).scalars())
+    ended = 0
+    for row in rows:
+        if row["run_id"] in open_runs and row.get("ended_at"):
+            conn.execute(runs.update().where(runs.c.run_id == row["run_id"], runs.c.ended_at.is_(None))
+                         .values(ended_at=row["ended_at"]))  # fmt: skip
+            ended += 1
+    return _merge_plain(runs, ("run_id",))(conn, rows) + ended
+
+
 def _merge_measurements(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
     have = {tuple(row) for row in conn.execute(sa.select(measurements.c.run_id, measurements.c.fingerprint,
                                                                     measurements.c.repeat))}  # fmt: skip
@@ -662,7 +675,7 @@ def _merge_baselines(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int
 
 #: How `Store.merge_rows` merges each kind of `Store.dump_rows` row, keyed on ids every store shares.
 _MERGERS: dict[str, Callable[[Connection, Sequence[Mapping[str, Any]]], int]] = {
-    "run": _merge_plain(runs, ("run_id",)),
+    "run": _merge_runs,
     "tag": _merge_plain(run_tags, ("run_id", "key")),
     "event": _merge_plain(run_events, ("run_id", "status", "at", "detail")),
     "case": _merge_plain(cases, ("fingerprint",)),

@@ -134,3 +134,21 @@ def test_since_accepts_durations_and_dates_and_rejects_the_rest() -> None:
     assert exchange.parse_since("2d") < exchange.parse_since("1h")  # type: ignore[operator]
     with pytest.raises(DaskbenchError, match="neither a duration"):
         exchange.parse_since("last tuesday")
+
+
+def test_a_run_exported_unfinished_gets_its_end_from_a_later_export(tmp_path: Path) -> None:
+    """Exported while it ran (no ended_at), imported, then exported again once finished:
+    importing the second export stamps the end and adds the finished event, once."""
+    source, target = Store(f"sqlite:///{tmp_path / 'a.db'}"), Store(f"sqlite:///{tmp_path / 'b.db'}")
+    run = Run(run_id="live-1", label="nightly", started_at="2026-03-01T02:00:00+00:00")
+    source.add_run(run)
+    source.record_event(run.run_id, "running")
+    exchange.import_rows(target, exchange.read_rows(exchange.export_lines(source), "first"))
+    assert target.run("live-1").ended_at is None
+    source.finish_run(run.run_id, "2026-03-01T03:00:00+00:00")
+    source.record_event(run.run_id, "finished")
+    later = exchange.read_rows(exchange.export_lines(source), "later")
+    exchange.import_rows(target, later)
+    exchange.import_rows(target, later)  # twice: nothing more
+    assert target.run("live-1").ended_at == "2026-03-01T03:00:00+00:00"
+    assert [status for status, _, _ in target.events(["live-1"])["live-1"]] == ["running", "finished"]
