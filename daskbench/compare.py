@@ -36,7 +36,17 @@ from typing import Literal
 
 from daskbench import catalog, comparable, explain, runstatus, stats
 from daskbench.errors import DaskbenchError
-from daskbench.model import ACCEPTED_STEP, Case, Comparison, Measurement, Run, Verdict, VerdictKind, group_measurements
+from daskbench.model import (
+    ACCEPTED_STEP,
+    INTERRUPTED,
+    Case,
+    Comparison,
+    Measurement,
+    Run,
+    Verdict,
+    VerdictKind,
+    group_measurements,
+)
 from daskbench.store import Store
 from daskbench.text import flatten
 
@@ -373,6 +383,8 @@ def _presence(case: Case, fp: str, base: list[Measurement], cand: list[Measureme
 
 
 def _outcome_change(case: Case, fp: str, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
+    """newly-failing / fixed / failing on both sides; a measurement cut short by Ctrl-C is not a result."""
+    base, cand = ([m for m in side if m.outcome != INTERRUPTED] for side in (base, cand))
     base_failed, cand_failed = [m for m in base if not m.ok], [m for m in cand if not m.ok]
     if cand_failed and not base_failed:
         return _outcome_verdict(case, fp, "newly-failing", base, cand, _failure(cand_failed, len(cand)))

@@ -19,7 +19,9 @@ from typing import Any, Literal, get_args
 from daskbench import catalog
 from daskbench.text import saturation_text
 
-Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result"]
+Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result", "interrupted"]
+#: The outcome of a measurement cut short by Ctrl-C / SIGTERM: not a result, never judged.
+INTERRUPTED: Outcome = "interrupted"
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]

@@ -31,9 +31,9 @@ from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement
 from daskbench.metrics.cost import load_prices
-from daskbench.model import SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement
+from daskbench.model import INTERRUPTED, SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement
 from daskbench.session import DaskbenchSession
-from daskbench.store import redact_url
+from daskbench.store import now_iso, redact_url
 from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text, slots_text
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
@@ -487,6 +487,9 @@ class _Measure:
             return measurement, None
         try:
             measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM mid-measurement: the record says so, then pytest stops
+            self.session.record(case, interrupted_measurement(measurer.run_id, case, repeat, phases))
+            raise
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
             measurement, result = failed_measurement(measurer.run_id, case, repeat, exc, phases), None
             self.session.record(case, measurement)
@@ -558,6 +561,13 @@ def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
     names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
     names += [name for name in _LIBRARIES if name in sys.modules]
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
+
+
+def interrupted_measurement(run_id: str, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
+    """The measurement Ctrl-C cut short: outcome ``interrupted``, nothing measured, never judged."""
+    return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=INTERRUPTED,
+                       message="interrupted (Ctrl-C or SIGTERM) while it ran; nothing measured",
+                       phases=dict(phases), recorded_at=now_iso())  # fmt: skip
 
 
 def _progress_line(case: Case, m: Measurement) -> str:
