@@ -141,3 +141,32 @@ def test_preflight_runs_the_backends_check() -> None:
     """An unreachable scheduler fails in preflight, before any cluster starts."""
     with pytest.raises(DaskbenchError, match=re.escape("cannot reach the scheduler at tcp://127.0.0.1:9")):
         _session("tcp://127.0.0.1:9").preflight()
+
+
+def test_coiled_cluster_gets_size_memory_and_an_idle_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What daskbench asks of coiled.Cluster (checked on a stand-in module: Coiled is not
+    reachable from here): the spec's size, threads and memory, and an idle timeout so a
+    cluster orphaned by a killed harness stops itself; --cluster-kwargs override each."""
+    import types
+
+    from daskbench.clusters import coiled as backend
+    from daskbench.model import ClusterSpec
+
+    asked: list[dict[str, object]] = []
+
+    class Stop(Exception):
+        pass
+
+    def cluster(**kwargs: object) -> None:
+        asked.append(kwargs)
+        raise Stop
+
+    monkeypatch.setitem(sys.modules, "coiled", types.SimpleNamespace(Cluster=cluster))
+    monkeypatch.setenv("DASK_COILED__TOKEN", "stand-in")
+    spec = ClusterSpec("coiled", 3, 2, 4 * 2**30, 1.1)
+    for kwargs in ({}, {"idle_timeout": "2 hours"}):
+        with pytest.raises(Stop):
+            backend.start(spec, kwargs)
+    assert asked[0] == {"n_workers": 3, "worker_options": {"nthreads": 2, "memory_limit": 4 * 2**30},
+                        "idle_timeout": backend.IDLE_TIMEOUT, "worker_memory": "4GiB"}  # fmt: skip
+    assert asked[1]["idle_timeout"] == "2 hours"
