@@ -54,6 +54,8 @@ from daskbench.text import flatten
 SideValues = Callable[[str], tuple[list[float], list[float]]]
 #: Per metric and both sides' values: the statistical decision.
 Decide = Callable[[str, list[float], list[float]], stats.Decision]
+#: How one pair of sides is judged: where its values come from and how they are decided.
+Judge = tuple[SideValues, Decide]
 
 DEFAULT_BASELINE = "main"
 #: Outcome rows (new, missing, newly-failing, fixed) are about the whole case; they carry this metric.
@@ -194,20 +196,39 @@ def _ab_comparison(
     cases = store.cases({*base, *cand_by})
     # Runs that measure this host's run-to-run noise: same host, never the candidate itself.
     host_runs = {run.run_id for run in store.runs() if allow_mixed or comparable.same_host(run, cand)} - {cand.run_id}
+
+    def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: _Rules) -> Judge:
+        noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
+        return _ab_rule(base_side, cand_side, noise_runs, own)
+
+    verdicts = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
+    return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
+
+
+def _paired_verdicts(
+    base: Mapping[str, list[Measurement]],
+    cand: Mapping[str, list[Measurement]],
+    cases: Mapping[str, Case],
+    allow_mixed: bool,
+    rules: _Rules,
+    rule: Callable[[str, list[Measurement], list[Measurement], _Rules], Judge],
+) -> list[Verdict]:
+    """The one pairing loop of both A/B modes: pair the cases, then per pair a presence or
+    outcome change, else one verdict per metric by ``rule`` (with the case's own floors),
+    runtime changes explained."""
     verdicts: list[Verdict] = []
-    for base_fp, cand_fp, note in comparable.pair_cases(set(base), set(cand_by), cases, allow_mixed):
+    for base_fp, cand_fp, note in comparable.pair_cases(set(base), set(cand), cases, allow_mixed):
         fp = cand_fp or base_fp or ""
-        base_side, cand_side = base.get(base_fp or "", []), cand_by.get(cand_fp or "", [])
+        base_side, cand_side = base.get(base_fp or "", []), cand.get(cand_fp or "", [])
         status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(cases[fp], fp, base_side, cand_side)
         if status is not None:
             verdicts.append(status)
             continue
-        noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
         own = rules.of(cases[fp].workload)
-        values, decide = _ab_rule(base_side, cand_side, noise_runs, own)
+        values, decide = rule(base_fp or "", base_side, cand_side, own)
         found = _metric_verdicts(cases[fp], fp, values, decide, own, note)
         verdicts += explain.explain_verdicts(found, base_side, cand_side)
-    return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
+    return verdicts
 
 
 def _ab_rule(
@@ -545,17 +566,11 @@ def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | Non
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
     a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
     cases = store.cases({*a_by, *b_by})
-    verdicts: list[Verdict] = []
-    for a_fp, b_fp, note in comparable.pair_cases(set(a_by), set(b_by), cases, allow_mixed=True):
-        fp = b_fp or a_fp or ""
-        a_side, b_side = a_by.get(a_fp or "", []), b_by.get(b_fp or "", [])
-        status = _presence(cases[fp], fp, a_side, b_side) or _outcome_change(cases[fp], fp, a_side, b_side)
-        if status is not None:
-            verdicts.append(status)
-            continue
-        own = rules.of(cases[fp].workload)
-        values, decide = _rounds_rule(a_side, b_side, by_side, own)
-        verdicts += _metric_verdicts(cases[fp], fp, values, decide, own, note)
+
+    def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: _Rules) -> Judge:
+        return _rounds_rule(a_side, b_side, by_side, own)
+
+    verdicts = _paired_verdicts(a_by, b_by, cases, True, rules, rule)
     label = f"A/B group {group}: {len(rounds)} interleaved rounds, side A"
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
     return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], label, [])
