@@ -393,7 +393,7 @@ OPTIONS: tuple[Option, ...] = (
            "--compare main"),
     Option("floor", parse_floors, None,
            "minimum effect that counts, by kind (runtime, memory, cost, work) or metric name, for every case or "
-           "one workload's: runtime=1.1,memory=15%,wordcount:runtime=1.3 or 1.2 for all (default: each metric's "
+           "one workload's: runtime=1.1,memory=1.15,wordcount:runtime=1.3 or 1.2 for all (default: each metric's "
            "declared floor, 1.1); in pyproject a [tool.daskbench.floors] table",
            "--floor runtime=1.1,wordcount:runtime=1.3", pyproject_key="floors"),
     Option("interleave", parse_bool, "false", "run repeats of different settings alternately (ABAB)",

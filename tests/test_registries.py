@@ -170,3 +170,22 @@ def test_coiled_cluster_gets_size_memory_and_an_idle_timeout(monkeypatch: pytest
     assert asked[0] == {"n_workers": 3, "worker_options": {"nthreads": 2, "memory_limit": 4 * 2**30},
                         "idle_timeout": backend.IDLE_TIMEOUT, "worker_memory": "4GiB"}  # fmt: skip
     assert asked[1]["idle_timeout"] == "2 hours"
+
+
+def test_every_command_and_the_pytest_options_have_working_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``daskbench COMMAND --help`` for every registered command (and its subcommands) exits 0
+    with text, and pytest's help lists every daskbench option: help strings are %-formatted,
+    so a stray % in one would break them all."""
+    from daskbench.cli import SUBCOMMAND_MODULES, build_parser, main
+
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    commands = [[name] for name in subparsers.choices]  # type: ignore[union-attr]
+    commands += [["baseline", action] for action in ("set", "list", "accept")] + [["data", "prepare"]]
+    assert {c[0] for c in commands} >= set(SUBCOMMAND_MODULES) - {"exchange"} | {"export", "import"}
+    for command in commands:
+        with pytest.raises(SystemExit) as done:
+            main([*command, "--help"])
+        assert done.value.code == 0 and "usage: daskbench" in capsys.readouterr().out, command
+    shown = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert all(option.flag in shown.stdout for option in cfg.OPTIONS)
