@@ -8,8 +8,9 @@ worker-saturation is applied when the scheduler starts (or, for a running schedu
 while it is idle) and always read back: the recorded value is what the scheduler uses,
 not what was asked for. Swept Dask config (``--config``) is set while the cluster starts
 (the scheduler and the nannies' worker processes take it then) and read back where each
-key is used; the session keeps it set on the client while the cluster's cases run. Nothing heavy is imported here at module level, so
-`daskbench.config` can build ``--cluster``'s help from `BACKENDS`.
+key is used; the session keeps it set on the client while the cluster's cases run.
+Nothing heavy is imported here at module level, so `daskbench.config` can build
+``--cluster``'s help from `BACKENDS`.
 """
 
 from __future__ import annotations
