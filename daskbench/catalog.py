@@ -201,4 +201,6 @@ declare(Metric("transition_count", "count", "work", "Scheduler transitions", "tr
                "more transitions", "fewer transitions", integer=True))
 declare(Metric("max_tasks_queued", "count", "work", "Most tasks queued on the scheduler", "max queued",
                "longer queue", "shorter queue", integer=True))
+declare(Metric("task_peak_bytes", "bytes", "memory", "Largest per-task peak memory", "per-task peak",
+               "more per-task memory", "less per-task memory", noise=0.05, integer=True))
 # fmt: on

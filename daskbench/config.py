@@ -412,6 +412,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("evidence", parse_bool, "false",
            "keep Dask's performance report and the task stream of each measurement (a folder per run beside "
            "a SQLite store, else under results/evidence or --evidence-dir)", "--evidence", is_flag=True),
+    Option("task_memory", parse_bool, "false",
+           "per-task peak memory: poll each worker process's memory every few ms while tasks run and "
+           "report, per task prefix, tasks, peak, p95 and input bytes (daskbench show RUN --tasks)",
+           "--task-memory", is_flag=True),
     Option("evidence_dir", parse_text, None, "folder for --evidence (default: beside a SQLite store)",
            "--evidence-dir results/evidence"),
 )  # fmt: skip
@@ -443,6 +447,7 @@ class Settings:
     wait_idle: float = 0.0
     evidence: bool = False
     evidence_dir: str | None = None
+    task_memory: bool = False
 
 
 def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:

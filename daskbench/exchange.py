@@ -6,17 +6,21 @@ into any store, any number of times.
 
 Format (JSON lines, UTF-8), version `FORMAT_VERSION`:
 
-- line 1, the header: ``{"format": "daskbench-export", "version": 1, "exported_at": ISO, "since": ISO|null}``;
+- line 1, the header: ``{"format": "daskbench-export", "version": 2, "exported_at": ISO, "since": ISO|null}``;
 - then one object per stored row: ``{"kind": KIND, "row": {...}}`` where KIND is one of
-  `KINDS` (``run``, ``tag``, ``event``, ``case``, ``measurement``, ``flag``, ``baseline``)
-  and ``row`` holds the store's columns for it, minus local autoincrement ids. A
-  measurement carries its metric values (``"metrics": {name: value}``); a flag names its
+  `KINDS` (``run``, ``tag``, ``event``, ``case``, ``measurement``, ``flag``, ``task_peak``,
+  ``baseline``) and ``row`` holds the store's columns for it, minus local autoincrement
+  ids. A measurement carries its metric values (``"metrics": {name: value}``); a flag and
+  a task peak (``--task-memory``: one task prefix of a measurement) name their
   measurement by (``run_id``, ``fingerprint``, ``repeat``). Non-finite floats are written
   as ``NaN``/``Infinity`` (Python's json reads them back).
 
+Version 2 added ``task_peak`` rows; version 1 files (without them) are read as before.
+
 Import is an idempotent merge keyed on ids every store shares: runs by run id, cases by
 fingerprint, measurements by (run id, fingerprint, repeat), baselines by (name,
-created_at, run ids), tags by (run id, key), events and flags by their full content.
+created_at, run ids), tags by (run id, key), task peaks by (run id, fingerprint, repeat,
+prefix), events and flags by their full content.
 Rows already present are skipped, so importing twice adds nothing. A reader refuses a
 file of a newer version with one line.
 """
@@ -35,9 +39,9 @@ from daskbench.errors import DaskbenchError
 from daskbench.store import Store, now_iso
 
 FORMAT_NAME = "daskbench-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Kinds of rows, in the order an import merges them (parents before children).
-KINDS = ("run", "tag", "event", "case", "measurement", "flag", "baseline")
+KINDS = ("run", "tag", "event", "case", "measurement", "flag", "task_peak", "baseline")
 
 _DURATION = re.compile(r"^(\d+)([dhw])$")
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}

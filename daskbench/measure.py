@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dask
 from distributed import Client, KilledWorker
@@ -24,11 +24,14 @@ from daskbench.metrics import collectors, counters
 from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.memory import MemoryCollector, MemorySummary
-from daskbench.model import Case, Measurement, Outcome
+from daskbench.metrics.taskmemory import TaskMemoryCollector, largest_peak
+from daskbench.model import Case, Measurement, Outcome, TaskMemory
 from daskbench.store import now_iso
 from daskbench.text import one_line
 
 Target = Any  # a Dask collection, or a zero-argument callable
+_T = TypeVar("_T")
+_C = TypeVar("_C", BreakdownCollector, TaskMemoryCollector)
 
 
 @dataclass
@@ -97,6 +100,7 @@ class Measurer:
     n_workers: int
     evidence_dir: Path | None = None  # --evidence: this run's folder for performance reports and task streams
     restart_workers: bool = True  # False on a shared scheduler (tcp://) without --restart-workers
+    task_memory: bool = False  # --task-memory: per-task peak memory per task prefix (Measurement.tasks)
     memory: MemoryCollector = field(init=False)
 
     def __post_init__(self) -> None:
@@ -142,10 +146,12 @@ class Measurer:
         errors: dict[str, str] = {}
         extras = _start_all(self.client, collectors.create(), errors)
         timing = _start_breakdown(self.client, errors)
+        per_task = _start_task_memory(self.client, errors) if self.task_memory else None
         self.memory.start()
         with evidence.kept(self.client, self.evidence_dir) as kept:
             attempt = run_target(self.client, target, self.timeout)
         memory = self._stop_memory()
+        tasks = _stop_task_memory(self.client, per_task, errors)
         times, scheduler = _stop_breakdown(self.client, timing, case, attempt.phases.get("compute", 0.0), errors)
         collected = _stop_all(self.client, extras, errors)
         totals, task_seconds = self._counters(before)
@@ -153,7 +159,8 @@ class Measurer:
         extra = {**extra, "task_seconds": task_seconds, **times, **kept.extra,
                  **({"collector_errors": errors} if errors else {})}  # fmt: skip
         measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory,
-                                   {**totals, **scheduler, **collected}, extra)  # fmt: skip
+                                   {**totals, **scheduler, **collected, "task_peak_bytes": largest_peak(tasks)},
+                                   extra, tasks)  # fmt: skip
         return measurement, attempt.result
 
     def _stop_memory(self) -> MemorySummary | None:
@@ -176,6 +183,7 @@ class Measurer:
         memory: MemorySummary | None,
         collected: Mapping[str, float | int | None],
         extra: dict[str, Any],
+        tasks: tuple[TaskMemory, ...] = (),
     ) -> Measurement:
         runtime = phases.get("compute") if outcome == "passed" else None
         spec = case.cluster
@@ -198,6 +206,7 @@ class Measurer:
             timeline=memory.timeline if memory else (),
             extra=extra,
             recorded_at=now_iso(),
+            tasks=tasks,
         )
 
 
@@ -213,15 +222,24 @@ def _memory_metrics(memory: MemorySummary | None) -> dict[str, float | int | Non
     }
 
 
+def _guarded(errors: dict[str, str], name: str, call: Callable[[], _T], failed: _T) -> _T:
+    """``call()``; if it raises, ``failed`` and the error noted under ``name``: a collector
+    that fails never costs the measurement."""
+    try:
+        return call()
+    except Exception as exc:
+        errors[name] = one_line(exc)
+        return failed
+
+
+def _started(collector: _C, client: Client) -> _C:
+    collector.start(client)
+    return collector
+
+
 def _start_breakdown(client: Client, errors: dict[str, str]) -> BreakdownCollector | None:
     """The time-breakdown snapshots before the compute phase; None (error noted) if they fail."""
-    timing = BreakdownCollector()
-    try:
-        timing.start(client)
-    except Exception as exc:
-        errors["BreakdownCollector"] = one_line(exc)
-        return None
-    return timing
+    return _guarded(errors, "BreakdownCollector", lambda: _started(BreakdownCollector(), client), None)
 
 
 def _stop_breakdown(
@@ -231,14 +249,28 @@ def _stop_breakdown(
     if timing is None:
         return {}, {}
     spec = case.cluster
-    try:
-        found, scheduler = timing.stop(client, spec.n_workers * spec.threads_per_worker * runtime)
-    except Exception as exc:
-        errors["BreakdownCollector"] = one_line(exc)
+    thread_seconds = spec.n_workers * spec.threads_per_worker * runtime
+    stopped = _guarded(errors, "BreakdownCollector", lambda: timing.stop(client, thread_seconds), None)
+    if stopped is None:
         return {}, {}
+    found, scheduler = stopped
     extra = {"time_breakdown": found.activities, "time_breakdown_by_prefix": found.by_prefix,
              "thread_seconds": found.thread_seconds}  # fmt: skip
     return extra, scheduler
+
+
+def _start_task_memory(client: Client, errors: dict[str, str]) -> TaskMemoryCollector | None:
+    """``--task-memory``: the worker plugin installed for the compute phase; None (error noted) if it fails."""
+    return _guarded(errors, "TaskMemoryCollector", lambda: _started(TaskMemoryCollector(), client), None)
+
+
+def _stop_task_memory(
+    client: Client, per_task: TaskMemoryCollector | None, errors: dict[str, str]
+) -> tuple[TaskMemory, ...]:
+    """Per-prefix task memory, the plugin removed; empty (error noted) when not measured or it fails."""
+    if per_task is None:
+        return ()
+    return _guarded(errors, "TaskMemoryCollector", lambda: per_task.stop(client), ())
 
 
 def _start_all(client: Client, found: list[collectors.Collector], errors: dict[str, str]) -> list[collectors.Collector]:

@@ -224,6 +224,18 @@ class TaskMemory:
             "concurrency": self.concurrency,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskMemory:
+        """The record from `to_dict`'s shape (or a store row with those keys)."""
+        return cls(
+            prefix=str(data["prefix"]),
+            tasks=int(data["tasks"]),
+            peak_bytes=int(data["peak_bytes"]),
+            p95_bytes=int(data["p95_bytes"]),
+            input_bytes=int(data.get("input_bytes") or 0),
+            concurrency=int(data.get("concurrency") or 1),
+        )
+
 
 @dataclass(frozen=True)
 class Measurement:

@@ -154,6 +154,7 @@ class DaskbenchSession:
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,
             evidence_dir=self._evidence_folder(run),
             restart_workers=self.settings.restart_workers or not backend_named(self.backend).fixed_size,
+            task_memory=self.settings.task_memory,
         )  # fmt: skip
         return self.cluster
 

@@ -14,6 +14,9 @@ Schema history (``schema_meta.schema_version``); each version after 1 has a migr
   2 - metric values move from measurement columns to ``metric_values`` (daskbench 0.2).
   3 - ``run_tags`` (write-once facts about a run), ``run_events`` (its status history,
       append-only) and ``measurement_flags`` (marks added after the fact, append-only).
+  4 - ``task_memory``: per-task peak memory per task prefix of a measurement (``--task-memory``),
+      keyed like a measurement (run id, fingerprint, repeat) plus the prefix
+      (``tests/fixtures/store-v3.db``).
 """
 
 from __future__ import annotations
@@ -37,11 +40,11 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchM
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Run
+from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Run, TaskMemory
 from daskbench.redact import redact_text, redact_url, redact_value
 from daskbench.text import json_safe
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: PostgreSQL advisory lock id that serialises schema creation and migration ("dask").
 _MIGRATION_LOCK_KEY = 0x6461736B
@@ -149,6 +152,20 @@ measurement_flags = sa.Table(
     sa.Column("flag", sa.String(32), nullable=False),
     sa.Column("at", sa.String(40), nullable=False),
     sa.Column("detail", sa.Text, nullable=False),
+)  # fmt: skip
+task_memory = sa.Table(
+    "task_memory", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("fingerprint", sa.String(32), sa.ForeignKey("cases.fingerprint"), nullable=False),
+    sa.Column("repeat", sa.Integer, nullable=False),
+    sa.Column("prefix", sa.Text, nullable=False),
+    sa.Column("tasks", sa.BigInteger, nullable=False),
+    sa.Column("peak_bytes", sa.BigInteger, nullable=False),
+    sa.Column("p95_bytes", sa.BigInteger, nullable=False),
+    sa.Column("input_bytes", sa.BigInteger, nullable=False),
+    sa.Column("concurrency", sa.Integer, nullable=False),
+    sa.UniqueConstraint("run_id", "fingerprint", "repeat", "prefix", name="uq_task_memory"),
 )  # fmt: skip
 baselines = sa.Table(
     "baselines", metadata,
@@ -429,6 +446,8 @@ class Store:
                           for name, value in measurement.metrics.items()]  # fmt: skip
                 if values:
                     conn.execute(metric_values.insert(), values)
+                if measurement.tasks:
+                    conn.execute(task_memory.insert(), _task_rows(measurement))
         except IntegrityError as exc:
             raise DaskbenchError(
                 f"measurement {measurement.fingerprint} repeat {measurement.repeat} of run {measurement.run_id} "
@@ -535,7 +554,10 @@ class Store:
             flags: dict[int, list[str]] = {}
             for measurement_id, flag in conn.execute(flags_query).all():
                 flags.setdefault(measurement_id, []).append(flag)
-        return [_measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], [])) for row in rows]
+            tasks = _tasks_by_measurement(conn, where)
+        return [_measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], []),
+                                      tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()))
+                for row in rows]  # fmt: skip
 
     # -- exchange (daskbench export / import) --------------------------------------
 
@@ -557,7 +579,7 @@ class Store:
                 base_query = base_query.where(baselines.c.created_at >= since)
             base_rows = [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(base_query).mappings()]
         yield from (("run", row) for row in run_rows)
-        for kind in ("tag", "event", "case", "measurement", "flag"):
+        for kind in ("tag", "event", "case", "measurement", "flag", "task_peak"):
             yield from ((kind, row) for row in found[kind])
         yield from (("baseline", row) for row in base_rows)
 
@@ -571,8 +593,9 @@ class Store:
 
 
 def _exchange_children(conn: Connection, run_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
-    """Tags, events, cases, measurements (with metric values) and flags of these runs."""
-    found: dict[str, list[dict[str, Any]]] = {"tag": [], "event": [], "case": [], "measurement": [], "flag": []}
+    """Tags, events, cases, measurements (with metric values), flags and task memory of these runs."""
+    found: dict[str, list[dict[str, Any]]] = {"tag": [], "event": [], "case": [], "measurement": [], "flag": [],
+                                              "task_peak": []}  # fmt: skip
     keys: dict[int, tuple[str, str, int]] = {}
     fingerprints: set[str] = set()
     for row in conn.execute(sa.select(run_tags).order_by(run_tags.c.run_id, run_tags.c.key)).mappings():
@@ -598,6 +621,9 @@ def _exchange_children(conn: Connection, run_ids: set[str]) -> dict[str, list[di
             run_id, fingerprint, repeat = keys[row["measurement_id"]]
             found["flag"].append({"run_id": run_id, "fingerprint": fingerprint, "repeat": repeat,
                                   "flag": row["flag"], "at": row["at"], "detail": row["detail"]})  # fmt: skip
+    for row in conn.execute(sa.select(task_memory).order_by(task_memory.c.id)).mappings():
+        if row["run_id"] in run_ids:
+            found["task_peak"].append({k: v for k, v in row.items() if k != "id"})
     return found
 
 
@@ -681,6 +707,7 @@ _MERGERS: dict[str, Callable[[Connection, Sequence[Mapping[str, Any]]], int]] = 
     "case": _merge_plain(cases, ("fingerprint",)),
     "measurement": _merge_measurements,
     "flag": _merge_flags,
+    "task_peak": _merge_plain(task_memory, ("run_id", "fingerprint", "repeat", "prefix")),
     "baseline": _merge_baselines,
 }
 
@@ -800,6 +827,25 @@ def _measurement_row(m: Measurement) -> dict[str, Any]:
     )
 
 
+def _task_rows(m: Measurement) -> list[dict[str, Any]]:
+    """The ``task_memory`` rows of one measurement, one per task prefix."""
+    key = {"run_id": m.run_id, "fingerprint": m.fingerprint, "repeat": m.repeat}
+    return [{**key, **task.to_dict()} for task in m.tasks]
+
+
+def _tasks_by_measurement(
+    conn: Connection, where: Sequence[sa.ColumnElement[bool]]
+) -> dict[tuple[str, str, int], tuple[TaskMemory, ...]]:
+    """Task memory per (run id, fingerprint, repeat) of the measurements ``where`` selects."""
+    same = sa.and_(*(measurements.c[name] == task_memory.c[name] for name in ("run_id", "fingerprint", "repeat")))
+    query = sa.select(task_memory).join(measurements, same).where(*where).order_by(task_memory.c.id)
+    found: dict[tuple[str, str, int], list[TaskMemory]] = {}
+    for row in conn.execute(query).mappings():
+        key = (row["run_id"], row["fingerprint"], row["repeat"])
+        found.setdefault(key, []).append(TaskMemory.from_dict(dict(row)))
+    return {key: tuple(tasks) for key, tasks in found.items()}
+
+
 def _metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict[str, float | int]]:
     """Metric values per measurement id; names this version does not declare are left in the store."""
     found: dict[int, dict[str, float | int]] = {}
@@ -813,7 +859,10 @@ def _metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict
 
 
 def _measurement_from_row(
-    row: Mapping[Any, Any], values: Mapping[str, float | int], flags: Sequence[str]
+    row: Mapping[Any, Any],
+    values: Mapping[str, float | int],
+    flags: Sequence[str],
+    tasks: tuple[TaskMemory, ...] = (),
 ) -> Measurement:
     outcome, message = row["outcome"], row["message"]
     if outcome not in OUTCOMES:  # written by a newer daskbench: shown, not a crash
@@ -830,6 +879,7 @@ def _measurement_from_row(
         recorded_at=row["recorded_at"],
         metrics=values,
         flags=tuple(dict.fromkeys(flags)),
+        tasks=tasks,
     )
 
 
@@ -865,6 +915,11 @@ def _to_v3(conn: Connection) -> None:
         table.create(conn)
 
 
+def _to_v4(conn: Connection) -> None:
+    """Schema 4: per-task peak memory per task prefix of a measurement (one new table, as a fresh store has it)."""
+    task_memory.create(conn)
+
+
 #: version -> function upgrading a store from version - 1, in the caller's transaction.
 #: A fresh store is created at `SCHEMA_VERSION` whole.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4}

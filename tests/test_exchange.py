@@ -12,7 +12,7 @@ import pytest
 from daskbench import exchange
 from daskbench.cli import main
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, ClusterSpec, Measurement, Run
+from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory
 from daskbench.store import Store
 from tests.report_data import build_report_store
 
@@ -112,7 +112,7 @@ def test_import_refuses_a_newer_format_with_one_line(tmp_path: Path, capsys: pyt
     url = f"sqlite:///{tmp_path / 'x.db'}"
     assert main(["import", str(path), "--db", url]) == 2
     err = capsys.readouterr().err
-    assert "export format 99, newer than this daskbench reads (1)" in err and len(err.strip().splitlines()) == 1
+    assert "export format 99, newer than this daskbench reads (2)" in err and len(err.strip().splitlines()) == 1
     assert Store(url).runs() == []
 
 
@@ -152,3 +152,21 @@ def test_a_run_exported_unfinished_gets_its_end_from_a_later_export(tmp_path: Pa
     exchange.import_rows(target, later)  # twice: nothing more
     assert target.run("live-1").ended_at == "2026-03-01T03:00:00+00:00"
     assert [status for status, _, _ in target.events(["live-1"])["live-1"]] == ["running", "finished"]
+
+
+def test_task_memory_rows_travel_with_their_measurements_once(tmp_path: Path) -> None:
+    """Per-task peak memory (--task-memory) is exported as task_peak rows and merged idempotently."""
+    source, target = Store(f"sqlite:///{tmp_path / 'a.db'}"), Store(f"sqlite:///{tmp_path / 'b.db'}")
+    case = Case("big_tasks", {"size": "tiny"}, ClusterSpec("local", 1, 1, 2**30, 1.1))
+    source.add_run(Run(run_id="tm-1", label="x", started_at="2026-03-01T02:00:00+00:00"))
+    source.add_case(case)
+    tasks = (TaskMemory("allocate", 3, 600 * 2**20, 599 * 2**20, 0, 1), TaskMemory("small", 3, 2**20, 2**20, 8, 1))
+    for repeat in range(2):
+        source.add_measurement(Measurement.of(run_id="tm-1", fingerprint=case.fingerprint, repeat=repeat,
+                                              outcome="passed", runtime_s=1.0, tasks=tasks))  # fmt: skip
+    lines = list(exchange.export_lines(source))
+    assert sum(json.loads(line).get("kind") == "task_peak" for line in lines[1:]) == 4
+    first = exchange.import_rows(target, exchange.read_rows(lines, "first"))
+    again = exchange.import_rows(target, exchange.read_rows(lines, "again"))
+    assert first.added["task_peak"] == 4 and again.added["task_peak"] == 0 and again.skipped["task_peak"] == 4
+    assert [m.tasks for m in target.measurements()] == [tasks, tasks]

@@ -1,7 +1,8 @@
-"""Schema migrations run: a store written by daskbench 0.1 (schema 1) opens, upgrades and reads the same.
+"""Schema migrations run: stores written by daskbench 0.1 (schema 1) and by schema 3 open, upgrade and read the same.
 
 ``tests/fixtures/store-v1.db`` was written by daskbench 0.1 itself (``make_store_v1.py``
-beside it, run against that version), as pyperf keeps old result files as fixtures.
+beside it, run against that version), ``store-v3.db`` by the code at schema 3
+(``make_store_v3.py``), as pyperf keeps old result files as fixtures.
 """
 
 from __future__ import annotations
@@ -14,18 +15,23 @@ import sqlalchemy as sa
 
 from daskbench.compare import compare_runs
 from daskbench.errors import DaskbenchError
+from daskbench.model import Measurement, TaskMemory
 from daskbench.store import SCHEMA_VERSION, Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASE_RUN, CAND_RUN = "11111111-aaaa-4000-8000-000000000001", "22222222-bbbb-4000-8000-000000000002"
 
 
+def _copy_fixture(tmp_path: Path, name: str) -> str:
+    """A copy of a committed store (never the fixture itself: opening it upgrades it)."""
+    shutil.copy(FIXTURES / name, tmp_path / name)
+    return f"sqlite:///{tmp_path / name}"
+
+
 @pytest.fixture
 def v1_store(tmp_path: Path) -> str:
-    """A copy of the committed schema-1 store (never the fixture itself: opening it upgrades it)."""
-    path = tmp_path / "store-v1.db"
-    shutil.copy(FIXTURES / "store-v1.db", path)
-    return f"sqlite:///{path}"
+    """The schema-1 store written by daskbench 0.1."""
+    return _copy_fixture(tmp_path, "store-v1.db")
 
 
 def _schema_version(url: str) -> int:
@@ -37,11 +43,12 @@ def test_a_version_1_store_is_upgraded_to_the_current_schema(v1_store: str) -> N
     """Opening runs every migration; the metric columns are gone and metric_values holds their values."""
     assert _schema_version(v1_store) == 1
     Store(v1_store).close()
-    assert _schema_version(v1_store) == SCHEMA_VERSION == 3
+    assert _schema_version(v1_store) == SCHEMA_VERSION == 4
     inspector = sa.inspect(sa.create_engine(v1_store))
     columns = {column["name"] for column in inspector.get_columns("measurements")}
     assert "runtime_s" not in columns and "peak_memory_bytes" not in columns
-    assert all(inspector.has_table(name) for name in ("metric_values", "run_tags", "run_events", "measurement_flags"))
+    tables = ("metric_values", "run_tags", "run_events", "measurement_flags", "task_memory")
+    assert all(inspector.has_table(name) for name in tables)
 
 
 def test_upgraded_measurements_keep_every_value_written_by_the_old_version(v1_store: str) -> None:
@@ -79,3 +86,46 @@ def test_a_store_from_a_newer_daskbench_is_refused_with_the_fix(v1_store: str) -
     with pytest.raises(DaskbenchError, match=r"schema 99, newer than this daskbench knows .*upgrade daskbench"):
         Store(v1_store)
     assert _schema_version(v1_store) == 99
+
+
+V3_BASE, V3_CAND = "33333333-cccc-4000-8000-000000000003", "44444444-dddd-4000-8000-000000000004"
+
+
+@pytest.fixture
+def v3_store(tmp_path: Path) -> str:
+    """The schema-3 store (written before task memory existed)."""
+    return _copy_fixture(tmp_path, "store-v3.db")
+
+
+def test_a_version_3_store_upgrades_with_everything_intact_and_no_task_memory(v3_store: str) -> None:
+    """Runs, tags, events, cases, metric values, flags and the baseline read as schema 3 wrote
+    them; the new task memory table is there and empty."""
+    assert _schema_version(v3_store) == 3
+    store = Store(v3_store)
+    assert _schema_version(v3_store) == SCHEMA_VERSION
+    run = store.run(V3_BASE)
+    assert run.tags == {"host_class": "fixture", "select_m": "benchmark"} and run.versions["dask"] == "2026.11.0"
+    assert [status for status, _, _ in store.events([V3_BASE])[V3_BASE]] == ["running", "finished"]
+    assert store.baseline("main") == (V3_BASE,) and len(store.cases()) == 3
+    measurements = store.measurements([V3_BASE])
+    assert len(measurements) == 7 and all(m.tasks == () for m in store.measurements())
+    first = measurements[0]
+    assert first.runtime_s == 2.0 and first.transition_count == 480 and first.scheduler_cpu_s == 0.1
+    assert first.extra["time_breakdown"] == {"compute": 1.5, "idle": 0.5} and first.task_peak_bytes is None
+    (flagged,) = [m for m in measurements if m.flags]
+    assert flagged.outcome == "wrong-result" and flagged.flags == ("wrong-result",)
+    with sa.create_engine(v3_store).connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM task_memory")).scalar_one() == 0
+
+
+def test_an_upgraded_version_3_store_takes_task_memory_and_compares(v3_store: str) -> None:
+    """A measurement with task memory is stored beside the old ones and read back; compare still works."""
+    store = Store(v3_store)
+    old = store.measurements([V3_CAND])[0]
+    tasks = (TaskMemory("big", 4, 600 * 2**20, 590 * 2**20, 2**20, 1), TaskMemory("small", 8, 2**20, 2**19))
+    store.add_measurement(Measurement(run_id=V3_CAND, fingerprint=old.fingerprint, repeat=9, outcome="passed",
+                                      metrics={"runtime_s": 3.0, "task_peak_bytes": 600 * 2**20}, tasks=tasks))  # fmt: skip
+    (added,) = [m for m in Store(v3_store).measurements([V3_CAND]) if m.repeat == 9]
+    assert added.tasks == tasks and added.task_peak_bytes == 600 * 2**20
+    runtime = [v for v in compare_runs(store, candidate=V3_CAND).verdicts if v.metric == "runtime_s" and v.ratio]
+    assert len(runtime) == 2  # the two transpose_mean cases; the wrong-result case has no ratio

@@ -9,7 +9,7 @@ from typing import Any
 from daskbench import catalog, runstatus
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
-from daskbench.text import compact_bytes, config_key_short, inf_or_number, json_safe
+from daskbench.text import compact_bytes, config_key_short, format_bytes, inf_or_number, json_safe
 
 
 def register(subparsers: Any) -> None:
@@ -26,7 +26,9 @@ def register(subparsers: Any) -> None:
     show.add_argument("run_id", help="run id or a unique prefix of it (see daskbench runs)")
     add_db_option(show)
     add_format_option(show)
-    show.set_defaults(func=cmd_show)
+    show.add_argument("--tasks", action="store_true",
+                      help="per-task peak memory per task prefix instead (measured with pytest -m benchmark --task-memory)")  # fmt: skip
+    show.set_defaults(func=_show_or_tasks)
 
 
 def _positive(text: str) -> int:
@@ -158,3 +160,62 @@ def _show_cells(r: dict[str, Any], columns: tuple[catalog.Metric, ...], axes: li
     head = [str(r["workload"]), params, str(r["worker_saturation"]), str(r["task_slots"]), str(r["n_workers"])]
     head += [cell(r) for _, cell in axes]
     return [*head, str(r["repeat"]), r["outcome"], *(metric.format(r[metric.name]) for metric in columns)]
+
+
+# -- show --tasks: per-task peak memory (--task-memory) ----------------------------------
+
+#: What ``show --tasks`` prints for a run measured without ``--task-memory``.
+NO_TASK_MEMORY = "no per-task memory in run {run}; measure it with: pytest -m benchmark --task-memory"
+
+
+def _show_or_tasks(args: argparse.Namespace) -> int:
+    """``show RUN`` or, with ``--tasks``, ``show RUN --tasks``."""
+    return cmd_show_tasks(args) if getattr(args, "tasks", False) else cmd_show(args)
+
+
+def task_rows(measurements: list[Measurement], cases: dict[str, Case]) -> list[dict[str, Any]]:
+    """One JSON-safe row per (measurement, task prefix): the case, the repeat and the prefix's figures."""
+    rows: list[dict[str, Any]] = []
+    for m in measurements:
+        case = cases.get(m.fingerprint)
+        cluster = case.cluster if case else None
+        head = {
+            "fingerprint": m.fingerprint,
+            "workload": case.workload if case else None,
+            "params": dict(case.params) if case else {},
+            "n_workers": cluster.n_workers if cluster else None,
+            "threads_per_worker": cluster.threads_per_worker if cluster else None,
+            "worker_saturation": inf_or_number(cluster.worker_saturation) if cluster else None,
+            "repeat": m.repeat,
+            "outcome": m.outcome,
+        }
+        rows.extend({**head, **task.to_dict()} for task in m.tasks)
+    return rows
+
+
+def cmd_show_tasks(args: argparse.Namespace) -> int:
+    """Per-task peak memory of a run: one row per measurement (case, repeat) and task prefix."""
+    store = open_store(args)
+    run = store.run(args.run_id)
+    measurements = store.measurements([run.run_id])
+    rows = task_rows(measurements, store.cases({m.fingerprint for m in measurements}))
+    if args.format == "json":
+        summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
+        print_json(json_safe({"version": JSON_VERSION, "run": summary, "tasks": rows}))
+        return 0
+    if not rows:
+        print(NO_TASK_MEMORY.format(run=run.run_id[:8]))
+        return 0
+    print(f"run {run.run_id}  label={run.label}  started={run.started_at}  per-task peak memory (--task-memory)")
+    print_table(["workload", "params", "sat", "workers", "threads", "rep", "prefix", "tasks", "peak", "p95", "input",
+                 "concurrency"], [_task_cells(r) for r in rows])  # fmt: skip
+    if any(r["concurrency"] > 1 for r in rows):
+        print("concurrency > 1: tasks ran at once in one worker; each is charged their shared growth (upper bound)")
+    return 0
+
+
+def _task_cells(r: dict[str, Any]) -> list[str]:
+    params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
+    head = [str(r["workload"]), params, str(r["worker_saturation"]), str(r["n_workers"]), str(r["threads_per_worker"])]
+    sizes = [format_bytes(r[name]) for name in ("peak_bytes", "p95_bytes", "input_bytes")]
+    return [*head, str(r["repeat"]), r["prefix"], str(r["tasks"]), *sizes, str(r["concurrency"])]

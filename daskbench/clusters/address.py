@@ -71,6 +71,7 @@ def close(client: Client, borrowed: Any) -> None:
     """Leave the shared scheduler as found: its worker-saturation restored and the harness's
     nanny plugin removed; then close the client (never the cluster, which is not ours)."""
     from daskbench.metrics.memory import PLUGIN_NAME
+    from daskbench.metrics.taskmemory import PLUGIN_NAME as TASK_MEMORY_PLUGIN
 
     if isinstance(borrowed, _Borrowed):
 
@@ -81,6 +82,8 @@ def close(client: Client, borrowed: Any) -> None:
             client.run_on_scheduler(_restore)
     with contextlib.suppress(Exception):
         client.unregister_worker_plugin(PLUGIN_NAME, nanny=True)
+    with contextlib.suppress(Exception):  # left behind only if Ctrl-C cut a --task-memory measurement
+        client.unregister_worker_plugin(TASK_MEMORY_PLUGIN)
     with contextlib.suppress(Exception):
         client.close()
 
