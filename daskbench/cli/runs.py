@@ -8,6 +8,7 @@ from typing import Any
 
 from daskbench import catalog, runstatus
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
+from daskbench.compare_format import case_label
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
 from daskbench.text import compact_bytes, config_key_short, format_bytes, inf_or_number, json_safe
 
@@ -185,7 +186,9 @@ def task_rows(measurements: list[Measurement], cases: dict[str, Case]) -> list[d
             "params": dict(case.params) if case else {},
             "n_workers": cluster.n_workers if cluster else None,
             "threads_per_worker": cluster.threads_per_worker if cluster else None,
+            "memory_per_worker": cluster.memory_per_worker if cluster else None,
             "worker_saturation": inf_or_number(cluster.worker_saturation) if cluster else None,
+            "config": cluster.config if cluster else {},
             "repeat": m.repeat,
             "outcome": m.outcome,
         }
@@ -207,15 +210,24 @@ def cmd_show_tasks(args: argparse.Namespace) -> int:
         print(NO_TASK_MEMORY.format(run=run.run_id[:8]))
         return 0
     print(f"run {run.run_id}  label={run.label}  started={run.started_at}  per-task peak memory (--task-memory)")
-    print_table(["workload", "params", "sat", "workers", "threads", "rep", "prefix", "tasks", "peak", "p95", "input",
-                 "concurrency"], [_task_cells(r) for r in rows])  # fmt: skip
+    cases = store.cases({m.fingerprint for m in measurements})
+    for fingerprint in dict.fromkeys(r["fingerprint"] for r in rows):
+        case = cases[fingerprint]
+        print()
+        print(case_label(case.workload, case.params, case.cluster.identity())[:_COLUMNS])
+        print_table(["  rep", "prefix", "tasks", "peak", "p95", "input", "concurrency"],
+                    [_task_cells(r) for r in rows if r["fingerprint"] == fingerprint])  # fmt: skip
     if any(r["concurrency"] > 1 for r in rows):
-        print("concurrency > 1: tasks ran at once in one worker; each is charged their shared growth (upper bound)")
+        print("\nconcurrency > 1: tasks ran at once in one worker; each is charged their shared growth (upper bound)")
     return 0
 
 
+#: Width every line of ``show --tasks`` fits in (a task prefix is cut to fit).
+_COLUMNS = 120
+_PREFIX_WIDTH = 60
+
+
 def _task_cells(r: dict[str, Any]) -> list[str]:
-    params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
-    head = [str(r["workload"]), params, str(r["worker_saturation"]), str(r["n_workers"]), str(r["threads_per_worker"])]
+    prefix = r["prefix"] if len(r["prefix"]) <= _PREFIX_WIDTH else r["prefix"][: _PREFIX_WIDTH - 3] + "..."
     sizes = [format_bytes(r[name]) for name in ("peak_bytes", "p95_bytes", "input_bytes")]
-    return [*head, str(r["repeat"]), r["prefix"], str(r["tasks"]), *sizes, str(r["concurrency"])]
+    return [f"  r{r['repeat']}", prefix, str(r["tasks"]), *sizes, str(r["concurrency"])]
