@@ -51,7 +51,7 @@ def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, A
     memory = cluster.get("memory_per_worker")
     spec = (
         f"{cluster.get('backend', '?')} {cluster.get('n_workers', '?')}w/{cluster.get('threads_per_worker', '?')}t"
-        f"{f' {compact_bytes(memory)}' if memory else ''} sat={cluster.get('worker_saturation', '?')}{_slots(cluster)}"
+        f"{f' {compact_bytes(memory)}' if memory else ''} sat={cluster.get('worker_saturation', '?')}{slots_suffix(cluster)}"
     )
     spec += "".join(
         f" {config_key_short(k)}={v}" for k, v in sorted(dict(cluster.get("scheduler_config") or {}).items())
@@ -59,7 +59,7 @@ def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, A
     return f"{workload}[{args}] {spec}" if args else f"{workload} {spec}"
 
 
-def _slots(cluster: Mapping[str, Any]) -> str:
+def slots_suffix(cluster: Mapping[str, Any]) -> str:
     """`` (2 slots)``: the task slots per worker the saturation gives at this thread count."""
     try:
         spec = ClusterSpec.from_dict({"backend": "?", "n_workers": 1, **cluster})

@@ -19,7 +19,7 @@ from daskbench.comparable import same_host
 from daskbench.compare import OUTCOME_METHOD
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
-from daskbench.text import saturation_text
+from daskbench.text import compact_bytes, config_key_short, saturation_text, slots_text
 
 #: How many runs of each case the history charts show when the comparison does not say.
 DEFAULT_HISTORY_WINDOW = 30
@@ -76,7 +76,13 @@ class CaseView:
     @property
     def label(self) -> str:
         workers = "worker" if self.n_workers == 1 else "workers"
-        return f"{self.n_workers} {workers} · sat {saturation_text(self.saturation)}"
+        spec = self.case.cluster
+        parts = [f"{self.n_workers} {workers}"]
+        parts += [f"{spec.threads_per_worker} threads"] if spec.threads_per_worker > 1 else []
+        parts += [compact_bytes(spec.memory_per_worker)] if spec.memory_per_worker else []
+        parts.append(f"sat {saturation_text(self.saturation)} ({slots_text(spec.task_slots)} slots)")
+        parts += [f"{config_key_short(k)}={v}" for k, v in sorted(spec.config.items())]
+        return " · ".join(parts)
 
 
 @dataclass(frozen=True)

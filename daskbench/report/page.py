@@ -31,6 +31,7 @@ from daskbench.report import tables
 from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure
 from daskbench.report.data import ReportData, Section
+from daskbench.report.rightsizing import frontier_figure, task_memory_figure
 from daskbench.report.style import Palette, note_if_empty
 from daskbench.report.summary import TRADEOFF_METRICS, tradeoff_tables
 from daskbench.report.tradeoffs import scaling_figure, tradeoff_figure
@@ -64,11 +65,16 @@ GROUPS = {
                 "floor); squares are baseline runs, the diamond the candidate, crosses failed runs. "
                 "The metric switch above chooses the metric."),
     "settings": ("Settings: cluster size and worker-saturation", "Medians per setting: runtime and cost against the "
-                 "number of workers, and runtime against peak memory (hollow: baseline, filled: candidate)."),
+                 "number of workers, runtime against peak memory (hollow: baseline, filled: candidate), and cost "
+                 "against runtime over every configuration of the candidate: filled points are on the frontier "
+                 "(no other configuration is both faster and cheaper), joined by the dashed line."),
     "breakdown": ("Where the time went", "Median thread-seconds (workers × threads × runtime) by activity from "
                   "Dask's fine-grained metrics, baseline (A) next to candidate (B) per case; idle is the remainder. "
                   "Transfer and shuffle run beside the threads and are counted within the time they were not "
                   "executing."),
+    "tasks": ("Per-task peak memory", "With --task-memory: per task prefix, the largest memory one task took "
+              "above its start level (dark) and the 95th percentile (light), over the candidate's measurements; "
+              "at one thread per worker exact, with more an upper bound. It decides how many tasks fit a worker."),
 }  # fmt: skip
 
 
@@ -81,7 +87,9 @@ def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], 
     roots |= {f"{slug}-history-{n}": history_figure(section, n, palette) for n in sizes}
     roots |= {f"{slug}-settings-{m}": scaling_figure(section, m, palette) for m in ("runtime_s", "cost_usd")}
     roots[f"{slug}-settings-tradeoff"] = tradeoff_figure(section, palette)
+    roots[f"{slug}-settings-frontier"] = frontier_figure(section, palette)
     roots[f"{slug}-breakdown-time"] = breakdown_figure(section)
+    roots[f"{slug}-tasks-memory"] = task_memory_figure(section)
     for root in roots.values():
         note_if_empty(root)
     groups = [ChartGroup(*GROUPS[kind], _keys(roots, f"{slug}-{kind}-")) for kind in GROUPS]

@@ -15,11 +15,11 @@ from urllib.parse import urlparse
 
 from daskbench import catalog, stats
 from daskbench.compare import OUTCOME_METHOD, effect_size
-from daskbench.compare_format import format_value, format_verdict, outside_line, outside_selection
+from daskbench.compare_format import format_value, format_verdict, outside_line, outside_selection, slots_suffix
 from daskbench.model import VERDICTS, Comparison, Run, Verdict
 from daskbench.report.data import ReportData, Section
 from daskbench.report.style import percent
-from daskbench.text import format_bytes, saturation_text
+from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text
 
 #: Versions always shown in the runs table; others only when they differ (all are under "all versions").
 KEY_PACKAGES = ("dask", "distributed", "python")
@@ -73,9 +73,15 @@ def params_text(params: Mapping[str, Any]) -> str:
 
 
 def cluster_text(cluster: Mapping[str, Any]) -> str:
+    """``2w x 1t · 4GiB · sat 1.1 (2 slots) · memory.target=0.6``: what a verdict row ran on."""
     workers = cluster.get("n_workers", "?")
     threads = cluster.get("threads_per_worker", "?")
-    return f"{workers}w × {threads}t · sat {cluster.get('worker_saturation', '?')}"
+    memory = cluster.get("memory_per_worker")
+    text = f"{workers}w × {threads}t" + (f" · {compact_bytes(memory)}" if memory else "")
+    text += f" · sat {cluster.get('worker_saturation', '?')}{slots_suffix(cluster)}"
+    return text + "".join(
+        f" · {config_key_short(k)}={v}" for k, v in sorted((cluster.get("scheduler_config") or {}).items())
+    )
 
 
 def verdict_rows(data: ReportData) -> dict[str, list[Row]]:
