@@ -119,11 +119,12 @@ def test_report_renders_offline_without_errors_or_requests(report: Visit) -> Non
 
 
 def test_every_chart_is_drawn_with_a_size(report: Visit) -> None:
-    """30 Bokeh roots (10 per workload, with the time breakdown), each with a non-zero box, and a canvas for each."""
+    """36 Bokeh roots (12 per workload: with the time breakdown, the cost-runtime frontier and the
+    per-task memory bars), each with a non-zero box, and a canvas for each."""
     found = report.page.evaluate(RENDERED)  # type: ignore[attr-defined]
-    assert len(found["roots"]) == 30
+    assert len(found["roots"]) == 36
     assert all(width > 100 and height > 100 for width, height in found["roots"])
-    assert len([c for c in found["canvases"] if c[0] > 0 and c[1] > 0]) >= 30
+    assert len([c for c in found["canvases"] if c[0] > 0 and c[1] > 0]) >= 36
 
 
 def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -> None:
