@@ -29,3 +29,26 @@ def test_report_draws_the_frontier_and_the_task_prefix_bars_with_slots(tmp_path:
     assert "Per-task peak memory by task prefix" in html and "read-block" in html
     label = "1 worker · 2 threads · 4GiB · sat 1.1 (3 slots)"  # as Bokeh's JSON escapes it
     assert label.replace("·", "\\\\u00b7") in html
+
+
+def test_report_of_an_ab_group_lists_the_per_round_ratios(tmp_path: Path) -> None:
+    """``report --ab GROUP``: verdicts from the interleaved rounds, each round's ratio B/A in the note."""
+    from daskbench.cli import main
+    from daskbench.model import Case, ClusterSpec, Measurement, Run
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(db)
+    case = Case("sleepy", {}, ClusterSpec("local", 1, 1, GIB, 1.1))
+    store.add_case(case)
+    for number, (a, b) in enumerate([(1.0, 1.5), (1.2, 1.8), (0.9, 1.35)]):
+        for side, runtime in (("A", a), ("B", b)):
+            run = Run(run_id=f"r{number}{side}", label="ab", started_at=f"2026-11-01T0{number}:0{ord(side) - 65}:00+00:00",
+                      tags={"ab_group": "g", "ab_side": side, "ab_round": str(number)})  # fmt: skip
+            store.add_run(run)
+            store.add_measurement(Measurement.of(run_id=run.run_id, fingerprint=case.fingerprint, repeat=0,
+                                                 outcome="passed", runtime_s=runtime, cost_usd=runtime / 1000))  # fmt: skip
+            store.finish_run(run.run_id, f"2026-11-01T0{number}:0{ord(side) - 65}:30+00:00")
+    assert main(["report", "--db", db, "--ab", "g", "-o", str(tmp_path / "ab.html")]) == 0
+    html = (tmp_path / "ab.html").read_text()
+    assert "per-round ratios 1.500, 1.500, 1.500" in html and "A/B group g: 3 interleaved rounds" in html
+    assert main(["report", "--db", db, "--ab", "g", "--history", "5"]) == 2

@@ -13,6 +13,7 @@ from typing import Any
 
 from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
 from daskbench.cli.compare import history_runs
+from daskbench.errors import DaskbenchError
 from daskbench.report import write_report
 from daskbench.text import format_bytes
 
@@ -31,6 +32,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
     parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to report on (default: the latest run)")
+    parser.add_argument("--ab", metavar="GROUP", help="report an interleaved A/B group (daskbench ab): verdicts "
+                        "from per-round ratios B/A, listed in each row's note; charts show A's runs and B's last")  # fmt: skip
     parser.add_argument(
         "--history",
         metavar="N",
@@ -62,6 +65,8 @@ def output_path(text: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.ab and (args.baseline or args.candidate or args.history):
+        raise DaskbenchError("--ab judges a group by its own rounds; drop --baseline, --candidate and --history")
     path = write_report(
         open_store(args),
         args.output,
@@ -70,6 +75,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         history=args.history,
         floors=floors(args),
         allow_mixed=args.allow_mixed,
+        ab=args.ab,
     )
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     return 0

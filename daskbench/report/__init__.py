@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from daskbench.compare import compare_runs
+from daskbench.compare import compare_group, compare_runs
 from daskbench.report.data import gather
 from daskbench.report.page import render_page
 from daskbench.store import Store
@@ -30,12 +30,17 @@ def render_report(
     history: int | None = None,
     floors: Mapping[str, float] | None = None,
     allow_mixed: bool = False,
+    ab: str | None = None,
 ) -> str:
     """The HTML of the report comparing ``candidate`` (default: the latest run) with ``baseline``
-    (a baseline name or run id; default ``main``) or with each case's last ``history`` runs."""
-    comparison = compare_runs(
-        store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed
-    )
+    (a baseline name or run id; default ``main``) or with each case's last ``history`` runs;
+    or, with ``ab``, an interleaved A/B group judged by its per-round ratios (listed in the notes)."""
+    if ab is not None:
+        comparison = compare_group(store, ab, floors=floors)
+    else:
+        comparison = compare_runs(
+            store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed
+        )
     return render_page(gather(store, comparison, history_window=history))
 
 
@@ -48,10 +53,11 @@ def write_report(
     history: int | None = None,
     floors: Mapping[str, float] | None = None,
     allow_mixed: bool = False,
+    ab: str | None = None,
 ) -> Path:
     """Render the report and write it to ``output`` (parent folders are created); returns the path."""
     html = render_report(
-        store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed
+        store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed, ab=ab
     )
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
