@@ -9,7 +9,7 @@ import pytest
 
 from daskbench.cli import main
 from tests.report_data import build_report_store
-from tests.test_report_browser import CHROMIUM, _open
+from tests.test_report_browser import CHROMIUM, _open, _switch
 
 WORKLOADS = ("ocean_anomaly", "wordcount")
 
@@ -44,7 +44,8 @@ def test_publish_of_an_empty_store_is_one_line(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)")
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload: str) -> None:
-    """Each workload page opens from disk in Chromium offline: no errors, no requests, every history chart drawn."""
+    """Each workload page opens from disk in Chromium offline: no errors, no requests, every history chart
+    drawn; the metric switch redraws them all in cost."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -56,4 +57,9 @@ def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload:
             )
             assert titles and all("over the last runs" in title for title in titles)
             assert visit.page.locator("h1").inner_text() == workload  # type: ignore[attr-defined]
+            visit.page.click(_switch("cost_usd"))  # type: ignore[attr-defined]
+            switched = visit.page.evaluate(  # type: ignore[attr-defined]
+                "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
+            )
+            assert len(switched) == len(titles) and all(title.startswith("Cost") for title in switched)
         browser.close()

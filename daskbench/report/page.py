@@ -136,8 +136,8 @@ def render_page(data: ReportData) -> str:
         "legend": palette.legend(),
         "data_json": script_json(_page_data(data, sections)),
         "data_id": DATA_ELEMENT_ID,
-        "css": Markup(_static("static.css") + metric_switch_css()),
-        "js": Markup(_static("static.js")),
+        "css": Markup(static_text("static.css") + metric_switch_css()),
+        "js": Markup(static_text("static.js")),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "version": daskbench.__version__,
         "t": tables,
@@ -177,7 +177,7 @@ def _page_data(data: ReportData, sections: list[tuple[Section, list[ChartGroup]]
     return found
 
 
-def _static(name: str) -> str:
+def static_text(name: str) -> str:
     text = _PACKAGE.joinpath(name).read_text(encoding="utf-8")
     if "</" in text and name.endswith(".js"):  # a literal "</script" would end the inline tag early
         raise ValueError(f"{name} must not contain '</'")

@@ -2,7 +2,8 @@
 
 Why: "where does this data live?" A nightly's history belongs on a page anyone can open:
 an index (every workload, the recent runs with their outcomes) and one page per workload
-with the trend of each case over runs and commits, the baseline band and failed runs
+with the trend of each case over runs and commits (a metric switch redraws every chart
+in runtime, memory or cost, as in the report), the baseline band and failed runs
 marked, linking to each recent run's own report. Each page opens from disk with no
 network: BokehJS is inlined once per page, as in the report, whose history charts
 (`daskbench.report.trends`), data (`daskbench.report.data`) and styles it reuses.
@@ -27,8 +28,9 @@ from markupsafe import Markup
 import daskbench
 from daskbench.compare import compare_runs
 from daskbench.model import Run
-from daskbench.report import write_report
+from daskbench.report import tables, write_report
 from daskbench.report.data import Section, gather
+from daskbench.report.page import metric_switch_css, static_text
 from daskbench.report.style import Palette
 from daskbench.report.tables import when_text
 from daskbench.report.trends import history_figure
@@ -136,13 +138,15 @@ def _render_workload(page: WorkloadPage, palette: Palette, rows: Sequence[RunRow
         legend=palette.legend(),
         rows=[row for row in rows if row.report],
         history=history,
+        metrics=tables.metric_titles(),
+        js=Markup(static_text("static.js")),
         **_common(),
     )
 
 
 def _common() -> dict[str, object]:
     return {
-        "css": Markup(_REPORT.joinpath("static.css").read_text(encoding="utf-8")),
+        "css": Markup(_REPORT.joinpath("static.css").read_text(encoding="utf-8") + metric_switch_css()),
         "when": when_text,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "version": daskbench.__version__,
