@@ -287,7 +287,8 @@ def _history_comparison(
     if len(usable) < len(earlier):
         notes.append(
             f"history skips {len(earlier) - len(usable)} earlier runs from other hosts "
-            f"({', '.join(comparable.HOST_IDENTITY)} differ); --allow-mixed includes them"
+            f"({comparable.HOST_CLASS} when both runs name one, else {', '.join(comparable.HOST_IDENTITY)} "
+            "differ); --allow-mixed includes them, DASKBENCH_HOST_CLASS names hosts that count as one"
         )
     cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases(cand_by)

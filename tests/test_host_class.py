@@ -50,5 +50,5 @@ def test_history_spans_a_cpu_change_within_one_host_class(tmp_path: Path, capsys
 def test_without_host_class_a_cpu_change_starts_a_new_history(tmp_path: Path) -> None:
     """Without a host class the exact CPU model still decides: the earlier runs are skipped, as before."""
     comparison = compare_runs(_store(tmp_path, None), history=20)
-    assert any("history skips 12 earlier runs" in note for note in comparison.notes)
+    assert any("history skips 12 earlier runs" in note and "DASKBENCH_HOST_CLASS" in note for note in comparison.notes)
     assert {v.verdict for v in comparison.verdicts} <= {"inconclusive", "new"}
