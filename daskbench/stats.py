@@ -326,7 +326,18 @@ def ab_decision(
         note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats or runs would narrow it"
         if noise is not None and not noise.runs:
             note += f"; run-to-run noise assumed {noise.sd:.0%} until this case has {MIN_RUNS_FOR_NOISE} runs"
+        elif noise is not None:
+            note += (f"; its run-to-run noise, {noise.sd:.1%} from {noise.runs} runs, supports a floor of "
+                     f"{suggested_floor(noise, confidence):.2f} (--floor WORKLOAD:METRIC=...)")  # fmt: skip
     return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
+
+
+def suggested_floor(noise: RunNoise, confidence: float = CONFIDENCE) -> float:
+    """The smallest floor (rounded up to 0.05) that two runs of a case with this run-to-run
+    noise can clear: exp(t x sqrt(2) x sd), the half-width the noise alone gives a two-run
+    ratio. 2% sd from 10 runs (t = 2.262): exp(0.064) = 1.066 -> 1.10."""
+    quantile = student_t_ppf(0.5 + confidence / 2.0, max(noise.runs - 1, 1))
+    return max(1.05, math.ceil(math.exp(quantile * math.sqrt(2.0) * noise.sd) * 20 - 1e-9) / 20)
 
 
 def _single_repeat_decision(base: float, cand: float, floor: float) -> Decision:

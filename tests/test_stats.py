@@ -347,3 +347,17 @@ def test_last_step_ignores_noise_short_levels_and_steps_within_the_floor() -> No
     assert stats.last_step([10, 11, 10, 11, 10, 11], 1.10) is None  # alternation: no level
     assert stats.last_step([10, 10, 10, 13, 13], 1.10) is None  # two runs are not a level yet
     assert stats.last_step([10, 10, 10, 10.5, 10.5, 10.5], 1.10) is None  # 1.05x: within the floor
+
+
+def test_suggested_floor_is_what_the_measured_run_to_run_noise_allows() -> None:
+    """2% sd from 10 runs: t(0.975, 9) = 2.262, exp(2.262 x 1.414 x 0.02) = 1.066 -> 1.10;
+    8% from 5 runs: t(0.975, 4) = 2.776, exp(0.314) = 1.369 -> 1.40; never below 1.05."""
+    assert stats.suggested_floor(stats.RunNoise(0.02, 10)) == pytest.approx(1.10)
+    assert stats.suggested_floor(stats.RunNoise(0.08, 5)) == pytest.approx(1.40)
+    assert stats.suggested_floor(stats.RunNoise(0.001, 5)) == pytest.approx(1.05)
+
+
+def test_an_inconclusive_verdict_with_learned_noise_suggests_a_floor() -> None:
+    decision = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.10, noise=stats.RunNoise(0.08, 5))
+    assert decision.verdict == "inconclusive"
+    assert "its run-to-run noise, 8.0% from 5 runs, supports a floor of 1.40" in decision.note
