@@ -20,6 +20,7 @@ import dask
 from distributed import Client, KilledWorker
 
 from daskbench import catalog, evidence
+from daskbench.deadline import within
 from daskbench.metrics import collectors, counters
 from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.cost import PriceTable, estimate
@@ -48,13 +49,15 @@ def is_collection(value: Any) -> bool:
 
 
 def run_target(client: Client, target: Target, timeout: float) -> Attempt:
-    """Build (if the target is a callable returning a collection) and compute, timed apart."""
+    """Build (if the target is a callable returning a collection) and compute, timed apart;
+    build and compute together get at most ``timeout`` seconds."""
     attempt = Attempt()
     try:
         if callable(target) and not is_collection(target):
             start = time.perf_counter()
-            target = target()
+            target = within(target, timeout, "graph build (or a callable computing by itself)")
             elapsed = time.perf_counter() - start
+            timeout = max(timeout - elapsed, 0.001)
             if not is_collection(target):
                 attempt.phases["compute"] = elapsed
                 attempt.result = target
@@ -335,10 +338,10 @@ def failed_measurement(
                        message=one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
 
 
-def call_once(fn: Callable[[], Any] | None) -> tuple[Any, float | None]:
-    """Run a data-preparation callable, timed."""
+def call_once(fn: Callable[[], Any] | None, timeout: float | None = None) -> tuple[Any, float | None]:
+    """Run a data-preparation callable, timed, within ``timeout`` seconds (None: no limit)."""
     if fn is None:
         return None, None
     start = time.perf_counter()
-    value = fn()
+    value = fn() if timeout is None else within(fn, timeout, "data preparation (measure.prepare)")
     return value, time.perf_counter() - start

@@ -418,7 +418,10 @@ class _Measure:
         For inputs the case's parameters depend on (their location, their size in bytes):
         ``tables = measure.prepare(lambda: inputs.prepare(...))``, then ``measure(...)``.
         """
-        value, seconds = call_once(fn)
+        try:
+            value, seconds = call_once(fn, self.session.settings.timeout)
+        except TimeoutError as exc:  # nothing measured yet: the test fails with one line
+            pytest.fail(f"timeout: {exc}; nothing measured", pytrace=False)
         self.prepare_seconds = (self.prepare_seconds or 0.0) + (seconds or 0.0)
         return value
 

@@ -27,6 +27,9 @@ from daskbench.model import Case, ClusterSpec, Measurement, Run
 from daskbench.store import Store, now_iso, redact_url
 from daskbench.text import one_line
 
+#: The least time a cluster may take to start (a cloud cluster takes minutes); --timeout above it raises it.
+CLUSTER_START_SECONDS = 600.0
+
 
 @dataclass
 class DaskbenchSession:
@@ -148,7 +151,7 @@ class DaskbenchSession:
         self.requested = spec
         kwargs = load_kwargs(self.settings.cluster_kwargs)  # before the run row: bad kwargs leave no empty run
         _, run = self.ensure_run()
-        self.cluster = open_cluster(spec, kwargs)
+        self.cluster = open_cluster(spec, kwargs, max(self.settings.timeout, CLUSTER_START_SECONDS))
         self._client_config = dask_config_set(typed_config(spec))  # the client side, while the case runs
         self.measurer = Measurer(
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,

@@ -16,6 +16,7 @@ Nothing heavy is imported here at module level, so `daskbench.config` can build
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from daskbench.clusters.address import ADDRESS
@@ -31,6 +32,7 @@ from daskbench.clusters.common import (
 )
 from daskbench.clusters.local import LOCAL
 from daskbench.clusters.manager import CLASS_PATH
+from daskbench.deadline import within
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 from daskbench.text import inf_or_number
@@ -64,14 +66,22 @@ def backend_named(name: str) -> Backend:
     raise DaskbenchError(f"cluster backend {name!r} is not registered; use one of {known}")
 
 
-def open_cluster(requested: ClusterSpec, kwargs: dict[str, Any] | None = None) -> OpenCluster:
-    """Start (or connect to) the cluster for ``requested``; the returned spec is read back."""
+def open_cluster(
+    requested: ClusterSpec, kwargs: dict[str, Any] | None = None, timeout: float | None = None
+) -> OpenCluster:
+    """Start (or connect to) the cluster for ``requested`` within ``timeout`` seconds (None: no
+    limit); the returned spec is read back."""
     import dask
 
     backend = backend_named(requested.backend)
     start = time.perf_counter()
     with dask.config.set({**typed_config(requested), SATURATION_KEY: inf_or_number(requested.worker_saturation)}):
-        client, cluster = backend.start(requested, dict(kwargs or {}))
+        begin = partial(backend.start, requested, dict(kwargs or {}))
+        try:
+            client, cluster = begin() if timeout is None else within(begin, timeout, "cluster start")
+        except TimeoutError as exc:
+            raise DaskbenchError(f"{exc}; check the cluster (--cluster {requested.target or requested.backend}) "
+                                 "or raise --timeout (the limit is the larger of it and 600 s)") from None  # fmt: skip
     try:
         spec = read_back(client, requested)
         with dask.config.set(typed_config(requested)):  # the client side is set while the case runs

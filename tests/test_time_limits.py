@@ -1,0 +1,68 @@
+"""Every phase has a time limit (``--timeout``): graph build, callables that compute by
+themselves, ``measure.prepare`` and cluster start, not only the compute phase."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from daskbench.deadline import within
+from daskbench.store import Store
+from tests.test_plugin import run_pytest
+
+
+def test_within_returns_raises_and_stops_waiting_at_the_limit() -> None:
+    assert within(lambda: 42, 5, "quick") == 42
+    with pytest.raises(ZeroDivisionError):
+        within(lambda: 1 / 0, 5, "broken")
+    began = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"slow took more than 0.2 s \(--timeout\)"):
+        within(lambda: time.sleep(3), 0.2, "slow")
+    assert time.monotonic() - began < 2
+
+
+SLOW_FILE = """
+import time
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _build():
+    time.sleep(30)
+    return dask.delayed(sum)([1, 2])
+
+
+def test_a_slow_build(measure):
+    measure(_build, name="slow_build", params={})
+
+
+def test_b_slow_prepare(measure):
+    measure.prepare(lambda: time.sleep(30))
+    measure(dask.delayed(sum)([1, 2]), name="never", params={})
+
+
+def test_c_still_runs(measure):
+    assert measure(dask.delayed(sum)([1, 2]), name="after", params={}) == 3
+"""
+
+
+def test_a_slow_graph_build_is_a_timeout_and_a_slow_prepare_fails_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "test_slow.py").write_text(SLOW_FILE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    began = time.monotonic()
+    result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--workers", "1", "--saturation", "1.1",
+                        "--timeout", "2", "--db", db)  # fmt: skip
+    assert time.monotonic() - began < 60, "a limit was not applied"
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
+    assert (
+        "timeout: data preparation (measure.prepare) took more than 2 s (--timeout); nothing measured" in result.stdout
+    )
+    assert "test_c_still_runs[sat=1.1-workers=1] PASSED" in result.stdout or "1 passed" in result.stdout
+    outcomes = {Store(db).cases()[m.fingerprint].workload: m for m in Store(db).measurements()}
+    assert outcomes["slow_build"].outcome == "timeout"
+    assert "graph build (or a callable computing by itself) took more than 2 s" in outcomes["slow_build"].message
+    assert outcomes["after"].outcome == "passed" and "never" not in outcomes
