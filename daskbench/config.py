@@ -409,6 +409,10 @@ OPTIONS: tuple[Option, ...] = (
            "on a running scheduler (tcp://...), wait up to this many seconds for other clients' tasks to finish, "
            "before the session and before each measurement (a measurement still busy then is recorded as error)",
            "--wait-idle 300"),
+    Option("allow_busy_cluster", parse_bool, "false",
+           "on a running scheduler busy with other clients' tasks, measure anyway (each such measurement "
+           "is marked shared_cluster_busy; worker-saturation is still only changed while it is idle)",
+           "--allow-busy-cluster", is_flag=True),
     Option("evidence", parse_bool, "false",
            "keep Dask's performance report and the task stream of each measurement (a folder per run beside "
            "a SQLite store, else under results/evidence or --evidence-dir)", "--evidence", is_flag=True),
@@ -445,6 +449,7 @@ class Settings:
     allow_large: bool = False
     restart_workers: bool = False
     wait_idle: float = 0.0
+    allow_busy_cluster: bool = False
     evidence: bool = False
     evidence_dir: str | None = None
     task_memory: bool = False

@@ -484,7 +484,9 @@ class _Measure:
         assert measurer is not None
         extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
         busy = self._shared_cluster_busy()
-        if busy is not None:  # another client's work would be in the figures: not measured, recorded
+        if busy is not None and self.session.settings.allow_busy_cluster:  # told to: measured, and marked
+            extra["shared_cluster_busy"] = busy
+        elif busy is not None:  # another client's work would be in the figures: not measured, recorded
             measurement = failed_measurement(measurer.run_id, case, repeat, DaskbenchError(busy), phases)
             self.session.record(case, measurement)
             return measurement, None

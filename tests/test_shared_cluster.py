@@ -53,7 +53,8 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Another client's 30 s task is running: the session stops with one line before any run row
-    (after --wait-idle 1), and the foreign task keeps running: nothing of it is cancelled or restarted."""
+    (after --wait-idle 1); told with --allow-busy-cluster it measures, marking the measurement;
+    either way the foreign task keeps running: nothing of it is cancelled or restarted."""
     address = request.getfixturevalue("shared_scheduler")
     (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
     db = tmp_path / "r.db"
@@ -70,4 +71,10 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
         assert len(errors) == 1 and "running 1 task(s) of other clients after waiting 1 s" in errors[0]
         assert "--wait-idle SECONDS" in errors[0] and not db.exists()
         assert foreign.status == "pending"  # still running: nothing of theirs was cancelled or restarted
+        told = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                          "--saturation", "1.1", "--allow-busy-cluster", "--db", f"sqlite:///{db}")  # fmt: skip
+        assert told.returncode == 0, told.stdout[-3000:] + told.stderr[-3000:]
+        (measured,) = Store(f"sqlite:///{db}").measurements()
+        assert "running 1 task(s) of other clients" in measured.extra["shared_cluster_busy"]
+        assert foreign.status in ("pending", "finished")  # measured beside it, never restarted, cancelled or lost
         foreign.cancel()

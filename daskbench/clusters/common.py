@@ -244,12 +244,14 @@ def set_saturation(client: Client, value: float) -> None:
 
     def _set(dask_scheduler: Any, value: float = value) -> int:
         busy = _busy(dask_scheduler)
-        if not busy:
+        if not busy or float(dask_scheduler.WORKER_SATURATION) == value:  # nothing to change
             dask_scheduler.WORKER_SATURATION = value
+            return 0
         return busy
 
     busy = client.run_on_scheduler(_set)
     if busy:
         raise DaskbenchError(
-            f"the scheduler has {busy} tasks queued or running; worker-saturation can only be changed while it is idle"
+            f"the scheduler has {busy} tasks queued or running; worker-saturation can only be changed while it is "
+            "idle (ask for the value it runs with, or wait with --wait-idle)"
         )
