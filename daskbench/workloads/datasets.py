@@ -8,17 +8,20 @@ or of another size (an interrupted or damaged preparation), is deleted and writt
 again. Everything goes through fsspec, so the same code fills a local directory or S3.
 
 Preparation holds a lock per dataset (`dataset_lock`: an exclusive ``flock`` on a file in
-the temporary directory, keyed by the dataset), and re-checks
+the temporary directory, keyed by the dataset; on S3 also an exclusively created lock
+object beside the dataset, for other machines), and re-checks
 for a complete copy once it holds it, so two processes preparing the same dataset never
 delete each other's files: the second waits and reuses what the first wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
+import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -85,13 +88,20 @@ def prepare(
     return Prepared(url, storage_options, files, reused=False, seconds=time.perf_counter() - start, name=name)
 
 
+#: A lock object older than this (a preparer that died) is taken over.
+STALE_LOCK_SECONDS = 3600.0
+
+
 @contextmanager
 def dataset_lock(fs: AbstractFileSystem, path: str, url: str) -> Iterator[None]:
     """Hold the one writer's lock of the dataset at ``path`` (blocks while another process has it).
 
-    The lock is a file in this machine's temporary directory keyed by the dataset's URL (or
-    absolute path), so the data root holds nothing but datasets and S3 (which has no locks)
-    is covered the same way; it serialises the processes of one machine.
+    On this machine the lock is a file in the temporary directory keyed by the dataset's URL
+    (or absolute path), so the processes of one machine queue without touching the data root.
+    On a remote store (S3) other machines may prepare the same dataset too, so the holder
+    also creates ``<dataset>.lock`` beside it with an exclusive create (S3's conditional
+    write, If-None-Match): a second machine waits until the dataset is complete or the lock
+    is gone (or older than `STALE_LOCK_SECONDS`: its writer died), and then re-checks.
     """
     key = url if not _is_local(fs) else os.path.abspath(path)
     folder = os.path.join(tempfile.gettempdir(), "daskbench-locks")
@@ -100,9 +110,54 @@ def dataset_lock(fs: AbstractFileSystem, path: str, url: str) -> Iterator[None]:
     with open(lock_path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            if _is_local(fs):
+                yield
+            else:
+                with _object_lock(fs, path):
+                    yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _object_lock(fs: AbstractFileSystem, path: str, poll: float = 1.0) -> Iterator[None]:
+    """``<path>.lock`` created exclusively on the remote store while held; waits (see `dataset_lock`)."""
+    lock = f"{path}.lock"
+    while not _create_exclusive(fs, lock):
+        fs.invalidate_cache()
+        if verified_files(fs, path) is not None:  # the other machine finished it: the caller reuses it
+            yield
+            return
+        if _age_seconds(fs, lock) > STALE_LOCK_SECONDS:
+            with contextlib.suppress(FileNotFoundError):
+                fs.rm(lock)
+            continue
+        time.sleep(poll)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            fs.rm(lock)
+
+
+def _create_exclusive(fs: AbstractFileSystem, lock: str) -> bool:
+    """Create ``lock`` unless it exists (S3 If-None-Match); whether this call created it."""
+    holder = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}
+    try:
+        with fs.open(lock, "xb") as handle:
+            handle.write(json.dumps(holder).encode())
+    except FileExistsError:
+        return False
+    return True
+
+
+def _age_seconds(fs: AbstractFileSystem, lock: str) -> float:
+    """How long ago the lock object was written (0 if it just vanished)."""
+    try:
+        modified = fs.modified(lock)
+    except (FileNotFoundError, NotImplementedError):
+        return 0.0
+    return max(0.0, time.time() - modified.timestamp())
 
 
 def _is_local(fs: AbstractFileSystem) -> bool:
