@@ -326,8 +326,8 @@ def ab_decision(
         note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats or runs would narrow it"
         if noise is not None and not noise.runs:
             note += f"; run-to-run noise assumed {noise.sd:.0%} until this case has {MIN_RUNS_FOR_NOISE} runs"
-        elif noise is not None:
-            note += (f"; its run-to-run noise, {noise.sd:.1%} from {noise.runs} runs, supports a floor of "
+        elif noise is not None and suggested_floor(noise, confidence) > floor:  # the noise is why
+            note += (f"; this case's run-to-run noise ({noise.runs} runs) needs a floor of at least "
                      f"{suggested_floor(noise, confidence):.2f} (--floor WORKLOAD:METRIC=...)")  # fmt: skip
     return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
 

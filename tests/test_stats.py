@@ -360,4 +360,6 @@ def test_suggested_floor_is_what_the_measured_run_to_run_noise_allows() -> None:
 def test_an_inconclusive_verdict_with_learned_noise_suggests_a_floor() -> None:
     decision = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.10, noise=stats.RunNoise(0.08, 5))
     assert decision.verdict == "inconclusive"
-    assert "its run-to-run noise, 8.0% from 5 runs, supports a floor of 1.40" in decision.note
+    assert "this case's run-to-run noise (5 runs) needs a floor of at least 1.40" in decision.note
+    quiet = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.50, noise=stats.RunNoise(0.08, 5))
+    assert quiet.verdict == "inconclusive" and "needs a floor" not in quiet.note  # 1.50 already clears it
