@@ -21,11 +21,11 @@ import dask.dataframe as dd
 import pandas as pd
 
 from daskbench.clusters import open_cluster
-from daskbench.compare import compare_runs
+from daskbench.judge.compare import compare_runs
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import load_prices
-from daskbench.model import Case, ClusterSpec, Run
-from daskbench.store import Store, now_iso
+from daskbench.model import Case, ClusterSpec, Run, now_iso
+from daskbench.store import Store
 
 PLANT = textwrap.dedent("""
     import asyncio

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from daskbench.judge.stats import median
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import Case, Measurement, Run, TaskMemory
-from daskbench.stats import median
 from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text, slots_text
 
 TARGET_KEY = "distributed.worker.memory.target"

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from daskbench.compare_format import case_label, format_verdict
 from daskbench.errors import DaskbenchError
+from daskbench.judge.format import case_label, format_verdict
 from daskbench.model import Comparison, Verdict
 
 API_ENV = "DASKBENCH_GITHUB_API"

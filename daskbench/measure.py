@@ -26,8 +26,7 @@ from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.memory import MemoryCollector, MemorySummary
 from daskbench.metrics.taskmemory import TaskMemoryCollector, largest_peak
-from daskbench.model import Case, Measurement, Outcome, TaskMemory
-from daskbench.store import now_iso
+from daskbench.model import Case, Measurement, Outcome, TaskMemory, now_iso
 from daskbench.text import one_line
 
 Target = Any  # a Dask collection, or a zero-argument callable

@@ -14,10 +14,17 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from daskbench import catalog
 from daskbench.text import saturation_text
+
+
+def now_iso() -> str:
+    """Now, in UTC, as every record's timestamp is written: ``2026-11-23T09:40:16+00:00``."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
 
 Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result", "interrupted"]
 #: The outcome of a measurement cut short by Ctrl-C / SIGTERM: not a result, never judged.

@@ -31,9 +31,9 @@ from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement
 from daskbench.metrics.cost import load_prices
-from daskbench.model import INTERRUPTED, SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement
+from daskbench.model import INTERRUPTED, SELECT_K, SELECT_M, WRONG_RESULT, Case, ClusterSpec, Measurement, now_iso
+from daskbench.redact import redact_url
 from daskbench.session import DaskbenchSession
-from daskbench.store import now_iso, redact_url
 from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text, slots_text
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()

@@ -23,8 +23,9 @@ from daskbench.clusters.common import (
 from daskbench.errors import DaskbenchError
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
-from daskbench.model import Case, ClusterSpec, Measurement, Run
-from daskbench.store import Store, now_iso, redact_url
+from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.redact import redact_url
+from daskbench.store import Store
 from daskbench.text import one_line
 
 #: The least time a cluster may take to start (a cloud cluster takes minutes); --timeout above it raises it.
@@ -140,7 +141,7 @@ class DaskbenchSession:
                 tags=self.selection,
             )
             self.store.add_run(self.run)
-            from daskbench import runstatus
+            from daskbench.store import runstatus
 
             self.store.record_event(self.run.run_id, runstatus.RUNNING, runstatus.running_detail())
         return self.store, self.run
@@ -209,7 +210,7 @@ class DaskbenchSession:
             self.store.close()  # SQLite: the last connection closing folds the WAL into the file
 
     def _end_run(self, interrupted: bool) -> str | None:
-        from daskbench import runstatus
+        from daskbench.store import runstatus
 
         assert self.store is not None and self.run is not None
         status = runstatus.INTERRUPTED if interrupted else runstatus.FINISHED
@@ -224,8 +225,8 @@ class DaskbenchSession:
         return self._compare() if self.settings.compare else None
 
     def _compare(self) -> str | None:
-        from daskbench.compare import compare_runs
-        from daskbench.compare_format import format_table
+        from daskbench.judge.compare import compare_runs
+        from daskbench.judge.format import format_table
 
         assert self.store is not None and self.run is not None
         try:

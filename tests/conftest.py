@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from daskbench.model import Case, ClusterSpec, Measurement, Run
-from daskbench.store import Store, now_iso
+from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.store import Store
 
 pytest_plugins = ["pytester"]
 

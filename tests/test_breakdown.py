@@ -15,14 +15,14 @@ import pytest
 
 from daskbench.cli.runs import measurement_row
 from daskbench.clusters import OpenCluster, open_cluster
-from daskbench.compare import compare_runs
 from daskbench.evidence import evidence_root
+from daskbench.judge.compare import compare_runs
 from daskbench.measure import Measurer
 from daskbench.metrics.breakdown import TOLERANCE, fold
 from daskbench.metrics.cost import load_prices
-from daskbench.model import Case, ClusterSpec, Measurement, Run
+from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.report import write_report
-from daskbench.store import Store, now_iso
+from daskbench.store import Store
 
 HOST = {"cpu_model": "test-cpu", "cores": 2, "memory_bytes": 24 * 2**30}
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daskbench.calibrate import CALIBRATE_GROUP, CALIBRATE_ROUND, format_power, group_runs, power_table
+from daskbench.ab.calibrate import CALIBRATE_GROUP, CALIBRATE_ROUND, format_power, group_runs, power_table
 from daskbench.model import Case, ClusterSpec, Measurement
 from daskbench.store import Store
 from tests.conftest import make_run

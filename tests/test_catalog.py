@@ -15,7 +15,7 @@ import pytest
 
 from daskbench import catalog
 from daskbench.cli import main
-from daskbench.compare import compare_runs
+from daskbench.judge.compare import compare_runs
 from daskbench.model import Measurement
 from daskbench.report import render_report
 from daskbench.store import Store

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from daskbench import stats
 from daskbench.cli import main
-from daskbench.compare import compare_runs, effect_size
-from daskbench.compare_format import comparison_to_json, format_table, format_verdict
 from daskbench.errors import DaskbenchError
+from daskbench.judge import stats
+from daskbench.judge.compare import compare_runs, effect_size
+from daskbench.judge.format import comparison_to_json, format_table, format_verdict
 from daskbench.model import JSON_VERSION, Case, ClusterSpec, Comparison, Measurement, Run, Verdict
 from daskbench.store import Store
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from daskbench import exchange
 from daskbench.cli import main
 from daskbench.errors import DaskbenchError
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory
-from daskbench.store import Store
+from daskbench.store import Store, exchange
 from tests.report_data import build_report_store
 
 

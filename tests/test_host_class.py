@@ -8,7 +8,7 @@ import pytest
 
 from daskbench import provenance
 from daskbench.cli import main
-from daskbench.compare import compare_runs
+from daskbench.judge.compare import compare_runs
 from daskbench.store import Store
 from tests.test_compare import HOST, add_results, add_run, make_case
 

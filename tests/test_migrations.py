@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from daskbench.compare import compare_runs
 from daskbench.errors import DaskbenchError
+from daskbench.judge.compare import compare_runs
 from daskbench.model import Measurement, TaskMemory
 from daskbench.store import SCHEMA_VERSION, Store
 

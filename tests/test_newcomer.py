@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from daskbench.cli import main
-from daskbench.compare import compare_runs
-from daskbench.compare_format import WIDTH, format_table
 from daskbench.config import parse_db
+from daskbench.judge.compare import compare_runs
+from daskbench.judge.format import WIDTH, format_table
 from daskbench.model import SELECT_K, WRONG_RESULT
 from daskbench.report import render_report
 from daskbench.store import Store
@@ -144,7 +144,7 @@ def test_memory_chart_scales_to_the_traces_not_the_limit() -> None:
     """The memory chart's range follows the traces only; a limit far above them becomes a label."""
     from bokeh.models import DataRange1d, HSpan, Label
 
-    from daskbench.compare import compare_runs
+    from daskbench.judge.compare import compare_runs
     from daskbench.report.charts import LIMIT_IN_VIEW, memory_figure
     from daskbench.report.data import gather
     from daskbench.report.style import Palette

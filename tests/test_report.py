@@ -13,8 +13,8 @@ from bokeh.models import HBar, Line, Scatter, Text
 
 from daskbench import catalog
 from daskbench.cli import main
-from daskbench.compare import compare_runs
-from daskbench.compare_format import comparison_to_json
+from daskbench.judge.compare import compare_runs
+from daskbench.judge.format import comparison_to_json
 from daskbench.report import render_report, write_report
 from daskbench.report.charts import change_figure, memory_figure, representative
 from daskbench.report.data import CASE_VERDICT, ReportData, gather

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench import runstatus
-from daskbench.store import Store
+from daskbench.store import Store, runstatus
 from tests.conftest import make_case, make_measurement, make_run
 from tests.test_plugin import daskbench_cli
 

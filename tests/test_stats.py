@@ -1,4 +1,4 @@
-"""daskbench.stats: planted answers on seeded data, and agreement with scipy."""
+"""daskbench.judge.stats: planted answers on seeded data, and agreement with scipy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from daskbench import stats
+from daskbench.judge import stats
 
 FLOOR = 1.10
 
@@ -311,7 +311,7 @@ def test_robust_z_with_no_spread_is_infinite_for_any_change() -> None:
 
 def test_run_noise_needs_three_runs_else_assumes_the_default() -> None:
     """Fewer than 3 runs give the documented default; 3+ give the sd of the log run medians."""
-    from daskbench.stats import default_run_sd, run_noise
+    from daskbench.judge.stats import default_run_sd, run_noise
 
     assert run_noise([1.0, 1.2], default_run_sd("runtime_s")) == stats.RunNoise(default_run_sd("runtime_s"), 0)
     assert run_noise([1.0], default_run_sd("peak_memory_bytes")).sd == 0.03
@@ -322,7 +322,7 @@ def test_run_noise_needs_three_runs_else_assumes_the_default() -> None:
 
 def test_run_noise_widens_the_interval_in_quadrature() -> None:
     """Adding run noise keeps the ratio, widens both bounds, and matches the t-quantile formula."""
-    from daskbench.stats import Interval, RunNoise, with_run_noise
+    from daskbench.judge.stats import Interval, RunNoise, with_run_noise
 
     narrow = Interval(1.3, 1.25, 1.35, "t")
     wide = with_run_noise(narrow, 1.3, RunNoise(0.05, 6))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from daskbench.errors import DaskbenchError
-from daskbench.store import SCHEMA_VERSION, Store, redact_url
+from daskbench.redact import redact_url
+from daskbench.store import SCHEMA_VERSION, Store
 from tests.conftest import make_case, make_measurement, make_run
 
 

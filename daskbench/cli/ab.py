@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from daskbench.ab import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
+from daskbench.ab.sessions import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
 from daskbench.cli.common import (
     add_db_option,
     add_floor_option,
@@ -23,7 +23,7 @@ from daskbench.cli.common import (
     whole_number,
 )
 from daskbench.cli.compare import print_comparison
-from daskbench.compare import compare_group
+from daskbench.judge.compare import compare_group
 
 
 def register(subparsers: Any) -> None:

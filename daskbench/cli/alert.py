@@ -14,7 +14,7 @@ from typing import Any
 from daskbench import alerts
 from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
 from daskbench.cli.compare import history_runs
-from daskbench.compare import compare_runs
+from daskbench.judge.compare import compare_runs
 from daskbench.model import Comparison
 from daskbench.store import Store
 

@@ -12,11 +12,12 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from daskbench import provenance, stats
-from daskbench.ab import new_group_name, pytest_arguments
-from daskbench.calibrate import format_power, power_table, run_sessions
+from daskbench import provenance
+from daskbench.ab.calibrate import format_power, power_table, run_sessions
+from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.common import add_db_option, open_store, settings, whole_number
 from daskbench.errors import DaskbenchError
+from daskbench.judge import stats
 
 MAX_SESSIONS = 500
 

@@ -25,9 +25,9 @@ from daskbench.cli.common import (
 from daskbench.cli.common import (
     floors as common_floors,
 )
-from daskbench.compare import compare_group, compare_runs
-from daskbench.compare_format import comparison_to_json, format_table, regression_summary
 from daskbench.errors import DaskbenchError, RegressionFound
+from daskbench.judge.compare import compare_group, compare_runs
+from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.model import ACCEPTED_STEP, Comparison
 
 

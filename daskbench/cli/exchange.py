@@ -1,7 +1,7 @@
 """``daskbench export`` / ``daskbench import``: carry history between stores as JSON lines.
 
 Why: history must survive CI cache eviction and stores filled in parallel must merge
-without hand work; see `daskbench.exchange` for the format.
+without hand work; see `daskbench.store.exchange` for the format.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daskbench import exchange
 from daskbench.cli.common import add_db_option, open_store
+from daskbench.store import exchange
 
 
 def register(subparsers: Any) -> None:

@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench import catalog, runstatus
+from daskbench import catalog
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
-from daskbench.compare_format import case_label
+from daskbench.judge.format import case_label
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
+from daskbench.store import runstatus
 from daskbench.text import compact_bytes, config_key_short, format_bytes, inf_or_number, json_safe
 
 
@@ -44,7 +45,7 @@ def _positive(text: str) -> int:
 
 
 def run_summary(run: Run, measurements: list[Measurement], status: str = "unknown") -> dict[str, Any]:
-    """A run's facts for ``runs``/``show``; ``status`` as `daskbench.runstatus` derives it."""
+    """A run's facts for ``runs``/``show``; ``status`` as `daskbench.store.runstatus` derives it."""
     outcomes: dict[str, int] = {}
     for m in measurements:
         outcomes[m.outcome] = outcomes.get(m.outcome, 0) + 1

@@ -3,7 +3,7 @@
     from daskbench.report import write_report
     path = write_report(store, "results/report.html", baseline="main")
 
-`render_report` compares (``daskbench.compare.compare_runs``, same selection arguments
+`render_report` compares (``daskbench.judge.compare.compare_runs``, same selection arguments
 as ``daskbench compare``) and renders; the modules below split the work: `data` reads
 the store into plain records, `charts`/`trends`/`tradeoffs` build Bokeh figures, `tables`
 makes the text rows, and `page` puts it all into `template.html` with BokehJS inlined once.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from daskbench.compare import compare_group, compare_runs
+from daskbench.judge.compare import compare_group, compare_runs
 from daskbench.report.data import gather
 from daskbench.report.page import render_page
 from daskbench.store import Store

@@ -18,7 +18,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from bokeh.transform import stack
 
-from daskbench.explain import median_breakdown
+from daskbench.judge.explain import median_breakdown
 from daskbench.metrics.breakdown import ACTIVITIES
 from daskbench.model import Measurement
 from daskbench.report.data import CaseView, Section

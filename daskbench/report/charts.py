@@ -29,7 +29,7 @@ from bokeh.models.annotations import BoxAnnotation, Label, Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
-from daskbench import stats
+from daskbench.judge import stats
 from daskbench.model import Measurement
 from daskbench.report.data import CASE_VERDICT, CaseView, Section
 from daskbench.report.style import (

@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from daskbench import catalog, stats
-from daskbench.comparable import same_host
-from daskbench.compare import OUTCOME_METHOD
+from daskbench import catalog
+from daskbench.judge import stats
+from daskbench.judge.compare import OUTCOME_METHOD
+from daskbench.judge.matching import same_host
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
 from daskbench.text import compact_bytes, config_key_short, saturation_text, slots_text
@@ -28,7 +29,7 @@ DEFAULT_HISTORY_WINDOW = 30
 BAND_MADS = 3.0
 #: Key of a case-level verdict (new, missing, newly failing, fixed) in `CaseView.verdicts`.
 CASE_VERDICT = "case"
-#: The ``Verdict.method`` daskbench.compare gives verdicts about a whole case rather than a metric.
+#: The ``Verdict.method`` daskbench.judge.compare gives verdicts about a whole case rather than a metric.
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 import daskbench
 from daskbench import catalog
-from daskbench.compare_format import comparison_to_json
+from daskbench.judge.format import comparison_to_json
 from daskbench.report import tables
 from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure

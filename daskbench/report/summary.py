@@ -14,7 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from daskbench import catalog, stats
+from daskbench import catalog
+from daskbench.judge import stats
 from daskbench.report.data import CaseView, Section, metric_values
 from daskbench.text import saturation_text
 

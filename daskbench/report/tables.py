@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlparse
 
-from daskbench import catalog, stats
-from daskbench.compare import OUTCOME_METHOD, effect_size
-from daskbench.compare_format import format_value, format_verdict, outside_line, outside_selection, slots_suffix
+from daskbench import catalog
+from daskbench.judge import stats
+from daskbench.judge.compare import OUTCOME_METHOD, effect_size
+from daskbench.judge.format import format_value, format_verdict, outside_line, outside_selection, slots_suffix
 from daskbench.model import VERDICTS, Comparison, Run, Verdict
 from daskbench.report.data import ReportData, Section
 from daskbench.report.style import percent

@@ -24,7 +24,7 @@ from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
-from daskbench import stats
+from daskbench.judge import stats
 from daskbench.model import Measurement
 from daskbench.report.data import CaseView, Section, metric_values
 from daskbench.report.style import (

@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 import daskbench
-from daskbench.compare import compare_runs
+from daskbench.judge.compare import compare_runs
 from daskbench.model import Run
 from daskbench.report import tables, write_report
 from daskbench.report.data import Section, gather

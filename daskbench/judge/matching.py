@@ -1,6 +1,6 @@
 """Are two runs comparable, which of their cases belong together, and what else differs.
 
-Used by `daskbench.compare`. Like is compared with like: runs from hosts whose cpu model,
+Used by `daskbench.judge.compare`. Like is compared with like: runs from hosts whose cpu model,
 cores or memory differ are refused, and so are runs that share workloads but no case
 (fingerprint), i.e. whose cluster specs differ; ``allow_mixed`` lifts both, and then
 cases are paired by workload and parameters instead. Whatever else differs between the

@@ -1,6 +1,6 @@
 """Compare a candidate run with a baseline: verdicts from the store, and what differs beside them.
 
-Two modes (the statistics and their defaults live in `daskbench.stats`):
+Two modes (the statistics and their defaults live in `daskbench.judge.stats`):
 
 - **A/B**: ``baseline`` is a baseline name (``daskbench baseline set``) or a run id/prefix;
   the repeats of each case in the baseline run(s) against those in the candidate run.
@@ -34,8 +34,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from daskbench import catalog, comparable, explain, runstatus, stats
+from daskbench import catalog
 from daskbench.errors import DaskbenchError
+from daskbench.judge import explain, matching, stats
 from daskbench.model import (
     ACCEPTED_STEP,
     INTERRUPTED,
@@ -47,7 +48,7 @@ from daskbench.model import (
     VerdictKind,
     group_measurements,
 )
-from daskbench.store import Store
+from daskbench.store import Store, runstatus
 from daskbench.text import flatten
 
 #: Per metric: (baseline values, candidate values) of one case.
@@ -190,12 +191,12 @@ def _ab_comparison(
     if cand.run_id in {run.run_id for run in base_runs}:
         raise DaskbenchError(f"run {cand.run_id[:8]} is both candidate and baseline {label!r}; pass --candidate")
     if not allow_mixed:
-        comparable.refuse_mixed_hosts(base_runs, cand)
+        matching.refuse_mixed_hosts(base_runs, cand)
     base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
     cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases({*base, *cand_by})
     # Runs that measure this host's run-to-run noise: same host, never the candidate itself.
-    host_runs = {run.run_id for run in store.runs() if allow_mixed or comparable.same_host(run, cand)} - {cand.run_id}
+    host_runs = {run.run_id for run in store.runs() if allow_mixed or matching.same_host(run, cand)} - {cand.run_id}
 
     def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: _Rules) -> Judge:
         noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
@@ -217,7 +218,7 @@ def _paired_verdicts(
     outcome change, else one verdict per metric by ``rule`` (with the case's own floors),
     runtime changes explained."""
     verdicts: list[Verdict] = []
-    for base_fp, cand_fp, note in comparable.pair_cases(set(base), set(cand), cases, allow_mixed):
+    for base_fp, cand_fp, note in matching.pair_cases(set(base), set(cand), cases, allow_mixed):
         fp = cand_fp or base_fp or ""
         base_side, cand_side = base.get(base_fp or "", []), cand.get(cand_fp or "", [])
         status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(cases[fp], fp, base_side, cand_side)
@@ -283,11 +284,11 @@ def _history_comparison(
     earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
     earlier, skipped = runstatus.finished_only(store, earlier, "history")
     notes.extend(skipped)
-    usable = {run.run_id: run for run in earlier if allow_mixed or comparable.same_host(run, cand)}
+    usable = {run.run_id: run for run in earlier if allow_mixed or matching.same_host(run, cand)}
     if len(usable) < len(earlier):
         notes.append(
             f"history skips {len(earlier) - len(usable)} earlier runs from other hosts "
-            f"({comparable.HOST_CLASS} when both runs name one, else {', '.join(comparable.HOST_IDENTITY)} "
+            f"({matching.HOST_CLASS} when both runs name one, else {', '.join(matching.HOST_IDENTITY)} "
             "differ); --allow-mixed includes them, DASKBENCH_HOST_CLASS names hosts that count as one"
         )
     cand_by = group_measurements(cand_ms, "fingerprint")
@@ -511,9 +512,9 @@ def _finish(
         baseline_runs=base_runs,
         candidate_run=cand,
         verdicts=tuple(sorted(verdicts, key=_sort_key)),
-        version_diff=comparable.diff([run.versions for run in diff_against], cand.versions),
-        config_diff=comparable.diff([flatten(run.dask_config) for run in diff_against], flatten(cand.dask_config)),
-        host_diff=comparable.diff([run.host for run in diff_against], cand.host),
+        version_diff=matching.diff([run.versions for run in diff_against], cand.versions),
+        config_diff=matching.diff([flatten(run.dask_config) for run in diff_against], flatten(cand.dask_config)),
+        host_diff=matching.diff([run.host for run in diff_against], cand.host),
         baseline_label=label,
         notes=tuple(notes),
     )

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from daskbench.errors import DaskbenchError
-from daskbench.store import Store, now_iso
+from daskbench.model import now_iso
+from daskbench.store import Store
 
 FORMAT_NAME = "daskbench-export"
 FORMAT_VERSION = 2

@@ -13,7 +13,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from daskbench import catalog, stats
+from daskbench import catalog
+from daskbench.judge import stats
 from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, ClusterSpec, Comparison, Run, Verdict
 from daskbench.text import compact_bytes, config_key_short, json_safe, slots_text
 

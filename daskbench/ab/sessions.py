@@ -5,7 +5,7 @@ repeats inside one run cannot show that. `run_group` therefore runs short sessio
 side A and side B alternately (round 0: A then B, round 1: B then A, ...: ABBA, so a
 trend over the rounds hits both sides alike), tags each session's run in the store with
 its group, side and round (and the side's python and the names, never the values, of its
-environment variables), and `daskbench.compare.compare_group` judges the per-round
+environment variables), and `daskbench.judge.compare.compare_group` judges the per-round
 ratios B/A, in which the drift between rounds cancels.
 
 A side is a Python interpreter (default: this one) plus environment variables, so it can
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from daskbench.compare import AB_GROUP, AB_ROUND, AB_SIDE, group_rounds
 from daskbench.errors import DaskbenchError
+from daskbench.judge.compare import AB_GROUP, AB_ROUND, AB_SIDE, group_rounds
 from daskbench.store import Store
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

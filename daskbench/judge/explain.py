@@ -9,7 +9,7 @@ thread-seconds ("transfer +3.1 s (+41 pts), compute +0.2 s (-6 pts)"), and appen
 verdict's note, which every rendering of a comparison already shows; so are the
 performance reports kept with ``--evidence`` ("evidence: baseline <path>, candidate <path>").
 
-Pure functions over records; `daskbench.compare` calls `explain_verdicts`.
+Pure functions over records; `daskbench.judge.compare` calls `explain_verdicts`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from daskbench.judge.stats import median
 from daskbench.model import Measurement, Verdict
-from daskbench.stats import median
 
 EXPLAINED_METRIC = "runtime_s"
 #: How many activities a note names.

@@ -1,6 +1,6 @@
 """What this setup can detect: false alarms and planted slowdowns, measured (``daskbench calibrate``).
 
-`run_sessions` runs the bundled calibration benchmarks (`daskbench.calibration`) in N
+`run_sessions` runs the bundled calibration benchmarks (`daskbench.ab.bench_calibration`) in N
 sessions on the user's own cluster settings; each session measures, back to back, an A/A
 pair at factor 1.0 and arms whose tasks burn 1.05x, 1.10x, 1.20x and 1.50x the CPU. Each
 session is one round of an interleaved comparison of an arm against ``base``.
@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from daskbench import stats
-from daskbench.ab import run_logged
-from daskbench.compare_format import case_label
+from daskbench.ab.sessions import run_logged
 from daskbench.errors import DaskbenchError
+from daskbench.judge import stats
+from daskbench.judge.format import case_label
 from daskbench.model import Case, Measurement, Run
 from daskbench.store import Store
 
-BENCH_FILE = Path(__file__).parent / "calibration" / "bench_calibration.py"
+BENCH_FILE = Path(__file__).parent / "bench_calibration.py"
 CALIBRATE_GROUP, CALIBRATE_ROUND = "calibrate_group", "calibrate_round"
 BASE_ARM, AA_ARM = "base", "aa"
 SEED = 20_261_122

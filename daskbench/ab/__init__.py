@@ -1,0 +1,1 @@
+"""Side by side: `daskbench ab` (two sides measured alternately) and `daskbench calibrate` (planted changes)."""

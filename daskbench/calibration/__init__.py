@@ -1,1 +1,0 @@
-"""The calibration workload of ``daskbench calibrate``: tasks that burn CPU in proportion to a factor."""
