@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import now_iso
-from daskbench.store import Store
+from daskbench.store.facade import Store
 
 FORMAT_NAME = "daskbench-export"
 FORMAT_VERSION = 2

@@ -23,7 +23,7 @@ import psutil
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import Run
-from daskbench.store import Store
+from daskbench.store.facade import Store
 
 RUNNING, FINISHED, INTERRUPTED, CRASHED = "running", "finished", "interrupted", "crashed"
 #: Statuses the session writes; the newest of them in a run's events decides its status.
