@@ -26,7 +26,7 @@ from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.memory import MemoryCollector, MemorySummary
 from daskbench.metrics.taskmemory import TaskMemoryCollector, largest_peak
-from daskbench.model import Case, Measurement, Outcome, TaskMemory, now_iso
+from daskbench.model import INTERRUPTED, Case, Measurement, Outcome, TaskMemory, now_iso
 from daskbench.text import one_line
 
 Target = Any  # a Dask collection, or a zero-argument callable
@@ -335,6 +335,13 @@ def failed_measurement(
     """A measurement for a case the harness could not run (the cluster would not start/restart)."""
     return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome="error",
                        message=one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
+
+
+def interrupted_measurement(run_id: str, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
+    """The measurement Ctrl-C cut short: outcome ``interrupted``, nothing measured, never judged."""
+    return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=INTERRUPTED,
+                       message="interrupted (Ctrl-C or SIGTERM) while it ran; nothing measured",
+                       phases=dict(phases), recorded_at=now_iso())  # fmt: skip
 
 
 def call_once(fn: Callable[[], Any] | None, timeout: float | None = None) -> tuple[Any, float | None]:

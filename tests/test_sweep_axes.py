@@ -18,9 +18,9 @@ from daskbench import config as cfg
 from daskbench.clusters import backend_named
 from daskbench.errors import DaskbenchError
 from daskbench.metrics.cost import load_prices
-from daskbench.plugin import slots_lines, spec_id
 from daskbench.session import DaskbenchSession, check_sweep_fits_backend, config_combinations
 from daskbench.store import Store
+from daskbench.sweep import slots_lines, spec_id
 from tests.test_plugin import run_pytest
 
 TARGET = "distributed.worker.memory.target"

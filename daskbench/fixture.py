@@ -1,0 +1,246 @@
+"""The ``measure`` fixture's object: one benchmark test's measurements, their progress lines, and
+their times handed to pytest-benchmark's table. The fixture itself is declared in `daskbench.plugin`."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from daskbench.clusters import OpenCluster, backend_named
+from daskbench.clusters.common import busy_message, wait_until_idle
+from daskbench.errors import DaskbenchError
+from daskbench.measure import call_once, failed_measurement, interrupted_measurement
+from daskbench.model import WRONG_RESULT, Case, Measurement
+from daskbench.session import DaskbenchSession
+from daskbench.text import config_key_short, format_bytes, saturation_text
+
+#: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
+QUIET_KEY = pytest.StashKey[set[str]]()
+#: Terminal width every daskbench line fits in.
+_COLUMNS = 120
+
+
+def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
+    """pytest-benchmark's fixture to show our times in its table, or None.
+
+    None when pytest-benchmark is absent (``-p no:benchmark``), skipping its benchmarks
+    (``--benchmark-skip``: its fixture would skip this test) or disabled
+    (``--benchmark-disable``): the daskbench measurement runs and is stored either way.
+    """
+    if not request.config.pluginmanager.has_plugin("benchmark"):
+        return None
+    bench_session = getattr(request.config, "_benchmarksession", None)
+    if bench_session is None or getattr(bench_session, "skip", False) or getattr(bench_session, "disabled", False):
+        return None
+    with contextlib.suppress(pytest.FixtureLookupError):
+        bench = request.getfixturevalue("benchmark")
+        return None if bench.disabled else bench
+    return None
+
+
+@dataclass
+class Measure:
+    node: pytest.Item
+    session: DaskbenchSession
+    cluster: OpenCluster
+    only_repeat: int | None
+    benchmark: Any
+    used: bool = False
+    prepare_seconds: float | None = None
+    #: The measured case's fingerprint once ``measure()`` returned with every repeat passed.
+    returned: str | None = None
+
+    def __repr__(self) -> str:  # a failing test's traceback shows this: keep it one short line
+        return f"<daskbench measure of {self.node.name}>"
+
+    @property
+    def _cluster(self) -> OpenCluster:
+        """The session's live cluster (a fresh one after a harness error), else the fixture's."""
+        return self.session.cluster or self.cluster
+
+    def prepare(self, fn: Callable[[], Any]) -> Any:
+        """Run data preparation once, timed as the ``prepare`` phase; returns its value.
+
+        For inputs the case's parameters depend on (their location, their size in bytes):
+        ``tables = measure.prepare(lambda: inputs.prepare(...))``, then ``measure(...)``.
+        """
+        try:
+            value, seconds = call_once(fn, self.session.settings.timeout)
+        except TimeoutError as exc:  # nothing measured yet: the test fails with one line
+            pytest.fail(f"timeout: {exc}; nothing measured", pytrace=False)
+        self.prepare_seconds = (self.prepare_seconds or 0.0) + (seconds or 0.0)
+        return value
+
+    def __call__(
+        self,
+        target: Any,
+        *,
+        name: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        prepare: Callable[[], Any] | None = None,
+    ) -> Any:
+        if self.used:
+            raise DaskbenchError("measure() can be called once per test; parametrize the test for more cases")
+        self.used = True
+        case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self._cluster.spec,
+                    info={"test": self.node.nodeid})  # fmt: skip
+        phases = self._prepare(case, prepare)
+        repeats = [self.only_repeat] if self.only_repeat is not None else list(range(self.session.settings.repeat))
+        return self._run(case, target, repeats, phases)
+
+    def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
+        phases = {"cluster_start": round(self._cluster.start_seconds, 6)}
+        if prepare is not None:
+            self.prepare(prepare)
+        if self.prepare_seconds is not None:
+            phases["prepare"] = self.prepare_seconds
+        return phases
+
+    def _run(self, case: Case, target: Any, repeats: list[int], phases: dict[str, float]) -> Any:
+        results: list[Measurement] = []
+        last: Any = None
+        for repeat in repeats:
+            measurement, last = self._one(case, target, repeat, phases)
+            results.append(measurement)
+            self._progress(case, measurement)
+            if not measurement.ok:
+                break
+        self._feed_pytest_benchmark(results)
+        failed = [m for m in results if not m.ok]
+        if failed:
+            pytest.fail(f"{failed[0].outcome}: {failed[0].message} (recorded in the store)", pytrace=False)
+        self.returned = case.fingerprint
+        return last
+
+    def flag_wrong_result(self, detail: str) -> None:
+        """Mark this case's measurements in this run ``wrong-result`` and say so on the terminal."""
+        store, run = self.session.ensure_run()
+        assert self.returned is not None
+        try:
+            count = store.flag_measurements(run.run_id, self.returned, WRONG_RESULT, detail)
+        except DaskbenchError as exc:  # the test has failed anyway; say what the store did not take
+            self._write(f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}"[:_COLUMNS])
+            return
+        self._write(
+            f"daskbench: {count} measurement(s) of {self.node.name} recorded as {WRONG_RESULT}: {detail}"[:_COLUMNS]
+        )
+
+    def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
+        measurer = self.session.measurer
+        assert measurer is not None
+        extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
+        busy = self._shared_cluster_busy()
+        if busy is not None and self.session.settings.allow_busy_cluster:  # told to: measured, and marked
+            extra["shared_cluster_busy"] = busy
+        elif busy is not None:  # another client's work would be in the figures: not measured, recorded
+            measurement = failed_measurement(measurer.run_id, case, repeat, DaskbenchError(busy), phases)
+            self.session.record(case, measurement)
+            return measurement, None
+        try:
+            measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM mid-measurement: the record says so, then pytest stops
+            self.session.record(case, interrupted_measurement(measurer.run_id, case, repeat, phases))
+            raise
+        except Exception as exc:  # the cluster could not restart: a harness error, still recorded
+            measurement, result = failed_measurement(measurer.run_id, case, repeat, exc, phases), None
+            self.session.record(case, measurement)
+            self.session.recover()
+            return measurement, result
+        self.session.record(case, measurement)
+        return measurement, result
+
+    def _shared_cluster_busy(self) -> str | None:
+        """On a running scheduler: None once it is idle (waiting up to --wait-idle), else why not."""
+        if not backend_named(self.session.backend).fixed_size:
+            return None
+        wait = self.session.settings.wait_idle
+        busy = wait_until_idle(self._cluster.client, wait)
+        return busy_message(self.session.settings.cluster, busy, wait) if busy else None
+
+    def _progress(self, case: Case, measurement: Measurement) -> None:
+        """One line per measurement on the terminal (not captured), so long sweeps show progress."""
+        self._write(progress_line(case, measurement))
+
+    def _write(self, line: str) -> None:
+        """Write a whole line without resetting pytest's file header (which would repeat per test)."""
+        plugins = self.node.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter is None or self.node.config.get_verbosity() < 0:
+            return
+        self.node.config.stash.setdefault(QUIET_KEY, set()).add(self.node.nodeid)
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            if self.node.config.get_verbosity() > 0:  # -v: pytest then rewrites "test id PASSED" below
+                reporter.write_line(line)
+                return
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.line("")
+            reporter.line(line)
+
+    def _requested_saturation(self) -> float:
+        callspec = getattr(self.node, "callspec", None)
+        spec = callspec.params.get("daskbench_cluster_spec") if callspec else None
+        return spec.worker_saturation if spec is not None else math.nan
+
+    def _feed_pytest_benchmark(self, results: list[Measurement]) -> None:
+        """Hand the measured compute-phase times to pytest-benchmark (its table, --benchmark-json).
+
+        pytest-benchmark times a callable itself, which would put our restart and
+        collectors inside its timer; instead its stats object is filled with the times we
+        measured. ``_make_stats``/``_mode`` are its internals (stable since 3.x); if they
+        are gone, pytest-benchmark simply shows nothing for daskbench tests.
+        """
+        bench = self.benchmark
+        if bench is None or not hasattr(bench, "_make_stats"):
+            return
+        bench._mode = "daskbench measure(...)"
+        passed = [m for m in results if m.ok and m.runtime_s is not None]
+        if not passed:
+            return
+        stats = bench._make_stats(1)
+        for m in passed:
+            stats.update(m.runtime_s)
+        bench.extra_info.update(_extra_info(passed[-1]))
+
+
+#: Libraries a workload commonly uses; preloaded on workers only if the client imported them.
+_LIBRARIES = ("numpy", "pandas", "pyarrow", "dask.array", "dask.dataframe", "dask.bag", "xarray", "s3fs")
+
+
+def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
+    """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
+    module = getattr(node, "module", None)
+    names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
+    names += [name for name in _LIBRARIES if name in sys.modules]
+    return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
+
+
+def progress_line(case: Case, m: Measurement) -> str:
+    """``daskbench: <workload> <params> sat=.. w=.. r0 passed 1.23s peak/worker 1.1 GiB``, <= 120 columns."""
+    memory = format_bytes(m.peak_worker_memory_bytes)
+    runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
+    spec = case.cluster
+    threads = f" t={spec.threads_per_worker}" if spec.threads_per_worker > 1 else ""
+    tail = (
+        f" sat={saturation_text(spec.worker_saturation)} w={spec.n_workers}{threads} r{m.repeat} "
+        f"{m.outcome} {runtime} peak/worker {memory}"
+    )
+    swept = [f"{config_key_short(k)}={v}" for k, v in spec.scheduler_config]
+    head = f"daskbench: {case.workload} " + " ".join([*(f"{k}={v}" for k, v in sorted(case.params.items())), *swept])
+    room = _COLUMNS - len(tail)
+    return (head if len(head) <= room else head[: max(room - 3, 0)] + "...") + tail
+
+
+def _extra_info(m: Measurement) -> dict[str, Any]:
+    return {
+        "peak_memory_bytes": m.peak_memory_bytes,
+        "peak_worker_memory_bytes": m.peak_worker_memory_bytes,
+        "spilled_bytes": m.spilled_bytes,
+        "cost_usd": m.cost_usd,
+        "fingerprint": m.fingerprint,
+    }

@@ -1,0 +1,91 @@
+"""The sweep: which cluster settings each benchmark runs on, and how they read.
+
+Every test that uses ``measure`` is parametrized over saturation x workers x threads x memory x
+each ``--config`` key through one session-scoped indirect fixture, so pytest groups the tests of
+one cluster spec and starts each cluster once; the test ids name the swept axes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from daskbench import config as cfg
+from daskbench.model import ClusterSpec
+from daskbench.redact import redact_url
+from daskbench.session import DaskbenchSession
+from daskbench.text import compact_bytes, config_key_short, saturation_text, slots_text
+
+
+def spec_id(spec: ClusterSpec, settings: cfg.Settings) -> str:
+    """The test id of a spec: ``sat=1.1-workers=2``, plus threads and memory when swept (more
+    than one value) and every ``--config`` key (``-threads=2-memory=4GiB-memory.target=0.6``),
+    so ``-k`` can pick any of them."""
+    parts = [f"sat={saturation_text(spec.worker_saturation)}", f"workers={spec.n_workers}"]
+    if len(settings.threads_per_worker) > 1:
+        parts.append(f"threads={spec.threads_per_worker}")
+    if len(settings.memory_per_worker) > 1:
+        parts.append(f"memory={compact_bytes(spec.memory_per_worker)}")
+    parts += [f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config]
+    return "-".join(parts)
+
+
+def slots_lines(settings: cfg.Settings) -> list[str]:
+    """What the saturations mean in task slots per worker (ceil(saturation x threads)), per
+    thread count; and, when two saturations give the same slots, that they do."""
+    lines = []
+    for threads in settings.threads_per_worker:
+        slots = {sat: ClusterSpec("local", 1, threads, None, sat).task_slots for sat in settings.saturation}
+        listed = ", ".join(f"{saturation_text(sat)} -> {slots_text(n)}" for sat, n in slots.items())
+        lines.append(f"daskbench: task slots per worker at {threads} thread(s): {listed}")
+        by_slots: dict[int | None, list[float]] = {}
+        for sat, n in slots.items():
+            by_slots.setdefault(n, []).append(sat)
+        for n, same in by_slots.items():
+            if len(same) > 1:
+                names = " and ".join(saturation_text(sat) for sat in same)
+                lines.append(
+                    f"daskbench: note: saturation {names} give {slots_text(n)} slots at {threads} thread(s): "
+                    "the same schedule, so their cases differ only by noise"
+                )
+    return lines
+
+
+def repeat_of(item: pytest.Item) -> int:
+    callspec = getattr(item, "callspec", None)
+    return int(callspec.params.get("daskbench_repeat", 0)) if callspec else 0
+
+
+def axes_text(s: cfg.Settings) -> str:
+    """The swept axes beyond workers and saturation, as ``threads=1,2 memory=2GiB,4GiB config ...``."""
+    text = ""
+    if s.threads_per_worker != (1,):
+        text += f" threads={','.join(map(str, s.threads_per_worker))}"
+    if s.memory_per_worker != (None,):
+        text += f" memory={','.join(compact_bytes(m) for m in s.memory_per_worker)}"
+    for key, values in s.config or ():
+        text += f" {key}={','.join(values)}"
+    return text
+
+
+def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
+    """Parametrize a test that uses ``measure`` over the sweep (one session-scoped spec per cluster
+    setting, so pytest groups the tests of one cluster), and over repeats with ``--interleave``."""
+    specs = session.requested_specs()
+    ids = [spec_id(spec, session.settings) for spec in specs]
+    metafunc.parametrize("daskbench_cluster_spec", specs, ids=ids, indirect=True, scope="session")
+    if session.settings.interleave and session.settings.repeat > 1 and "daskbench_repeat" in metafunc.fixturenames:
+        repeats = list(range(session.settings.repeat))
+        metafunc.parametrize("daskbench_repeat", repeats, ids=[f"r{r}" for r in repeats], indirect=True)
+
+
+def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
+    """The settings line after "collected N items" (and what the saturations mean in task slots)."""
+    s = session.settings
+    saturations = ",".join(saturation_text(v) for v in s.saturation)
+    workers = "as the scheduler has" if fixed_size else ",".join(map(str, s.workers))
+    axes = "" if fixed_size else axes_text(s)
+    return [
+        f"daskbench: cluster={s.cluster} workers={workers}{axes} saturation={saturations} "
+        f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}",
+        *([] if fixed_size else slots_lines(s)),
+    ]
