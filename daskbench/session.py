@@ -225,14 +225,16 @@ class DaskbenchSession:
         return self._compare() if self.settings.compare else None
 
     def _compare(self) -> str | None:
-        from daskbench.judge.compare import compare_runs
+        from daskbench.judge.compare import compare
         from daskbench.judge.format import format_table
+        from daskbench.judge.selection import Selection
 
         assert self.store is not None and self.run is not None
         try:
-            comparison = compare_runs(
-                self.store, candidate=self.run.run_id, baseline=self.settings.compare, floors=self.settings.floor
+            chosen = Selection(
+                candidate=self.run.run_id, baseline=self.settings.compare, floors=self.settings.floor or {}
             )
+            comparison = compare(self.store, chosen)
         except DaskbenchError as exc:
             self.summary_lines.append(f"compare against {self.settings.compare!r} could not run: {exc}")
             return "compare-error"

@@ -23,7 +23,8 @@ from daskbench.cli.common import (
     whole_number,
 )
 from daskbench.cli.compare import print_comparison
-from daskbench.judge.compare import compare_group
+from daskbench.judge.compare import compare
+from daskbench.judge.selection import Selection
 
 
 def register(subparsers: Any) -> None:
@@ -79,4 +80,5 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace, store: Any, group: str, floors: dict[str, float] | None) -> int:
-    return print_comparison(compare_group(store, group, floors=floors), args.format, {"ab_group": group})
+    chosen = Selection(ab_group=group, floors=floors or {})
+    return print_comparison(compare(store, chosen), args.format, {"ab_group": group})

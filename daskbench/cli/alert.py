@@ -12,11 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import alerts
-from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
-from daskbench.cli.compare import history_runs
-from daskbench.judge.compare import compare_runs
-from daskbench.model import Comparison
-from daskbench.store import Store
+from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
+from daskbench.judge.compare import compare
 
 
 def register(subparsers: Any) -> None:
@@ -32,11 +29,7 @@ def register(subparsers: Any) -> None:
         f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {alerts.API_ENV} "
         f"(API base URL, default {alerts.DEFAULT_API}). Exit 1 when something regressed.",
     )
-    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
-    parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
-    parser.add_argument("--history", metavar="N", type=history_runs, help="judge each case against its last N runs")
-    add_floor_option(parser)
-    parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
+    add_selection_options(parser, ab=False)
     parser.add_argument(
         "--confirm",
         metavar="RUN",
@@ -68,9 +61,10 @@ def cmd_alert(args: argparse.Namespace) -> int:
             print(alerts.infrastructure_alert(github, args.infrastructure, url).summary())
         return 0
     store = open_store(args)
-    comparison = _judge(store, args, args.candidate)
+    chosen = selection(args)
+    comparison = compare(store, chosen)
     if args.confirm:
-        comparison = alerts.confirmed(comparison, _judge(store, args, args.confirm))
+        comparison = alerts.confirmed(comparison, compare(store, chosen.with_candidate(args.confirm)))
     text = alerts.markdown(comparison, url)
     if text:
         _write(text, args.summary)
@@ -79,17 +73,6 @@ def cmd_alert(args: argparse.Namespace) -> int:
     if github:
         print(alerts.sync_issues(github, comparison, url).summary())
     return 1 if text else 0
-
-
-def _judge(store: Store, args: argparse.Namespace, candidate: str | None) -> Comparison:
-    return compare_runs(
-        store,
-        candidate=candidate,
-        baseline=args.baseline,
-        history=args.history,
-        floors=floors(args),
-        allow_mixed=args.allow_mixed,
-    )
 
 
 def _github(repo: str | None) -> alerts.GitHub | None:

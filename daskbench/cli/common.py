@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import config
+from daskbench.judge.selection import Selection
 from daskbench.store import Store
 
 
@@ -25,6 +26,37 @@ def add_floor_option(parser: argparse.ArgumentParser) -> None:
 def floors(args: argparse.Namespace) -> dict[str, float] | None:
     """The floors of this command: its ``--floor`` over ``DASKBENCH_FLOOR`` over ``[tool.daskbench.floors]``."""
     return settings(args).floor
+
+
+def add_selection_options(parser: argparse.ArgumentParser, verb: str = "judge", ab: bool = True) -> None:
+    """What a command compares: ``--baseline``, ``--candidate``, ``--history``, ``--ab`` (unless
+    ``ab`` is False), ``--floor`` and ``--allow-mixed``; read them with `selection`."""
+    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
+    parser.add_argument("--candidate", metavar="RUN", help=f"run id or prefix to {verb} (default: the latest run)")
+    if ab:
+        parser.add_argument("--ab", metavar="GROUP", help=f"{verb} an interleaved A/B group (daskbench ab) by its "
+                            "rounds: verdicts from per-round ratios B/A, listed in each row's note")  # fmt: skip
+    parser.add_argument(
+        "--history", metavar="N", type=history_runs, help="compare each case with its last N good runs instead"
+    )
+    add_floor_option(parser)
+    parser.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="compare runs from different hosts, or with different cluster specs (cases paired by workload)",
+    )
+
+
+def selection(args: argparse.Namespace) -> Selection:
+    """The `Selection` of a command's flags (one `DaskbenchError` line for a mix of modes)."""
+    return Selection(
+        candidate=args.candidate,
+        baseline=args.baseline,
+        history=args.history,
+        ab_group=getattr(args, "ab", None),
+        floors=floors(args) or {},
+        allow_mixed=args.allow_mixed,
+    )
 
 
 def add_format_option(parser: argparse.ArgumentParser) -> None:
@@ -79,3 +111,7 @@ def whole_number(low: int, high: int, what: str, example: str) -> Callable[[str]
         return value
 
     return parse
+
+
+#: argparse type of --history: a whole number of runs.
+history_runs = whole_number(1, 100_000, "runs", "--history 20")

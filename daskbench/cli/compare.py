@@ -16,17 +16,14 @@ from typing import Any
 
 from daskbench.cli.common import (
     add_db_option,
-    add_floor_option,
     add_format_option,
+    add_selection_options,
     open_store,
     print_json,
-    whole_number,
-)
-from daskbench.cli.common import (
-    floors as common_floors,
+    selection,
 )
 from daskbench.errors import DaskbenchError, RegressionFound
-from daskbench.judge.compare import compare_group, compare_runs
+from daskbench.judge.compare import compare
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.model import ACCEPTED_STEP, Comparison
 
@@ -80,25 +77,10 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
         "without one, each case's last 20 good runs). One row per case and metric, biggest change first.",
         epilog="exit codes: 0 nothing regressed, 1 something regressed or newly fails, 2 could not run",
     )
-    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
-    parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to judge (default: the latest run)")
-    parser.add_argument("--ab", metavar="GROUP", help="judge an interleaved A/B group (daskbench ab) by its rounds")
-    parser.add_argument(
-        "--history", metavar="N", type=history_runs, help="compare each case with its last N good runs instead"
-    )
-    add_floor_option(parser)
-    parser.add_argument(
-        "--allow-mixed",
-        action="store_true",
-        help="compare runs from different hosts, or with different cluster specs (cases paired by workload)",
-    )
+    add_selection_options(parser)
     add_format_option(parser)
     add_db_option(parser)
     parser.set_defaults(func=_compare)
-
-
-#: argparse type of --history: a whole number of runs.
-history_runs = whole_number(1, 100_000, "runs", "--history 20")
 
 
 def _baseline_set(args: argparse.Namespace) -> int:
@@ -139,21 +121,7 @@ def _baseline_list(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    floors = common_floors(args)
-    if args.ab and (args.candidate or args.baseline or args.history):
-        raise DaskbenchError("--ab judges an A/B group by itself; give it without --candidate, --baseline or --history")
-    if args.ab:
-        comparison = compare_group(open_store(args), args.ab, floors=floors)
-    else:
-        comparison = compare_runs(
-            open_store(args),
-            candidate=args.candidate,
-            baseline=args.baseline,
-            history=args.history,
-            floors=floors,
-            allow_mixed=args.allow_mixed,
-        )
-    return print_comparison(comparison, args.format)
+    return print_comparison(compare(open_store(args), selection(args)), args.format)
 
 
 def print_comparison(comparison: Comparison, output: str, extra: Mapping[str, Any] | None = None) -> int:

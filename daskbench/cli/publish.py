@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from daskbench.cli.common import add_db_option, open_store
-from daskbench.cli.compare import history_runs
+from daskbench.cli.common import add_db_option, history_runs, open_store
 from daskbench.site import publish
 
 

@@ -11,9 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, add_floor_option, floors, open_store
-from daskbench.cli.compare import history_runs
-from daskbench.errors import DaskbenchError
+from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
 from daskbench.report import write_report
 from daskbench.text import format_bytes
 
@@ -30,18 +28,7 @@ def register(subparsers: Any) -> None:
         epilog="examples: daskbench report | daskbench report --baseline main --candidate 3f2a -o review.html | "
         "daskbench report --history 30",
     )
-    parser.add_argument("--baseline", metavar="NAME_OR_RUN", help="baseline name or run id (default: main)")
-    parser.add_argument("--candidate", metavar="RUN", help="run id or prefix to report on (default: the latest run)")
-    parser.add_argument("--ab", metavar="GROUP", help="report an interleaved A/B group (daskbench ab): verdicts "
-                        "from per-round ratios B/A, listed in each row's note; charts show A's runs and B's last")  # fmt: skip
-    parser.add_argument(
-        "--history",
-        metavar="N",
-        type=history_runs,
-        help="compare each case with its last N good runs; charts show N runs",
-    )
-    add_floor_option(parser)
-    parser.add_argument("--allow-mixed", action="store_true", help="compare runs from different hosts or cluster specs")
+    add_selection_options(parser, verb="report on")
     parser.add_argument(
         "-o", "--output", metavar="PATH", type=output_path, default=DEFAULT_OUTPUT,
         help=f"file to write, or a folder to write report.html in (default: {DEFAULT_OUTPUT})",
@@ -65,17 +52,6 @@ def output_path(text: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if args.ab and (args.baseline or args.candidate or args.history):
-        raise DaskbenchError("--ab judges a group by its own rounds; drop --baseline, --candidate and --history")
-    path = write_report(
-        open_store(args),
-        args.output,
-        candidate=args.candidate,
-        baseline=args.baseline,
-        history=args.history,
-        floors=floors(args),
-        allow_mixed=args.allow_mixed,
-        ab=args.ab,
-    )
+    path = write_report(open_store(args), args.output, selection(args))
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     return 0

@@ -32,11 +32,12 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import explain, matching, stats
+from daskbench.judge.selection import Selection
 from daskbench.model import (
     ACCEPTED_STEP,
     INTERRUPTED,
@@ -87,48 +88,51 @@ class _Rules:
         return replace(self, floors={**self.floors, **own}) if own else self
 
 
-def compare_runs(
-    store: Store,
-    *,
-    candidate: str | None = None,
-    baseline: str | None = None,
-    history: int | None = None,
-    floors: Mapping[str, float] | None = None,
-    allow_mixed: bool = False,
-    z_threshold: float = stats.Z_THRESHOLD,
-    min_history: int = stats.MIN_HISTORY,
-) -> Comparison:
-    """Compare ``candidate`` (default: the latest run) with ``baseline`` or its history."""
-    if baseline is not None and history is not None:
-        raise DaskbenchError("give either --baseline or --history, not both")
-    if history is not None and history < 1:
-        raise DaskbenchError(f"--history needs a number of runs >= 1, got {history}")
-    rules = _Rules(_merge_floors(floors), z_threshold, min_history)
-    if candidate:  # named: compared whatever its status, with a warning if it did not finish
-        cand = store.run(candidate)
-        notes = runstatus.partial_notes(store, [cand], "candidate")
-    else:  # default: the newest finished run
-        cand, notes = runstatus.latest_finished(store)
+def compare(store: Store, selection: Selection) -> Comparison:
+    """The verdicts ``selection`` asks for: the one dispatch of every command that compares."""
+    if selection.ab_group is not None:
+        return compare_group(store, selection.ab_group, floors=selection.floors)
+    rules = _Rules(_merge_floors(selection.floors), selection.z_threshold, selection.min_history)
+    cand, notes = _candidate(store, selection.candidate)
     cand_ms = store.measurements([cand.run_id])
     if not cand_ms:
         raise DaskbenchError(f"run {cand.run_id[:8]} has no measurements; nothing to compare")
+    baseline, history = selection.baseline, selection.history
     if baseline is None and history is None:
-        alone = _alone(store, cand, defaulted=not candidate)
+        alone = _alone(store, cand, defaulted=not selection.candidate)
         if alone:
             return _finish("history", (), cand, [], (), "nothing yet", [*notes, *alone])
-        if DEFAULT_BASELINE in store.baselines():
-            baseline = DEFAULT_BASELINE
-        else:
-            history = stats.DEFAULT_HISTORY
-            notes.append(
-                f"no baseline named {DEFAULT_BASELINE!r}: comparing each case with its last {history} good runs "
-                f"(name one with: daskbench baseline set {DEFAULT_BASELINE} <run-id>)"
-            )
+        baseline, history = _default_reference(store, notes)
     if history is not None:
-        return _history_comparison(store, cand, cand_ms, history, rules, allow_mixed, notes)
+        return _history_comparison(store, cand, cand_ms, history, rules, selection.allow_mixed, notes)
     label, base_runs = _resolve_baseline(store, baseline or DEFAULT_BASELINE)
     notes += runstatus.partial_notes(store, base_runs, "baseline")
-    return _ab_comparison(store, cand, cand_ms, base_runs, label, rules, allow_mixed, notes)
+    return _ab_comparison(store, cand, cand_ms, base_runs, label, rules, selection.allow_mixed, notes)
+
+
+def compare_runs(store: Store, **selection: Any) -> Comparison:
+    """`compare` with the `Selection` given as keywords (``candidate=``, ``baseline=``, ``history=``...)."""
+    return compare(store, Selection(**selection))
+
+
+def _candidate(store: Store, candidate: str | None) -> tuple[Run, list[str]]:
+    """The run to judge and notes on it: a named run whatever its status (warned if it did not
+    finish), by default the newest finished run."""
+    if candidate:
+        cand = store.run(candidate)
+        return cand, runstatus.partial_notes(store, [cand], "candidate")
+    return runstatus.latest_finished(store)
+
+
+def _default_reference(store: Store, notes: list[str]) -> tuple[str | None, int | None]:
+    """The baseline named ``main`` if there is one, else history mode (said in ``notes``)."""
+    if DEFAULT_BASELINE in store.baselines():
+        return DEFAULT_BASELINE, None
+    notes.append(
+        f"no baseline named {DEFAULT_BASELINE!r}: comparing each case with its last {stats.DEFAULT_HISTORY} good "
+        f"runs (name one with: daskbench baseline set {DEFAULT_BASELINE} <run-id>)"
+    )
+    return None, stats.DEFAULT_HISTORY
 
 
 def _alone(store: Store, cand: Run, *, defaulted: bool) -> list[str]:

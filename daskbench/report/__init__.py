@@ -3,18 +3,19 @@
     from daskbench.report import write_report
     path = write_report(store, "results/report.html", baseline="main")
 
-`render_report` compares (``daskbench.judge.compare.compare_runs``, same selection arguments
-as ``daskbench compare``) and renders; the modules below split the work: `data` reads
+`render_report` compares what a `daskbench.judge.selection.Selection` asks for (as ``daskbench
+compare`` does) and renders; the modules below split the work: `data` reads
 the store into plain records, `charts`/`trends`/`tradeoffs` build Bokeh figures, `tables`
 makes the text rows, and `page` puts it all into `template.html` with BokehJS inlined once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from daskbench.judge.compare import compare_group, compare_runs
+from daskbench.judge.compare import compare
+from daskbench.judge.selection import Selection
 from daskbench.report.data import gather
 from daskbench.report.page import render_page
 from daskbench.store import Store
@@ -22,43 +23,17 @@ from daskbench.store import Store
 __all__ = ["render_report", "write_report"]
 
 
-def render_report(
-    store: Store,
-    *,
-    candidate: str | None = None,
-    baseline: str | None = None,
-    history: int | None = None,
-    floors: Mapping[str, float] | None = None,
-    allow_mixed: bool = False,
-    ab: str | None = None,
-) -> str:
-    """The HTML of the report comparing ``candidate`` (default: the latest run) with ``baseline``
-    (a baseline name or run id; default ``main``) or with each case's last ``history`` runs;
-    or, with ``ab``, an interleaved A/B group judged by its per-round ratios (listed in the notes)."""
-    if ab is not None:
-        comparison = compare_group(store, ab, floors=floors)
-    else:
-        comparison = compare_runs(
-            store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed
-        )
-    return render_page(gather(store, comparison, history_window=history))
+def render_report(store: Store, selection: Selection | None = None, **fields: Any) -> str:
+    """The HTML of the report on what ``selection`` compares (or a `Selection` of ``fields``:
+    ``candidate=``, ``baseline=``, ``history=``, ``ab_group=``...; by default the latest run against
+    ``main``); an A/B group's verdicts come from its per-round ratios, listed in the notes."""
+    chosen = selection or Selection(**fields)
+    return render_page(gather(store, compare(store, chosen), history_window=chosen.history))
 
 
-def write_report(
-    store: Store,
-    output: str | Path,
-    *,
-    candidate: str | None = None,
-    baseline: str | None = None,
-    history: int | None = None,
-    floors: Mapping[str, float] | None = None,
-    allow_mixed: bool = False,
-    ab: str | None = None,
-) -> Path:
+def write_report(store: Store, output: str | Path, selection: Selection | None = None, **fields: Any) -> Path:
     """Render the report and write it to ``output`` (parent folders are created); returns the path."""
-    html = render_report(
-        store, candidate=candidate, baseline=baseline, history=history, floors=floors, allow_mixed=allow_mixed, ab=ab
-    )
+    html = render_report(store, selection, **fields)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

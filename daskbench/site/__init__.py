@@ -26,7 +26,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 import daskbench
-from daskbench.judge.compare import compare_runs
+from daskbench.judge.compare import compare
+from daskbench.judge.selection import Selection
 from daskbench.model import Run
 from daskbench.report import tables, write_report
 from daskbench.report.data import Section, gather
@@ -70,7 +71,7 @@ def publish(
     root = Path(output)
     (root / "workloads").mkdir(parents=True, exist_ok=True)
     (root / "runs").mkdir(exist_ok=True)
-    comparison = compare_runs(store, history=history, allow_mixed=True)
+    comparison = compare(store, Selection(history=history, allow_mixed=True))
     data = gather(store, comparison, history_window=history)
     palette = Palette(data.saturations, tuple(sorted({v.n_workers for s in data.sections for v in s.cases})))
     pages = _workload_pages(data.sections)
@@ -104,7 +105,7 @@ def _run_reports(
     for number, run in enumerate(runs, start=1):
         progress(f"  report {number}/{len(runs)}: run {run.run_id[:8]} ({run.label})")
         relative = f"runs/{_file_name(run.run_id)}.html"
-        write_report(store, root / relative, candidate=run.run_id, history=history, allow_mixed=True)
+        write_report(store, root / relative, Selection(candidate=run.run_id, history=history, allow_mixed=True))
         written[run.run_id] = relative
     return written
 
