@@ -1,7 +1,7 @@
 """Statistics for deciding "regressed": pure functions, no I/O (stdlib, numpy, scipy.stats, daskbench.model).
 
 Every decision works on the log of a metric, so effects are ratios (candidate / baseline)
-and noise is relative. Two modes (DESIGN.md, "Deciding regressed"):
+and noise is relative. Two modes (how to read them: docs/comparing.md):
 
 **History** (`history_decision`): the candidate run's median over its repeats against the
 per-run medians of the last N good runs of the same fingerprint. Robust z-score
@@ -49,8 +49,9 @@ runs, the metric's declared noise (`default_run_sd`: 15% for time and cost, 3% f
 run counts once (its median), and the candidate's median is judged against their spread
 with a t prediction interval, which carries the run-to-run noise itself.
 
-Small-sample facts behind this (harness-anchors.md section 2): rank tests cannot reach
-significance at 3-5 repeats, so effect-size intervals are used instead.
+Why intervals and not rank tests: with 3 repeats a side, the smallest two-sided Mann-Whitney
+p-value is 2/C(6,3) = 0.10, so a rank test cannot reach 5% at 3-5 repeats whatever the data;
+an interval of the effect can, and it says how big the change is.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class Decision:
 
 
 def median(values: Sequence[float]) -> float:
-    """The sample median (the summary of repeats, DESIGN.md "Metrics, defined")."""
+    """The sample median: the summary of one case's repeats."""
     return float(np.median(np.asarray(values, dtype=float)))
 
 
