@@ -199,7 +199,7 @@ def test_unknown_shuffle_method_is_refused(tables: Path) -> None:
 
 
 def test_every_workload_describes_every_size() -> None:
-    """The README's size table has one row per workload and size, each with bytes and chunks."""
+    """The size table (docs/workloads-and-metrics.md) has one row per workload and size, each with bytes and chunks."""
     rows = registry.describe_all()
     names = {row["workload"] for row in rows}
     assert names == {case for workload in registry.WORKLOADS.values() for case in workload.cases}

@@ -1,0 +1,105 @@
+"""The README and docs/ pages: links resolve, the README stays short, and the commands they show exist."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+DASKBENCH = str(Path(sys.executable).parent / "daskbench")
+MAX_README_LINES = 250
+
+FENCE = re.compile(r"^[ \t]*```[^\n]*\n.*?^[ \t]*```[ \t]*$", re.M | re.S)
+BASH_BLOCK = re.compile(r"^[ \t]*```bash[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+COMMENT = re.compile(r"(^|\s)#.*$")
+SUBCOMMAND = re.compile(r"(?:^|[\s/])daskbench[ \t]+([a-z][a-z-]*)")
+BENCHMARK_RUN = re.compile(r"(?:^|[\s/])pytest[ \t]+-m[ \t]+benchmark\b(.*)$")
+FLAG = re.compile(r"(?<!\S)(--[a-z][a-z0-9-]*)")
+
+
+def relative_links(page: Path) -> list[str]:
+    """Link and image targets of a Markdown page, outside code, that are not URLs."""
+    prose = INLINE_CODE.sub("", FENCE.sub("", page.read_text()))
+    return [target for target in LINK.findall(prose) if not SCHEME.match(target)]
+
+
+def bash_lines() -> list[tuple[Path, str]]:
+    """Every line of every ```bash block of the README and docs/, comments removed."""
+    lines = []
+    for page in PAGES:
+        for block in BASH_BLOCK.findall(page.read_text()):
+            lines += [(page, COMMENT.sub("", line)) for line in block.splitlines()]
+    return [(page, line) for page, line in lines if line.strip()]
+
+
+def test_relative_links_point_to_existing_files_without_anchors() -> None:
+    """Every relative link and image in README.md and docs/*.md names a file that exists, with no #anchor."""
+    checked, broken = 0, []
+    for page in PAGES:
+        for target in relative_links(page):
+            checked += 1
+            if "#" in target or not (page.parent / target).is_file():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert checked, "no relative links found: the link pattern no longer matches"
+    assert not broken, "broken or anchored links:\n" + "\n".join(broken)
+
+
+def test_readme_is_at_most_250_lines() -> None:
+    """The README stays a short front page; the reference lives in docs/."""
+    lines = len(README.read_text().splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines (at most {MAX_README_LINES}): move text to docs/"
+
+
+def test_readme_keeps_the_quickstart_commands_ci_runs() -> None:
+    """The two Quickstart commands stay word for word: .ci/run runs them as written."""
+    commands = {line.strip() for block in BASH_BLOCK.findall(README.read_text()) for line in block.splitlines()}
+    assert {"ci/setup && .venv/bin/pytest -m benchmark", "ci/setup --test && .venv/bin/pytest"} <= commands
+
+
+def test_daskbench_subcommands_in_docs_exist() -> None:
+    """Each `daskbench <subcommand>` in a bash block of the README or docs/ answers `--help` with exit 0."""
+    names = sorted({name for _, line in bash_lines() for name in SUBCOMMAND.findall(line)})
+    assert {"runs", "compare", "report", "ab"} <= set(names), names
+
+    def help_of(name: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+        command = [DASKBENCH, name, "--help"]
+        return name, subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(help_of, names))
+    failed = [f"daskbench {name} --help: exit {r.returncode}\n{r.stderr[-500:]}" for name, r in results if r.returncode]
+    assert not failed, "\n".join(failed)
+
+
+def test_pytest_benchmark_flags_in_docs_are_real_options() -> None:
+    """Each --flag after `pytest -m benchmark` in a bash block of the README or docs/ is in pytest's --help.
+
+    The plugin comes in through its pytest11 entry point (the installed daskbench), so plain
+    `pytest --help` lists daskbench's options; `-p daskbench.plugin` on top would register it twice.
+    """
+    flags: dict[str, set[str]] = {}
+    for page, line in bash_lines():
+        for rest in BENCHMARK_RUN.findall(line):
+            for flag in FLAG.findall(rest):
+                flags.setdefault(flag, set()).add(str(page.relative_to(ROOT)))
+    assert {"--size", "--saturation", "--workers"} <= set(flags), sorted(flags)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "daskbench" in result.stdout, "daskbench's pytest plugin is not loaded: is daskbench installed?"
+    unknown = {
+        flag: pages
+        for flag, pages in flags.items()
+        if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", result.stdout)
+    }
+    assert not unknown, f"flags shown after `pytest -m benchmark` that pytest does not know: {unknown}"
