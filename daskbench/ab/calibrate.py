@@ -27,7 +27,7 @@ import numpy as np
 
 from daskbench.ab.sessions import run_logged
 from daskbench.errors import DaskbenchError
-from daskbench.judge import stats
+from daskbench.judge import sequential, stats
 from daskbench.judge.format import case_label
 from daskbench.model import Case, Measurement, Run
 from daskbench.store import Store
@@ -115,7 +115,7 @@ def _rate(
     hits = 0
     for _ in range(trials):
         chosen = [pairs[i] for i in rng.choice(len(pairs), size=rounds, replace=False)]
-        verdict = stats.rounds_decision([b for b, _ in chosen], [a for _, a in chosen], floor).verdict
+        verdict = sequential.rounds_decision([b for b, _ in chosen], [a for _, a in chosen], floor).verdict
         hits += verdict == "regressed" or (two_sided and verdict == "improved")
     return hits / trials
 

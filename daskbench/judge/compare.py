@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import explain, matching, stats
+from daskbench.judge import explain, matching, sequential, stats
 from daskbench.judge.selection import Selection
 from daskbench.model import (
     ACCEPTED_STEP,
@@ -555,10 +555,14 @@ def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
 
 
 def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | None = None) -> Comparison:
-    """Verdicts of an interleaved A/B group: each case's per-round B/A ratios (`stats.rounds_decision`).
+    """Verdicts of an interleaved A/B group: each case's per-round B/A ratios, judged by the
+    sequential rule (`sequential.rounds_decision`) over the rounds the group allowed.
 
-    Rounds ran side by side, so the pairs carry the drift between sessions themselves and
-    no run-to-run noise is assumed. A B-side failure where A passed is ``newly-failing``.
+    A round is one A and one B measurement taken side by side: in a lockstep group (``ab_mode``
+    ``lockstep``: one session per side, measuring in turn) the same repeat of a case on both
+    sides; in a group of sessions, one session per side and the median of its repeats. The
+    pairs carry the drift between rounds themselves, so no run-to-run noise is assumed. A
+    B-side failure where A passed is ``newly-failing``.
     """
     rounds = group_rounds(store, group)
     if not rounds:
@@ -572,32 +576,67 @@ def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | Non
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
     a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
     cases = store.cases({*a_by, *b_by})
+    shape = _GroupShape.of(by_side)
 
     def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: _Rules) -> Judge:
-        return _rounds_rule(a_side, b_side, by_side, own)
+        return _rounds_rule(a_side, b_side, shape, own)
 
     verdicts = _paired_verdicts(a_by, b_by, cases, True, rules, rule)
-    label = f"A/B group {group}: {len(rounds)} interleaved rounds, side A"
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
-    return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], label, [])
+    return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], shape.label(group), [])
+
+
+@dataclass(frozen=True)
+class _GroupShape:
+    """How a group's rounds are laid out: lockstep (a round is a repeat) or sessions (a round is a
+    run pair), the run pairs, and the most rounds the group allowed (None: as many as it has)."""
+
+    lockstep: bool
+    pairs: tuple[tuple[str, str], ...]  # (A run id, B run id) per session round or lockstep part
+    max_rounds: int | None
+
+    @classmethod
+    def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
+        newest = by_side["A"][-1].tags
+        limit = newest.get("ab_max_rounds", "")
+        pairs = tuple((a.run_id, b.run_id) for a, b in zip(by_side["A"], by_side["B"], strict=True))
+        return cls(newest.get("ab_mode") == "lockstep", pairs, int(limit) if limit.isdigit() else None)
+
+    def label(self, group: str) -> str:
+        if self.lockstep:
+            return f"A/B group {group}: lockstep, each case measured in turn until decided, side A"
+        return f"A/B group {group}: {len(self.pairs)} interleaved rounds, side A"
 
 
 def _rounds_rule(
-    a_side: list[Measurement], b_side: list[Measurement], by_side: Mapping[str, list[Run]], rules: _Rules
+    a_side: list[Measurement], b_side: list[Measurement], shape: _GroupShape, rules: _Rules
 ) -> tuple[SideValues, Decide]:
-    """Per round, the median of each side's passing repeats; pairs are the rounds both sides have."""
+    """The value pairs of each round: per lockstep repeat both sides measured, or per session
+    round the median of each side's passing repeats."""
     a_runs, b_runs = (group_measurements(ms, "run_id") for ms in (a_side, b_side))
 
     def per_round(metric: str) -> tuple[list[float], list[float]]:
         a_vals, b_vals = [], []
-        for a_run, b_run in zip(by_side["A"], by_side["B"], strict=True):
-            a, b = _values(a_runs.get(a_run.run_id, []), metric), _values(b_runs.get(b_run.run_id, []), metric)
-            if a and b:
-                a_vals.append(stats.median(a))
-                b_vals.append(stats.median(b))
+        for a_run, b_run in shape.pairs:
+            a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
+            for a, b in _lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric):
+                a_vals.append(a)
+                b_vals.append(b)
         return a_vals, b_vals
 
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
-        return stats.rounds_decision(a, b, rules.floors[metric])
+        return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds)
 
     return per_round, decide
+
+
+def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
+    a, b = _values(a_ms, metric), _values(b_ms, metric)
+    return [(stats.median(a), stats.median(b))] if a and b else []
+
+
+def _lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
+    """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
+    a_by = {m.repeat: _values([m], metric) for m in a_ms}
+    b_by = {m.repeat: _values([m], metric) for m in b_ms}
+    return [(a_by[r][0], b_by[r][0]) for r in sorted(a_by.keys() & b_by.keys()) if a_by[r] and b_by[r]]

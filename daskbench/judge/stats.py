@@ -353,49 +353,6 @@ def _single_repeat_decision(base: float, cand: float, floor: float) -> Decision:
     return Decision("inconclusive", ratio, method=method, note=note)
 
 
-def rounds_decision(
-    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, confidence: float = CONFIDENCE
-) -> Decision:
-    """Interleaved A/B verdict from per-round values (``a_rounds[i]`` and ``b_rounds[i]`` ran side by side).
-
-    The interval is that of the per-round ratios B/A (paired t on their logs; a seeded
-    bootstrap from BOOTSTRAP_MIN_N rounds), so drift between rounds cancels and no assumed
-    run-to-run noise is added. A change is called when it is both real and big enough:
-    ``regressed`` when the interval lies wholly above 1 and the ratio is beyond the floor,
-    ``improved`` the mirror image; ``unchanged`` when the interval lies within the floor
-    band, or when a real change is smaller than the floor (the note says so); otherwise
-    ``inconclusive``. With one round there is no interval and only ``unchanged`` (within the
-    floor) or ``inconclusive`` can come out.
-    """
-    _require_values(a_rounds, b_rounds)
-    if len(a_rounds) != len(b_rounds):
-        raise ValueError(f"rounds must pair up: {len(a_rounds)} A values, {len(b_rounds)} B values")
-    degenerate = _non_positive_decision(a_rounds, b_rounds)
-    if degenerate is not None:
-        return degenerate
-    per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True))
-    interval = ratio_interval(a_rounds, b_rounds, paired=True, confidence=confidence)
-    if interval is None:
-        single = _single_repeat_decision(a_rounds[0], b_rounds[0], floor)
-        return Decision(single.verdict, single.ratio, method="one round: point estimate, no interval",
-                        note=f"1 round (ratio {per_round}); run more rounds for an interval")  # fmt: skip
-    verdict, why = _rounds_verdict(interval, floor)
-    note = "; ".join(part for part in (why, f"per-round ratios {per_round}") if part)
-    return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
-
-
-def _rounds_verdict(interval: Interval, floor: float) -> tuple[VerdictKind, str]:
-    if interval.low > 1.0 and interval.ratio > floor:
-        return "regressed", ""
-    if interval.high < 1.0 and interval.ratio < 1.0 / floor:
-        return "improved", ""
-    if (interval.low > 1.0 or interval.high < 1.0) and 1.0 / floor <= interval.ratio <= floor:
-        return "unchanged", f"a real change ({interval.ratio:.3f}x), smaller than the floor {floor:.2f}"
-    if interval.low >= 1.0 / floor and interval.high <= floor:
-        return "unchanged", ""
-    return "inconclusive", f"the interval contains 1 and reaches beyond the floor {floor:.2f}; more rounds narrow it"
-
-
 def history_decision(
     history: Sequence[float],
     cand: Sequence[float],

@@ -1,0 +1,161 @@
+"""Rounds until decided: an interleaved A/B comparison that may stop as soon as it knows.
+
+Each round gives one ratio B/A of one case (A and B measured seconds apart, in turn). After
+round n the verdict may be read (a *look*); peeking at a t-interval after every round and
+stopping at the first that excludes 1 would call an A/A pair "changed" far more often than 5%.
+The error control used here is **repeated confidence intervals with alpha spending**
+(Jennison & Turnbull 1989, with the power-family spending function of Lan & DeMets 1983):
+
+- looks happen at a fixed grid of round counts (`looks`: 3, 4, 5, 6, 8, 10, 12, 15, ... and
+  the last round allowed), never more often;
+- the total error ``ALPHA`` (5%) is spent over the looks: look k at n_k rounds gets
+  ``alpha_k = ALPHA * ((n_k/N)^RHO - (n_{k-1}/N)^RHO)`` of it, where N is the most rounds the
+  comparison may take (`spending`);
+- at look k the interval is the Student-t interval of the mean log ratio at confidence
+  ``1 - alpha_k`` (df = n_k - 1).
+
+By the union bound (Bonferroni), the chance that *any* look's interval misses the true ratio is
+at most the sum of the alpha_k, i.e. ``ALPHA``, whatever the correlation between looks and
+whenever the comparison stops. So every look's interval holds at once with 95%
+confidence, and so does their intersection (the running intersection, `sequential_interval`),
+which is what a verdict reads: it only narrows as rounds are added.
+
+The verdict separates "is it real" (the interval) from "does it matter" (the floor):
+
+- ``regressed``: the interval lies wholly above 1 (real) and reaches beyond the floor (it may
+  matter): a true change *at* the floor is called as soon as it is shown to be real, instead of
+  being a coin flip on whether its estimate lands above the floor;
+- ``improved``: the mirror image;
+- ``unchanged``: the interval lies wholly within the floor band [1/floor, floor] (a change, if
+  any, too small to matter; the note says when it is real but small);
+- otherwise the comparison is not decided yet (``inconclusive``): more rounds narrow it.
+
+An A/A comparison (no true change) is called changed only when an interval excludes 1, which
+happens with probability at most ``ALPHA`` over all looks (checked by simulation in
+tests/test_sequential.py). Everything here is pure: no I/O, numbers in, a `Decision` out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from daskbench.judge.stats import Decision, student_t_ppf
+from daskbench.model import VerdictKind
+
+#: Total chance of calling a change that is not there, over all looks of one comparison.
+ALPHA = 0.05
+#: The power-family spending exponent: above 1 keeps most of ALPHA for the later, surer looks.
+RHO = 1.5
+#: Rounds before the first look: an interval needs a spread, and two rounds give a wild one.
+MIN_ROUNDS = 3
+#: The default most rounds of one case (``--max-rounds``).
+MAX_ROUNDS = 30
+#: The grid of looks before the last: about 1.2x apart, so the spent alpha is not spread thin.
+_GRID = (3, 4, 5, 6, 8, 10, 12, 15, 18, 22, 26, 30, 36, 42, 50, 60, 72, 86, 100, 120, 150, 180, 200)
+
+
+def looks(max_rounds: int) -> tuple[int, ...]:
+    """The round counts at which a comparison of at most ``max_rounds`` rounds may stop."""
+    if max_rounds < MIN_ROUNDS:
+        return (max_rounds,) if max_rounds >= 2 else ()
+    return (*(n for n in _GRID if n < max_rounds), max_rounds)
+
+
+def spending(max_rounds: int, alpha: float = ALPHA, rho: float = RHO) -> dict[int, float]:
+    """Look (rounds) -> the error it may spend; the values add up to ``alpha``."""
+    grid = looks(max_rounds)
+    spent = [alpha * (n / grid[-1]) ** rho for n in grid] if grid else []
+    return {n: spent[i] - (spent[i - 1] if i else 0.0) for i, n in enumerate(grid)}
+
+
+@dataclass(frozen=True)
+class Look:
+    """The interval of one look, on the ratio scale."""
+
+    rounds: int
+    low: float
+    high: float
+
+
+def look_interval(log_ratios: Sequence[float], alpha: float) -> Look:
+    """The Student-t interval of the mean log ratio at confidence ``1 - alpha``, as ratios."""
+    values = np.asarray(log_ratios, dtype=float)
+    n = len(values)
+    half = student_t_ppf(1.0 - alpha / 2.0, n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
+    mean = float(values.mean())
+    return Look(n, math.exp(mean - half), math.exp(mean + half))
+
+
+def sequential_interval(log_ratios: Sequence[float], max_rounds: int) -> tuple[float, float] | None:
+    """The running intersection of the intervals of every look reached by ``len(log_ratios)``
+    rounds; None before the first look."""
+    budget = spending(max_rounds)
+    reached = [look_interval(log_ratios[:n], budget[n]) for n in budget if n <= len(log_ratios)]
+    if not reached:
+        return None
+    low, high = max(look.low for look in reached), min(look.high for look in reached)
+    return (low, high) if low <= high else (high, low)  # disjoint looks: the (rare) narrowest gap
+
+
+def classify(low: float, high: float, floor: float) -> tuple[VerdictKind, str]:
+    """(verdict, note) of an interval against the floor band; ``inconclusive`` means not decided."""
+    if low > 1.0 and high > floor:
+        return "regressed", ""
+    if high < 1.0 and low < 1.0 / floor:
+        return "improved", ""
+    if low >= 1.0 / floor and high <= floor:
+        real = low > 1.0 or high < 1.0
+        return "unchanged", (f"a real change, smaller than the floor {floor:.2f}" if real else "")
+    return "inconclusive", f"the interval still spans 1 and the floor {floor:.2f}; more rounds narrow it"
+
+
+def is_decided(decision: Decision) -> bool:
+    """Whether more rounds are no longer needed."""
+    return decision.verdict in ("regressed", "improved", "unchanged")
+
+
+def sequential_decision(
+    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int = MAX_ROUNDS
+) -> Decision:
+    """The verdict of per-round values (``a_rounds[i]`` and ``b_rounds[i]`` measured side by side)
+    after ``len(a_rounds)`` rounds of a comparison allowed ``max_rounds``."""
+    if len(a_rounds) != len(b_rounds) or not a_rounds:
+        raise ValueError(f"rounds must pair up: {len(a_rounds)} A values, {len(b_rounds)} B values")
+    if min(a_rounds) <= 0 or min(b_rounds) <= 0:
+        return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")
+    logs = [math.log(b / a) for a, b in zip(a_rounds, b_rounds, strict=True)]
+    ratio = math.exp(sum(logs) / len(logs))
+    method = f"sequential: {len(logs)} of at most {max(max_rounds, len(logs))} rounds, alpha {ALPHA:g} spent over looks"
+    interval = sequential_interval(logs, max(max_rounds, len(logs)))
+    if interval is None:
+        return Decision(
+            "inconclusive", ratio, method=method, note=f"{len(logs)} round(s): the first look is at {MIN_ROUNDS}"
+        )
+    low, high = interval
+    verdict, note = classify(low, high, floor)
+    return Decision(verdict, min(max(ratio, low), high), low, high, method, note)
+
+
+def rounds_decision(
+    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int | None = None
+) -> Decision:
+    """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --ab``
+    shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
+    most = max(max_rounds or len(a_rounds), len(a_rounds))
+    decision = sequential_decision(a_rounds, b_rounds, floor, most)
+    per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True) if a > 0)
+    parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, f"per-round ratios {per_round}")
+    return replace(decision, note="; ".join(part for part in parts if part))
+
+
+def rounds_text(rounds: int, most: int, decided: bool) -> str:
+    """How many rounds a case took and why it stopped there."""
+    if decided:
+        return f"decided after {rounds} round{'s' if rounds != 1 else ''}"
+    if rounds >= most:
+        return f"not decided in the most rounds allowed ({most})"
+    return f"not decided after {rounds} of at most {most} rounds (time budget, or stopped)"
