@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from daskbench.ab.turns import Turns
 from daskbench.clusters import OpenCluster, backend_named
 from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.errors import DaskbenchError
@@ -51,6 +52,9 @@ class Measure:
     cluster: OpenCluster
     only_repeat: int | None
     benchmark: Any
+    #: In a lockstep ``daskbench ab`` session: the link to the controller, and this case's key there.
+    turns: Turns | None = None
+    key: str = ""
     used: bool = False
     prepare_seconds: float | None = None
     #: The measured case's fingerprint once ``measure()`` returned with every repeat passed.
@@ -91,8 +95,18 @@ class Measure:
         case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self._cluster.spec,
                     info={"test": self.node.nodeid})  # fmt: skip
         phases = self._prepare(case, prepare)
-        repeats = [self.only_repeat] if self.only_repeat is not None else list(range(self.session.settings.repeat))
-        return self._run(case, target, repeats, phases)
+        return self._run(case, target, self._repeats(), phases)
+
+    def _repeats(self) -> Iterator[int]:
+        """The repeats to measure: ``--repeat`` of them (one with ``--interleave``), or in a lockstep
+        ``daskbench ab`` session as many as the controller gives turns for."""
+        if self.turns is None:
+            yield from [self.only_repeat] if self.only_repeat is not None else range(self.session.settings.repeat)
+            return
+        repeat = 0
+        while self.turns.wait(self.key, repeat):
+            yield repeat
+            repeat += 1
 
     def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
         phases = {"cluster_start": round(self._cluster.start_seconds, 6)}
@@ -102,13 +116,15 @@ class Measure:
             phases["prepare"] = self.prepare_seconds
         return phases
 
-    def _run(self, case: Case, target: Any, repeats: list[int], phases: dict[str, float]) -> Any:
+    def _run(self, case: Case, target: Any, repeats: Iterator[int], phases: dict[str, float]) -> Any:
         results: list[Measurement] = []
         last: Any = None
         for repeat in repeats:
             measurement, last = self._one(case, target, repeat, phases)
             results.append(measurement)
             self._progress(case, measurement)
+            if self.turns is not None:
+                self.turns.done(self.key, repeat, measurement.runtime_s, measurement.outcome)
             if not measurement.ok:
                 break
         self._feed_pytest_benchmark(results)

@@ -25,6 +25,7 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench import sweep
+from daskbench.ab import turns
 from daskbench.clusters import OpenCluster, backend_named, backend_of
 from daskbench.errors import DaskbenchError
 from daskbench.fixture import QUIET_KEY, Measure, benchmark_fixture_of
@@ -37,6 +38,8 @@ SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
 #: Whether any collected test (selected or not) uses a daskbench fixture.
 SEEN_KEY = pytest.StashKey[bool]()
+#: The link to ``daskbench ab`` in a lockstep session (`daskbench.ab.turns`).
+TURNS_KEY = pytest.StashKey[turns.Turns]()
 #: The test's `Measure`, so its report can mark a result the test itself found wrong.
 MEASURE_KEY = pytest.StashKey["Measure"]()
 
@@ -69,7 +72,7 @@ def _state(config: pytest.Config) -> DaskbenchSession:
     except DaskbenchError as exc:
         config.stash[ERROR_KEY] = exc
         raise
-    state.selection = _selection(config)
+    state.selection = {**_selection(config), **turns.run_tags()}
     config.stash[SESSION_KEY] = state
     return state
 
@@ -120,7 +123,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session = _require_state(config)
     if session.settings.interleave and session.settings.repeat > 1:
         items.sort(key=sweep.repeat_of)
+    _lockstep_plan(config, session, items)
     _quiet_pytest_benchmark_table(config)
+
+
+def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list[pytest.Item]) -> None:
+    """In a lockstep ``daskbench ab`` session: agree with the controller on the cases both sides
+    have, keep those (in its order) and deselect the rest."""
+    try:
+        link = turns.Turns.from_env()
+    except DaskbenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if link is None:
+        return
+    config.stash[TURNS_KEY] = link
+    keys = {item: sweep.case_key_of(item, session) for item in items if "measure" in getattr(item, "fixturenames", ())}
+    order = {key: index for index, key in enumerate(link.plan(list(keys.values())))}
+    dropped = [item for item, key in keys.items() if key not in order]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = sorted(
+        (item for item in items if item not in dropped), key=lambda item: order.get(keys.get(item, ""), -1)
+    )
 
 
 def _quiet_pytest_benchmark_table(config: pytest.Config) -> None:
@@ -267,7 +291,9 @@ def measure(
     the last repeat's result so the test can check it.
     """
     benchmark = benchmark_fixture_of(request)
-    measurer = Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark)
+    link = request.config.stash.get(TURNS_KEY, None)
+    key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""
+    measurer = Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark, link, key)
     request.node.stash[MEASURE_KEY] = measurer
     return measurer
 

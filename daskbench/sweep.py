@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from daskbench import config as cfg
+from daskbench.ab.turns import case_key
+from daskbench.clusters.common import machine_share
 from daskbench.model import ClusterSpec
 from daskbench.redact import redact_url
 from daskbench.session import DaskbenchSession
@@ -88,4 +90,20 @@ def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
         f"daskbench: cluster={s.cluster} workers={workers}{axes} saturation={saturations} "
         f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}",
         *([] if fixed_size else slots_lines(s)),
-    ]
+        *([] if fixed_size or machine_share() == 1 else [
+            f"daskbench: {machine_share()} clusters share this machine (daskbench ab, lockstep): "
+            "auto memory per worker is this machine's share"]),
+    ]  # fmt: skip
+
+
+def case_key_of(item: pytest.Item, session: DaskbenchSession) -> str:
+    """The key both sides of a lockstep ``daskbench ab`` give this test's case (`turns.case_key`):
+    its file and function, its own parameters, and the index of its cluster setting in the sweep."""
+    callspec = getattr(item, "callspec", None)
+    params = dict(callspec.params) if callspec is not None else {}
+    spec = params.pop("daskbench_cluster_spec", None)
+    params.pop("daskbench_repeat", None)
+    specs = session.requested_specs()
+    index = specs.index(spec) if spec in specs else 0
+    test = getattr(item, "originalname", item.name)
+    return case_key(item.path.name, test, params, index)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import AB_GROUP, AB_ROUND, AB_SIDE, group_rounds
+from daskbench.judge.sequential import MIN_ROUNDS
 from daskbench.store import Store
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -117,19 +118,25 @@ class GroupRunner:
     sides: Mapping[str, Side]
     pytest_args: Sequence[str]
     say: Callable[[str], None] = print
+    max_rounds: int | None = None  # --rounds auto: the most rounds, tagged on every run
     log_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="daskbench-ab-")))
 
-    def run(self, rounds: int) -> list[Session]:
-        """Every missing session up to ``rounds``; complete rounds already stored are kept."""
+    def run(self, rounds: int, until: Callable[[], bool] | None = None, max_rounds: int | None = None) -> list[Session]:
+        """Every missing session up to ``rounds``; complete rounds already stored are kept. With
+        ``until``, stop after a complete round (from the third on) once it says the group is decided."""
         done = len(group_rounds(self.store, self.group))
         plan = balanced_order(rounds, start=done)
         if done:
             self.say(f"ab: group {self.group} has {done} complete round(s); running rounds {done + 1}-{rounds}")
+        self.max_rounds = max_rounds
         sessions: list[Session] = []
         started = time.monotonic()
         for index, (number, side) in enumerate(plan):
             self.say(progress_line(index, len(plan), number, rounds, side, time.monotonic() - started))
             sessions.append(self._session(number, side))
+            if until is not None and index % 2 == 1 and number + 1 >= MIN_ROUNDS and until():
+                self.say(f"ab: every case decided after {number + 1} rounds")
+                break
         return sessions
 
     def _session(self, number: int, side_name: str) -> Session:
@@ -143,9 +150,10 @@ class GroupRunner:
         seconds = time.monotonic() - start
         run_id = self._tag(label, number, side_name)
         if code not in _SESSION_RAN or run_id is None:
-            tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
+            for line in log.read_text(errors="replace").splitlines()[-15:]:
+                self.say(f"  {side_name}| {line}"[:120])
             raise DaskbenchError(
-                f"side {side_name} round {number + 1} could not run (pytest exit {code}); its log: {log}\n{tail}".rstrip()
+                f"side {side_name} round {number + 1} could not run (pytest exit {code}); its log: {log}"
             )
         return Session(number, side_name, run_id, seconds, code)
 
@@ -158,6 +166,7 @@ class GroupRunner:
         self.store.tag_run(run_id, {
             AB_GROUP: self.group, AB_SIDE: side, AB_ROUND: str(number),
             "ab_python": chosen.python, "ab_env_keys": ",".join(sorted(chosen.env)),
+            **({"ab_max_rounds": str(self.max_rounds)} if self.max_rounds else {}),
         })  # fmt: skip
         return run_id
 
@@ -169,11 +178,11 @@ def run_logged(command: list[str], env: Mapping[str, str], log: Path) -> int:
         try:
             return child.wait()
         except KeyboardInterrupt:
-            _stop(child)
+            stop_session(child)
             raise
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
+def stop_session(child: subprocess.Popen[bytes]) -> None:
     """SIGINT to the session (pytest records it as interrupted and closes its cluster), then SIGKILL."""
     for sig, grace in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
         try:

@@ -1,48 +1,64 @@
-"""``daskbench ab``: the suite in two environments, interleaved in balanced rounds, judged per round.
+"""``daskbench ab``: the suite in two environments, measured side by side, judged per round.
 
-Arguments after ``--`` go to each ``pytest -m benchmark`` session (e.g. ``-- -k ocean
---size tiny``). Exit codes like ``compare``: 0 nothing regressed, 1 B regressed or newly
-fails, 2 could not run; Ctrl-C keeps the finished rounds (judge them with
-``daskbench compare --ab GROUP``, or continue with ``daskbench ab --group GROUP``).
+Two modes. **lockstep** (the default where it can run): one session per side, each with its
+cluster started once, measuring each case in turn (A B, B A, ...) until its verdict is decided
+(`daskbench.ab.lockstep`). **sessions**: one whole pytest session per side and round (ABBA), for a
+cluster that cannot be measured twice at once: a running scheduler (``--cluster tcp://...``),
+whose worker-saturation both sides would set. ``--mode auto`` picks lockstep unless the cluster
+is a running scheduler, and says which it picked.
+
+Arguments after ``--`` go to each ``pytest -m benchmark`` session (e.g. ``-- -k ocean --size
+tiny``). Exit codes like ``compare``: 0 nothing regressed, 1 B regressed or newly fails, 2 could
+not run, 130 interrupted: the finished rounds are kept (judge them with ``daskbench compare --ab
+GROUP``, or continue with ``daskbench ab --group GROUP``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from daskbench.ab import turns
+from daskbench.ab.lockstep import Lockstep, pytest_command
 from daskbench.ab.sessions import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
-from daskbench.cli.common import (
-    add_db_option,
-    add_floor_option,
-    add_format_option,
-    floors,
-    open_store,
-    settings,
-    whole_number,
-)
+from daskbench.cli.common import add_db_option, add_floor_option, add_format_option, open_store, settings, whole_number
 from daskbench.cli.compare import print_comparison
-from daskbench.judge.compare import compare
+from daskbench.errors import DaskbenchError
+from daskbench.judge import sequential, stats
+from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
+from daskbench.store import Store
+
+#: Default time one case may take in lockstep, in minutes (``--max-time``).
+MAX_MINUTES = 10.0
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "ab",
-        help="run the suite in two environments, interleaved (ABBA...), and judge B against A per round",
-        description="Run `pytest -m benchmark` sessions of side A and side B alternately in balanced rounds "
-        "(A B, B A, A B, ...), tag their runs with the group, side and round, and judge each case by its "
-        "per-round ratios B/A. A side is a python (another venv: another dask) plus environment variables.",
-        epilog="example: daskbench ab --rounds 5 --b-env DASKBENCH_SATURATION=inf -- -k array --size tiny; "
+        help="measure the suite in two environments side by side and judge B against A per round",
+        description="Measure side A and side B alternately and judge each case by its per-round ratios B/A, "
+        "adding rounds until its verdict is decided (a sequential rule that keeps A/A false alarms under 5%). "
+        "A side is a python (another venv: another dask) plus environment variables. Lockstep mode keeps one "
+        "session per side alive and alternates measurement by measurement; sessions mode alternates whole "
+        "pytest sessions (for a running scheduler, which both sides cannot use at once).",
+        epilog="example: daskbench ab --b-python ../new/.venv/bin/python -- -k array --size tiny; "
         "exit codes: 0 nothing regressed, 1 B regressed or newly fails, 2 could not run, 130 interrupted",
     )
-    parser.add_argument(
-        "--rounds",
-        type=whole_number(1, MAX_ROUNDS, "rounds", "--rounds 5"),
-        default=5,
-        help="rounds of one A and one B session (default 5)",
-    )
+    parser.add_argument("--mode", choices=("auto", "lockstep", "sessions"), default="auto",
+                        help="lockstep (one session per side, measuring in turn), sessions (a session per side "
+                        "and round), or auto: lockstep unless --cluster is a running scheduler (default)")  # fmt: skip
+    parser.add_argument("--rounds", type=rounds_value, default=None, metavar="N|auto",
+                        help="rounds per case: auto (default) adds rounds until decided, N runs exactly N")  # fmt: skip
+    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
+                        default=sequential.MAX_ROUNDS,
+                        help=f"most rounds of one case with --rounds auto (default {sequential.MAX_ROUNDS})")  # fmt: skip
+    parser.add_argument("--max-time", type=minutes_value, default=MAX_MINUTES, metavar="MINUTES",
+                        help=f"most minutes of one case with --rounds auto (default {MAX_MINUTES:g})")  # fmt: skip
     for side in ("a", "b"):
         parser.add_argument(f"--{side}-python", metavar="PYTHON", default=sys.executable,
                             help=f"interpreter of side {side.upper()} (default: this one)")  # fmt: skip
@@ -56,29 +72,131 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=cmd_ab)
 
 
+def rounds_value(text: str) -> int | None:
+    """``--rounds``: ``auto`` (None) or a whole number of rounds."""
+    if text == "auto":
+        return None
+    return whole_number(1, MAX_ROUNDS, "rounds", "--rounds 5 or --rounds auto")(text)
+
+
+def minutes_value(text: str) -> float:
+    """``--max-time``: minutes, above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 24 * 60:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes from 0 to 1440 (e.g. --max-time 10)")
+    return value
+
+
 def cmd_ab(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
-    chosen = floors(args)
     sides = {
         "A": Side("A", args.a_python, parse_env(args.a_env, "--a-env")),
         "B": Side("B", args.b_python, parse_env(args.b_env, "--b-env")),
     }
+    mode = _mode(args.mode, pytest_args, sides)
     if sides["A"] == Side("A", sides["B"].python, sides["B"].env):
-        print("ab: sides A and B are the same environment: this is an A/A check of the noise", file=sys.stderr)
+        _say("ab: sides A and B are the same environment: this is an A/A check of the noise")
     for side in sides.values():
         check_side(side)
     store, group = open_store(args), args.group or new_group_name("ab")
-    runner = GroupRunner(store, settings(args).db, group, sides, pytest_args,
-                         say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+    floors = settings(args).floor or {}
     try:
-        runner.run(args.rounds)
+        if mode == "lockstep":
+            _lockstep(args, store, group, sides, pytest_args, floors)
+        else:
+            _sessions(args, store, group, sides, pytest_args, floors)
     except KeyboardInterrupt:
-        print(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --ab {group}; "
-              f"continue: daskbench ab --group {group} --rounds {args.rounds} ...", file=sys.stderr)  # fmt: skip
+        _say(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --ab {group}; "
+             f"continue: daskbench ab --group {group} ...")  # fmt: skip
         raise
-    return _judge(args, store, group, chosen)
+    chosen = Selection(ab_group=group, floors=floors)
+    return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})
 
 
-def _judge(args: argparse.Namespace, store: Any, group: str, floors: dict[str, float] | None) -> int:
-    chosen = Selection(ab_group=group, floors=floors or {})
-    return print_comparison(compare(store, chosen), args.format, {"ab_group": group})
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _mode(asked: str, pytest_args: list[str], sides: dict[str, Side]) -> str:
+    """The mode to run: as asked, or lockstep unless a side measures on a running scheduler."""
+    clusters = [_cluster_of(pytest_args, side) for side in sides.values()]
+    shared = [cluster for cluster in clusters if cluster.startswith(("tcp://", "tls://"))]
+    if asked == "lockstep" and shared:
+        raise DaskbenchError(f"--mode lockstep needs two clusters at once; {shared[0]} is one running "
+                             "scheduler both sides would share: use --mode sessions")  # fmt: skip
+    if asked != "auto":
+        return asked
+    mode = "sessions" if shared else "lockstep"
+    why = f"{shared[0]} is a running scheduler both sides share" if shared else "each side gets its own cluster"
+    _say(f"ab: mode {mode} ({why}; --mode to choose)")
+    return mode
+
+
+def _cluster_of(pytest_args: list[str], side: Side) -> str:
+    """The ``--cluster`` a side's session will use: its pytest flag, else its environment, else local."""
+    for index, arg in enumerate(pytest_args):
+        if arg == "--cluster" and index + 1 < len(pytest_args):
+            return pytest_args[index + 1]
+        if arg.startswith("--cluster="):
+            return arg.split("=", 1)[1]
+    return side.env.get("DASKBENCH_CLUSTER") or os.environ.get("DASKBENCH_CLUSTER", "local")
+
+
+def _lockstep(
+    args: argparse.Namespace, store: Store, group: str, sides: dict[str, Side], pytest_args: list[str],
+    floors: dict[str, float],
+) -> None:  # fmt: skip
+    """One part of a lockstep group: both sessions at once, every common case until decided."""
+    part = len(group_rounds(store, group))
+    max_rounds = args.rounds or args.max_rounds
+    db = settings(args).db
+    _say(f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
+         f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case")  # fmt: skip
+    shared = {turns.ENV_GROUP: group, turns.ENV_PART: str(part), turns.ENV_MAX_ROUNDS: str(max_rounds),
+              turns.ENV_SHARE: "2"}  # fmt: skip
+    runner = Lockstep(
+        sides,
+        command=lambda side: pytest_command(side.python, db, f"{group}-{side.name}{part}", pytest_args),
+        environment=lambda side: {**os.environ, **side.env, **shared},
+        floor=floors.get("runtime_s", stats.default_floor("runtime_s")),
+        max_rounds=max_rounds,
+        max_seconds=args.max_time * 60 if args.rounds is None else float("inf"),
+        log_dir=Path(tempfile.mkdtemp(prefix="daskbench-ab-")),
+        say=_say,
+        exact=args.rounds is not None,
+    )
+    runner.run()
+    _tag_sides(store, group, sides)
+
+
+def _tag_sides(store: Store, group: str, sides: dict[str, Side]) -> None:
+    """Say on each run of the group which python and which variable names (never values) it had."""
+    for run in store.runs():
+        side = sides.get(run.tags.get("ab_side", ""))
+        if run.tags.get(AB_GROUP) == group and side is not None and "ab_python" not in run.tags:
+            store.tag_run(run.run_id, {"ab_python": side.python, "ab_env_keys": ",".join(sorted(side.env))})
+
+
+def _sessions(
+    args: argparse.Namespace, store: Store, group: str, sides: dict[str, Side], pytest_args: list[str],
+    floors: dict[str, float],
+) -> None:  # fmt: skip
+    """Whole sessions per side and round (ABBA): N rounds, or with --rounds auto until every case is decided."""
+    runner = GroupRunner(store, settings(args).db, group, sides, pytest_args, say=_say)
+    if args.rounds is not None:
+        runner.run(args.rounds)
+        return
+    chosen = Selection(ab_group=group, floors=floors)
+    runner.run(args.max_rounds, until=lambda: _all_decided(store, chosen), max_rounds=args.max_rounds)
+
+
+def _all_decided(store: Store, chosen: Selection) -> bool:
+    """Whether every case of the group has a decided runtime verdict (a failure needs no more rounds either)."""
+    try:
+        verdicts = compare(store, chosen).verdicts
+    except DaskbenchError:
+        return False
+    return all(v.verdict != "inconclusive" for v in verdicts if v.metric == "runtime_s")

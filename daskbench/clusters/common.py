@@ -9,6 +9,7 @@ them, so `daskbench.config` can read the registry (for ``--cluster``'s help) che
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -78,11 +79,22 @@ class OpenCluster:
         self.closer(self.client, self.cluster)
 
 
+#: Set by ``daskbench ab`` in lockstep: how many clusters share this machine at once (default 1).
+MACHINE_SHARE_ENV = "DASKBENCH_MACHINE_SHARE"
+
+
+def machine_share() -> int:
+    """How many clusters share this machine's memory (``DASKBENCH_MACHINE_SHARE``; 1 unless set)."""
+    text = os.environ.get(MACHINE_SHARE_ENV, "1")
+    return int(text) if text.isdigit() and int(text) >= 1 else 1
+
+
 def default_memory_per_worker(n_workers: int, threads_per_worker: int) -> int:
-    """This machine's memory per core times threads, never more than an equal share per worker."""
+    """This machine's memory per core times threads, never more than an equal share per worker;
+    divided by `machine_share` when several clusters run at once (lockstep ``daskbench ab``)."""
     import psutil
 
-    total = psutil.virtual_memory().total
+    total = psutil.virtual_memory().total // machine_share()
     per_core = total * threads_per_worker // (psutil.cpu_count() or 1)
     step = 2**28  # round down to 256 MiB so the value (and the fingerprint) is stable
     return max(step, min(per_core, total // n_workers) // step * step)

@@ -1,0 +1,100 @@
+"""A session's side of a lockstep A/B comparison: wait for its turn, say what it measured.
+
+``daskbench ab`` (`daskbench.ab.lockstep`) starts one pytest session per side and talks to
+each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per line:
+
+    session -> ab   {"side": "A", "plan": [key, ...]}        after collection: the cases it has
+    ab -> session   {"plan": [key, ...]}                     the cases both sides have, in order
+    session -> ab   {"ready": key, "round": n}               before each measurement of a case
+    ab -> session   {"go": true} | {"go": false}             measure now | this case is done
+    session -> ab   {"done": key, "round": n, "value": s, "outcome": o}
+
+so the two sides measure each case alternately (A B, B A, A B ... per round), seconds apart,
+each while the other's cluster is idle, and a case stops as soon as its verdict is decided.
+A key names a case the same way on both sides (`case_key`), so side B may run other settings
+(another saturation, another dask) of the same benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from daskbench.clusters.common import MACHINE_SHARE_ENV
+from daskbench.errors import DaskbenchError
+
+#: The controller's socket, the side's name and the group: set by ``daskbench ab`` on each session.
+ENV_CONTROL, ENV_SIDE, ENV_GROUP = "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_SIDE", "DASKBENCH_AB_GROUP"
+#: The part of a group this pair of sessions is (a resumed group adds parts) and its most rounds.
+ENV_PART, ENV_MAX_ROUNDS = "DASKBENCH_AB_PART", "DASKBENCH_AB_MAX_ROUNDS"
+#: How many clusters share this machine while the sessions run (each side's auto memory is a share).
+ENV_SHARE = MACHINE_SHARE_ENV
+
+
+def case_key(module: str, test: str, params: Mapping[str, Any], spec_index: int) -> str:
+    """The name of one case both sides agree on: the benchmark, its own parameters and the
+    position of its cluster setting in the side's sweep (A's first setting pairs with B's first)."""
+    shown = ",".join(f"{name}={value!r}" for name, value in sorted(params.items()))
+    return f"{module}::{test}[{shown}]#{spec_index}"
+
+
+@dataclass
+class Turns:
+    """The connection of one session to the ``daskbench ab`` controller."""
+
+    side: str
+    stream: Any  # a socket file, line-buffered in both directions
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Turns | None:
+        """Connected to the controller named in the environment; None outside ``daskbench ab``."""
+        address = environ.get(ENV_CONTROL)
+        if not address:
+            return None
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(address)
+        except OSError as exc:
+            raise DaskbenchError(f"cannot reach daskbench ab at {address} ({exc.strerror or exc})") from None
+        return cls(environ.get(ENV_SIDE, "?"), sock.makefile("rw", encoding="utf-8", buffering=1))
+
+    def plan(self, keys: Sequence[str]) -> list[str]:
+        """Send this side's cases; returns the ones both sides have, in the order to run them."""
+        self._send({"side": self.side, "plan": list(keys)})
+        return [str(key) for key in self._receive().get("plan", [])]
+
+    def wait(self, key: str, round_: int) -> bool:
+        """Block until it is this side's turn to measure ``key`` again: True; False when the case is done."""
+        self._send({"ready": key, "round": round_})
+        return bool(self._receive().get("go"))
+
+    def done(self, key: str, round_: int, value: float | None, outcome: str) -> None:
+        self._send({"done": key, "round": round_, "value": value, "outcome": outcome})
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        self.stream.write(json.dumps(message) + "\n")
+        self.stream.flush()
+
+    def _receive(self) -> dict[str, Any]:
+        line = self.stream.readline()
+        if not line:  # the controller went away: nothing more to measure in lockstep
+            return {}
+        found = json.loads(line)
+        return found if isinstance(found, dict) else {}
+
+
+def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The tags of a lockstep session's run: group, side, part, mode and most rounds; {} otherwise."""
+    if not environ.get(ENV_CONTROL) or not environ.get(ENV_GROUP):
+        return {}
+    return {
+        "ab_group": environ[ENV_GROUP],
+        "ab_side": environ.get(ENV_SIDE, "?"),
+        "ab_round": environ.get(ENV_PART, "0"),
+        "ab_mode": "lockstep",
+        "ab_max_rounds": environ.get(ENV_MAX_ROUNDS, ""),
+    }

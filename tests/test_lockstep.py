@@ -1,0 +1,147 @@
+"""Lockstep `daskbench ab` end to end on real local clusters: one session per side measuring in
+turn, rounds until decided; a planted slowdown is regressed, an A/A group is clean, Ctrl-C keeps
+the finished rounds, and the two sides can be two interpreters."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+from daskbench.ab.turns import case_key
+from daskbench.judge.compare import compare_group, group_rounds
+from daskbench.store import Store
+
+#: Two cases: ``sleepy`` sleeps 0.3 s x $DASKBENCH_TEST_SLOWDOWN (a slowdown planted on one side)
+#: and ``steady`` does not, so one comparison has a changed and an unchanged case.
+BENCH_FILE = """
+import os
+import time
+
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _work(seconds):
+    time.sleep(seconds)
+    return 1
+
+
+def test_sleepy(measure):
+    seconds = 0.3 * float(os.environ.get("DASKBENCH_TEST_SLOWDOWN", "1"))
+    assert measure(dask.delayed(_work)(seconds), name="sleepy", params={}) == 1
+
+
+def test_steady(measure):
+    assert measure(dask.delayed(_work)(0.3), name="steady", params={}) == 1
+"""
+SESSION = ["--", "--workers", "1", "--saturation", "inf"]
+
+
+@pytest.fixture(scope="module")
+def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("lockstep")
+    (folder / "test_bench.py").write_text(BENCH_FILE)
+    return folder
+
+
+def _ab(folder: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "daskbench", "ab", "--db", db, "--format", "json", *args]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
+
+
+def _runtime_verdicts(stdout: str) -> dict[str, dict[str, object]]:
+    found = json.loads(stdout)["verdicts"]
+    return {str(v["workload"]): v for v in found if v["metric"] == "runtime_s"}
+
+
+def test_case_keys_name_the_benchmark_its_params_and_its_place_in_the_sweep() -> None:
+    assert case_key("test_a.py", "test_x", {"n": 2, "kind": "p2p"}, 1) == "test_a.py::test_x[kind='p2p',n=2]#1"
+
+
+def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_unchanged(bench_folder: Path) -> None:
+    """B's sleepy case 1.5x slower: regressed within a few rounds; steady: unchanged; one run per side."""
+    db = f"sqlite:///{bench_folder / 'slow.db'}"
+    done = _ab(bench_folder, db, "--group", "slow", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5", *SESSION)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "ab: mode lockstep" in done.stderr and "decided after" in done.stderr
+    verdicts = _runtime_verdicts(done.stdout)
+    assert verdicts["sleepy"]["verdict"] == "regressed" and 1.3 < float(verdicts["sleepy"]["ratio"]) < 1.7
+    assert verdicts["steady"]["verdict"] == "unchanged"
+    assert "decided after" in str(verdicts["sleepy"]["note"])
+    runs = Store(db).runs()
+    assert sorted(run.tags["ab_side"] for run in runs) == ["A", "B"]
+    assert {run.tags["ab_mode"] for run in runs} == {"lockstep"}
+
+
+def test_lockstep_a_a_group_is_clean(bench_folder: Path) -> None:
+    db = f"sqlite:///{bench_folder / 'aa.db'}"
+    done = _ab(bench_folder, db, "--group", "aa", *SESSION)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert {v["verdict"] for v in _runtime_verdicts(done.stdout).values()} <= {"unchanged", "inconclusive"}
+
+
+def test_lockstep_with_exactly_n_rounds_measures_each_case_n_times(bench_folder: Path) -> None:
+    db = f"sqlite:///{bench_folder / 'exact.db'}"
+    done = _ab(bench_folder, db, "--group", "exact", "--rounds", "4", *SESSION)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    store = Store(db)
+    counts = {run.tags["ab_side"]: len(store.measurements([run.run_id])) for run in store.runs()}
+    assert counts == {"A": 8, "B": 8}
+
+
+def _second_interpreter(folder: Path) -> Path:
+    """A real second virtualenv (its own python and prefix) that sees this one's packages."""
+    venv = folder / "venv-b"
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = sysconfig.get_paths()["purelib"]
+    found = list((venv / "lib").glob("python3*/site-packages"))
+    (found[0] / "daskbench-parent.pth").write_text(purelib + "\n" + str(Path(__file__).resolve().parents[1]) + "\n")
+    return venv / "bin" / "python"
+
+
+def test_lockstep_sides_can_be_two_interpreters(bench_folder: Path) -> None:
+    python_b = _second_interpreter(bench_folder)
+    db = f"sqlite:///{bench_folder / 'two.db'}"
+    done = _ab(bench_folder, db, "--group", "two", "--b-python", str(python_b), "--rounds", "3", *SESSION)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    pythons = {run.tags["ab_side"]: run.tags["ab_python"] for run in Store(db).runs()}
+    assert pythons == {"A": sys.executable, "B": str(python_b)}
+
+
+def test_ctrl_c_in_lockstep_keeps_the_finished_rounds_judgeable(bench_folder: Path) -> None:
+    """SIGINT once a few rounds are stored: exit 130, the hint, and compare --ab judges what was kept."""
+    db = f"sqlite:///{bench_folder / 'stop.db'}"
+    command = [sys.executable, "-m", "daskbench", "ab", "--db", db, "--group", "stop", "--rounds", "20", *SESSION]
+    child = subprocess.Popen(command, cwd=bench_folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ})  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and _stored(db) < 6:
+        time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=180)
+    assert child.returncode == 130 and "daskbench compare --ab stop" in err
+    store = Store(db)
+    assert len(group_rounds(store, "stop")) == 1
+    (runtime,) = [v for v in compare_group(store, "stop").verdicts if v.metric == "runtime_s"]
+    assert len(runtime.baseline_values) >= 2 and "round" in runtime.note
+
+
+def _stored(db: str) -> int:
+    path = Path(db.removeprefix("sqlite:///"))
+    if not path.exists():
+        return 0
+    try:
+        return len(Store(db, create=False).measurements())
+    except Exception:
+        return 0
