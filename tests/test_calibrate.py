@@ -1,4 +1,5 @@
-"""`daskbench calibrate`: detection and false-alarm rates from sessions with planted slowdowns."""
+"""`daskbench calibrate`: per planted arm, how often lockstep comparisons call the change, in how
+many rounds, and what effect they measure; from planted stores, and once for real."""
 
 from __future__ import annotations
 
@@ -7,60 +8,70 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daskbench.ab.calibrate import CALIBRATE_GROUP, CALIBRATE_ROUND, format_power, group_runs, power_table
+import pytest
+
+from daskbench.ab.calibrate import CALIBRATE_GROUP, CALIBRATE_ROUND, comparison_groups, format_power, power_rows
 from daskbench.model import Case, ClusterSpec, Measurement
 from daskbench.store import Store
-from tests.conftest import make_run
+from tests.helpers import make_run
 
-ARMS = {"base": 1.0, "aa": 1.0, "x1.05": 1.05, "x1.50": 1.50}
+ARMS = {"aa": 1.0, "x1.05": 1.05, "x1.50": 1.50}
 
 
-def _fill(store: Store, sessions: int, noise: float) -> None:
-    """Sessions whose arms run at exactly their factor x a per-session drift, +-``noise`` within a session."""
+def _fill(store: Store, comparisons: int, noise: float, rounds: int = 6) -> None:
+    """Lockstep comparisons whose side B runs each arm at exactly its factor, both sides drifting
+    together from round to round (+-20%), with +-``noise`` on each measurement."""
     rng = random.Random(7)
     spec = ClusterSpec("local", 1, 1, 2**30, 1.1)
-    for number in range(sessions):
-        run = make_run(started_at=f"2026-11-01T00:{number:02d}:00+00:00", ended_at="2026-11-01T01:00:00+00:00",
-                       tags={CALIBRATE_GROUP: "g", CALIBRATE_ROUND: str(number)})  # fmt: skip
-        store.add_run(run)
-        drift = rng.uniform(0.8, 1.25)  # sessions differ a lot; arms within one do not
-        for arm, factor in ARMS.items():
-            case = Case("calibration", {"arm": arm, "factor": factor}, spec)
-            store.add_case(case)
-            runtime = drift * factor * (1 + rng.uniform(-noise, noise))
-            store.add_measurement(Measurement.of(run_id=run.run_id, fingerprint=case.fingerprint, repeat=0,
-                                                 outcome="passed", runtime_s=runtime))  # fmt: skip
+    cases = {arm: Case("calibration", {"arm": arm, "factor": f}, spec) for arm, f in ARMS.items()}
+    for case in cases.values():
+        store.add_case(case)
+    for number in range(comparisons):
+        tags = {"ab_group": f"g.{number}", "ab_round": "0", "ab_mode": "lockstep", "ab_max_rounds": "30",
+                CALIBRATE_GROUP: "g", CALIBRATE_ROUND: str(number)}  # fmt: skip
+        runs = {side: make_run(tags={**tags, "ab_side": side}) for side in "AB"}
+        for run in runs.values():
+            store.add_run(run)
+        for arm, case in cases.items():
+            for repeat in range(rounds):
+                drift = rng.uniform(0.8, 1.2)
+                for side, run in runs.items():
+                    runtime = drift * (ARMS[arm] if side == "B" else 1.0) * (1 + rng.uniform(-noise, noise))
+                    store.add_measurement(Measurement.of(run_id=run.run_id, fingerprint=case.fingerprint,
+                                                         repeat=repeat, outcome="passed", runtime_s=runtime,
+                                                         recorded_at=run.started_at))  # fmt: skip
 
 
-def test_planted_slowdowns_are_found_and_an_aa_pair_is_not(store: Store) -> None:
-    """With 1% noise inside sessions and 25% between them, 1.50x is always detected at 5 rounds,
-    the A/A pair never, and 1.05x (under the floor) never counts as regressed."""
-    _fill(store, 20, noise=0.01)
-    (row,) = power_table(store, "g", rounds=5, trials=200)
-    assert row.sessions == 20 and row.false_alarms == 0.0
-    assert row.detection[1.50] == 1.0 and row.detection[1.05] == 0.0
-    assert row.smallest_detected == 1.50
-    table = format_power([row], 5, 1.10)
-    assert "false alarms" in table and "1.50x" in table and "5-round" in table
+def test_a_planted_slowdown_is_called_and_the_a_a_arm_is_not(store: Store) -> None:
+    """With 1% noise and drift shared by both sides, 1.50x is called in every comparison at its
+    own size, 1.05x is real but under the 1.10 floor (never regressed), and A/A never changes."""
+    _fill(store, 10, noise=0.01)
+    assert comparison_groups(store, "g") == [f"g.{n}" for n in range(10)]
+    power = power_rows(store, "g")
+    rows = {row.arm: row for row in power.rows}
+    assert rows["aa"].called == 0.0 and rows["x1.50"].called == 1.0 and rows["x1.05"].called == 0.0
+    assert rows["x1.50"].measured == pytest.approx(1.50, abs=0.01)
+    assert rows["x1.50"].median_rounds == 6 and rows["aa"].comparisons == 10
+    assert power.smallest_detected == 1.50
+    assert power.aa_cv is not None and power.aa_cv < 0.02 and power.aa_rounds == 60
+    table = format_power(power)
+    assert "false alarms" in table and "1.50x" in table and "smallest change caught" in table
+    assert max(len(line) for line in table.splitlines()) <= 120
 
 
-def test_too_few_sessions_give_no_rate(store: Store) -> None:
-    """Rates need at least as many sessions as rounds; with fewer the table says '-'."""
-    _fill(store, 3, noise=0.01)
-    (row,) = power_table(store, "g", rounds=5, trials=50)
-    assert row.false_alarms is None and row.detection == {}
-
-
-def test_calibrate_runs_real_sessions_and_tags_them(tmp_path: Path) -> None:
-    """Two real sessions on a LocalCluster: every arm measured in each, runs tagged, a table printed."""
+def test_calibrate_runs_real_lockstep_comparisons_and_tags_them(tmp_path: Path) -> None:
+    """One real comparison on two LocalClusters, three rounds an arm: every arm measured on both
+    sides, runs tagged with the calibration group, a table printed with the machine and versions."""
     db = f"sqlite:///{tmp_path / 'cal.db'}"
-    command = [sys.executable, "-m", "daskbench", "calibrate", "--sessions", "2", "--rounds", "2", "--group", "cal",
-               "--db", db, "--", "--workers", "1", "--saturation", "inf"]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "daskbench", "calibrate", "--comparisons", "1", "--max-rounds", "3",
+               "--group", "cal", "--db", db, "--", "--workers", "1", "--saturation", "inf", "--size", "tiny"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "calibrate: session 2/2" in done.stderr and "cores; dask" in done.stdout
+    assert "calibrate: comparison 1/1" in done.stderr and "cores; dask" in done.stdout
     store = Store(db)
-    runs = group_runs(store, "cal")
-    assert [run.tags[CALIBRATE_ROUND] for run in runs] == ["0", "1"]
-    arms = {store.cases()[m.fingerprint].params["arm"] for m in store.measurements([runs[0].run_id]) if m.ok}
-    assert arms == {"base", "aa", "x1.05", "x1.10", "x1.20", "x1.50"}
+    assert comparison_groups(store, "cal") == ["cal.0"]
+    runs = [run for run in store.runs() if run.tags.get(CALIBRATE_GROUP) == "cal"]
+    assert sorted(run.tags["ab_side"] for run in runs) == ["A", "B"]
+    cases = store.cases()
+    arms = {cases[m.fingerprint].params["arm"] for m in store.measurements([runs[0].run_id]) if m.ok}
+    assert arms == {"aa", "x1.05", "x1.10", "x1.20", "x1.50"}

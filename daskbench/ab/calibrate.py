@@ -1,166 +1,190 @@
-"""What this setup can detect: false alarms and planted slowdowns, measured (``daskbench calibrate``).
+"""What this setup can detect, measured on it: ``daskbench calibrate``.
 
-`run_sessions` runs the bundled calibration benchmarks (`daskbench.ab.bench_calibration`) in N
-sessions on the user's own cluster settings; each session measures, back to back, an A/A
-pair at factor 1.0 and arms whose tasks burn 1.05x, 1.10x, 1.20x and 1.50x the CPU. Each
-session is one round of an interleaved comparison of an arm against ``base``.
+`run_comparisons` runs N lockstep comparisons (`daskbench.ab.lockstep`) of the bundled
+calibration benchmarks (`daskbench.ab.bench_calibration`) on the user's own cluster settings:
+side A and side B are this environment, and side B's tasks burn each arm's planted factor
+(1.05x, 1.10x, 1.20x, 1.50x the CPU; the ``aa`` arm plants nothing). Every arm of every
+comparison adds rounds until its verdict is decided, exactly as ``daskbench ab`` does.
 
-`power_table` then asks how `stats.rounds_decision` does with R rounds: it draws R of the
-N sessions at random (without replacement, seeded) many times and counts how often each
-arm comes out ``regressed`` (for the A/A arm: ``regressed`` or ``improved``, the false
-alarms). Subsampling the sessions estimates the rates at R rounds from one set of N
-sessions; it needs N well above R (4x or more) to be worth anything.
+`power_rows` then counts, per arm, how often the comparisons called a change (for ``aa``:
+regressed or improved, the false alarms; for a planted arm: regressed), the median rounds and
+minutes each took, and the effect measured beside the one planted: a plant is diluted by the
+fixed cost of scheduling and collecting, and the table shows by how much.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from daskbench.ab.sessions import run_logged
-from daskbench.errors import DaskbenchError
-from daskbench.judge import sequential, stats
-from daskbench.judge.format import case_label
-from daskbench.model import Case, Measurement, Run
+from daskbench.ab import turns
+from daskbench.ab.bench_calibration import ARMS, SIDE_ENV
+from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.sessions import Side
+from daskbench.judge import stats
+from daskbench.judge.compare import compare_group, group_rounds
+from daskbench.model import Measurement, Run, Verdict
 from daskbench.store import Store
 
 BENCH_FILE = Path(__file__).parent / "bench_calibration.py"
 CALIBRATE_GROUP, CALIBRATE_ROUND = "calibrate_group", "calibrate_round"
-BASE_ARM, AA_ARM = "base", "aa"
-SEED = 20_261_122
+AA_ARM = "aa"
+#: A change counts as caught from this rate of detection on.
 DETECTED = 0.90
+#: The planted factors the table reports, beyond the A/A arm.
+FACTORS = tuple(factor for arm, factor in ARMS if arm != AA_ARM)
 
 
 @dataclass(frozen=True)
-class PowerRow:
-    """One cluster spec: false-alarm rate and detection rate per planted factor, at ``rounds`` rounds."""
+class ArmRow:
+    """One arm over every comparison: how often a change was called, how long it took, what was measured."""
 
-    case: str
-    sessions: int
-    false_alarms: float | None
-    detection: Mapping[float, float]
+    arm: str
+    planted: float
+    comparisons: int
+    called: float  # rate: aa -> regressed or improved (false alarms); planted -> regressed
+    median_rounds: float
+    median_minutes: float
+    measured: float | None  # median over comparisons of the measured ratio B/A
+
+
+@dataclass(frozen=True)
+class Power:
+    """The calibration table: one row per arm, and the noise of the A/A pairs now."""
+
+    rows: tuple[ArmRow, ...]
+    aa_cv: float | None  # sd of the A/A arm's per-round log ratios: the machine's pair noise
+    aa_rounds: int
 
     @property
     def smallest_detected(self) -> float | None:
-        """The smallest planted factor detected at least 90% of the time."""
-        found = [factor for factor, rate in sorted(self.detection.items()) if rate >= DETECTED]
-        return found[0] if found else None
+        """The smallest planted factor caught at least 90% of the time within the budget."""
+        found = [row.planted for row in self.rows if row.arm != AA_ARM and row.called >= DETECTED]
+        return min(found) if found else None
 
 
-def group_runs(store: Store, group: str) -> list[Run]:
-    """The finished sessions of a calibration group, in round order."""
-    runs = [run for run in store.runs() if run.tags.get(CALIBRATE_GROUP) == group and run.ended_at]
-    return sorted(runs, key=lambda run: int(run.tags.get(CALIBRATE_ROUND, "0")))
+def comparison_groups(store: Store, group: str) -> list[str]:
+    """The A/B groups (one per comparison) of a calibration group that have a complete part, in order."""
+    numbers = {
+        int(run.tags.get(CALIBRATE_ROUND, "0")) for run in store.runs() if run.tags.get(CALIBRATE_GROUP) == group
+    }
+    return [name for name in (f"{group}.{n}" for n in sorted(numbers)) if group_rounds(store, name)]
 
 
-def power_table(
-    store: Store, group: str, rounds: int, *, floor: float | None = None, trials: int = 400
-) -> list[PowerRow]:
-    """Per cluster spec of the group: false alarms and detection rates of ``rounds``-round comparisons."""
-    floor = floor or stats.default_floor("runtime_s")
-    runs = group_runs(store, group)
-    ms = store.measurements([run.run_id for run in runs])
-    cases = store.cases({m.fingerprint for m in ms})
-    series = _series(runs, ms, {fp: (json.dumps(c.cluster.identity(), sort_keys=True), c) for fp, c in cases.items()})
-    rng = np.random.default_rng(SEED)
-    rows = []
-    for _, (case, arms) in sorted(series.items(), key=lambda item: item[0]):
-        label = case_label("calibration", {}, case.cluster.identity())
-        rates = {arm: _rate(arms[BASE_ARM], values, rounds, floor, trials, rng, arm == AA_ARM)
-                 for arm, values in arms.items() if arm != BASE_ARM}  # fmt: skip
-        factors = {_factor(arm): rate for arm, rate in rates.items() if arm != AA_ARM and rate is not None}
-        rows.append(PowerRow(label, len(arms[BASE_ARM]), rates.get(AA_ARM), factors))
-    return rows
+def power_rows(store: Store, group: str) -> Power:
+    """Per arm, what the group's comparisons found (rules: module docstring)."""
+    verdicts: dict[str, list[tuple[Verdict, float]]] = {}
+    for name in comparison_groups(store, group):
+        minutes = _minutes_per_arm(store, name)
+        for verdict in compare_group(store, name).verdicts:
+            if verdict.metric == "runtime_s":
+                arm = str(verdict.params.get("arm"))
+                verdicts.setdefault(arm, []).append((verdict, minutes.get(arm, math.nan)))
+    rows = tuple(_row(arm, factor, verdicts.get(arm, [])) for arm, factor in ARMS if verdicts.get(arm))
+    aa = [v for v, _ in verdicts.get(AA_ARM, [])]
+    logs = [
+        math.log(b / a) for v in aa for a, b in zip(v.baseline_values, v.candidate_values, strict=False) if a > 0 < b
+    ]
+    cv = float(np.std(logs, ddof=1)) if len(logs) > 2 else None
+    return Power(rows, cv, len(logs))
 
 
-def _series(
-    runs: Sequence[Run], ms: Sequence[Measurement], spec_of: Mapping[str, tuple[str, Case]]
-) -> dict[str, tuple[Case, dict[str, list[float | None]]]]:
-    """Per cluster spec and arm, one median runtime per session (None where it did not pass)."""
-    index = {run.run_id: i for i, run in enumerate(runs)}
-    found: dict[str, tuple[Case, dict[str, list[float | None]]]] = {}
-    per: dict[tuple[str, str, int], list[float]] = {}
-    for m in ms:
-        spec, case = spec_of[m.fingerprint]
-        arm = str(case.params.get("arm"))
-        found.setdefault(spec, (case, {}))[1].setdefault(arm, [None] * len(runs))
-        if m.ok and m.runtime_s is not None:
-            per.setdefault((spec, arm, index[m.run_id]), []).append(float(m.runtime_s))
-    for (spec, arm, i), values in per.items():
-        found[spec][1][arm][i] = stats.median(values)
-    return found
+def _row(arm: str, planted: float, found: Sequence[tuple[Verdict, float]]) -> ArmRow:
+    kinds = [v.verdict for v, _ in found]
+    hits = sum(k in ("regressed", "improved") if arm == AA_ARM else k == "regressed" for k in kinds)
+    rounds = [len(v.candidate_values) for v, _ in found]
+    ratios = [v.ratio for v, _ in found if v.ratio is not None]
+    return ArmRow(arm, planted, len(found), hits / len(found), float(np.median(rounds)),
+                  float(np.nanmedian([m for _, m in found])), stats.median(ratios) if ratios else None)  # fmt: skip
 
 
-def _rate(
-    base: Sequence[float | None],
-    arm: Sequence[float | None],
-    rounds: int,
-    floor: float,
-    trials: int,
-    rng: np.random.Generator,
-    two_sided: bool,
-) -> float | None:
-    """Share of random ``rounds``-subsets of the sessions whose verdict is a change."""
-    pairs = [(b, a) for b, a in zip(base, arm, strict=True) if b is not None and a is not None]
-    if len(pairs) < rounds:
-        return None
-    hits = 0
-    for _ in range(trials):
-        chosen = [pairs[i] for i in rng.choice(len(pairs), size=rounds, replace=False)]
-        verdict = sequential.rounds_decision([b for b, _ in chosen], [a for _, a in chosen], floor).verdict
-        hits += verdict == "regressed" or (two_sided and verdict == "improved")
-    return hits / trials
+def _minutes_per_arm(store: Store, group: str) -> dict[str, float]:
+    """Minutes from an arm's first to its last measurement in one comparison (both sides)."""
+    runs = [run.run_id for sides in group_rounds(store, group).values() for run in sides.values()]
+    cases = store.cases()
+    times: dict[str, list[float]] = {}
+    for m in store.measurements(runs):
+        arm = str(cases[m.fingerprint].params.get("arm"))
+        times.setdefault(arm, []).append(_seconds(m))
+    return {arm: (max(t) - min(t) + _mean_measurement(store, runs)) / 60 for arm, t in times.items()}
 
 
-def _factor(arm: str) -> float:
-    return float(arm.removeprefix("x"))
+def _seconds(m: Measurement) -> float:
+    return datetime.fromisoformat(m.recorded_at).timestamp() if m.recorded_at else math.nan
 
 
-def format_power(rows: Sequence[PowerRow], rounds: int, floor: float) -> str:
-    """The table ``daskbench calibrate`` prints."""
-    factors = sorted({factor for row in rows for factor in row.detection})
-    head = ["case", "sessions", "false alarms", *(f"{f:.2f}x" for f in factors), "detects 90% from"]
-    body = [
-        [row.case, str(row.sessions), _pct(row.false_alarms), *(_pct(row.detection.get(f)) for f in factors),
-         f"{row.smallest_detected:.2f}x" if row.smallest_detected else "none of these"]
-        for row in rows
-    ]  # fmt: skip
+def _mean_measurement(store: Store, runs: list[str]) -> float:
+    """The mean time of one measurement (restart, warm-up, compute), to count the first one too."""
+    spans = [sum(m.phases.get(p, 0.0) for p in ("restart", "warmup", "compute")) for m in store.measurements(runs)]
+    return float(np.mean(spans)) if spans else 0.0
+
+
+def format_power(power: Power) -> str:
+    """The table ``daskbench calibrate`` prints (at most 120 columns)."""
+    head = ["arm", "planted", "measured B/A", "called", "median rounds", "median minutes", "comparisons"]
+    body = [[row.arm, f"{row.planted:.2f}x", f"{row.measured:.3f}x" if row.measured else "-",
+             f"{row.called:.0%}" + (" (false alarms)" if row.arm == AA_ARM else ""), f"{row.median_rounds:g}",
+             f"{row.median_minutes:.1f}", str(row.comparisons)] for row in power.rows]  # fmt: skip
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [head, *body]]
-    note = f"runtime verdicts of {rounds}-round interleaved comparisons (floor {floor:.2f}), from random subsets"
-    return "\n".join([*lines, note])
+    noise = f"{power.aa_cv:.1%}" if power.aa_cv is not None else "-"
+    smallest = f"{power.smallest_detected:.2f}x" if power.smallest_detected else "none of the planted factors"
+    lines.append(f"noise now: sd of the A/A per-round log ratio {noise} ({power.aa_rounds} rounds)")
+    lines.append(f"smallest change caught in >= {DETECTED:.0%} of comparisons: {smallest}")
+    return "\n".join(lines)
 
 
-def _pct(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:.0%}"
+@dataclass
+class Calibration:
+    """Runs the comparisons of one calibration group that are still missing."""
 
+    store: Store
+    db: str
+    group: str
+    pytest_args: Sequence[str]
+    floor: float
+    max_rounds: int
+    max_seconds: float
+    say: Callable[[str], None] = print
 
-def run_sessions(
-    store: Store, db: str, group: str, sessions: int, pytest_args: Sequence[str], say: Callable[[str], None]
-) -> int:
-    """Run the calibration sessions still missing from ``group``; returns how many are stored."""
-    done = len(group_runs(store, group))
-    started = time.monotonic()
-    log_dir = Path(tempfile.mkdtemp(prefix="daskbench-calibrate-"))
-    for index, number in enumerate(range(done, sessions)):
-        elapsed = time.monotonic() - started
-        left = f", about {elapsed / index * (sessions - done - index):.0f} s left" if index else ""
-        say(f"calibrate: session {number + 1}/{sessions} (elapsed {elapsed:.0f} s{left})")
-        label = f"{group}-{number}"
-        command = [sys.executable, "-m", "pytest", str(BENCH_FILE), "-m", "benchmark", "-p", "no:cacheprovider",
-                   "-q", "--db", db, "--label", label, *pytest_args]  # fmt: skip
-        log = log_dir / f"{label}.log"
-        code = run_logged(command, os.environ, log)
-        found = [run for run in store.runs() if run.label == label and not run.tags.get(CALIBRATE_GROUP)]
-        if code not in (0, 1) or not found:
-            raise DaskbenchError(f"calibration session {number + 1} could not run (pytest exit {code}); its log: {log}")
-        store.tag_run(found[0].run_id, {CALIBRATE_GROUP: group, CALIBRATE_ROUND: str(number)})
-    return len(group_runs(store, group))
+    def run(self, comparisons: int) -> int:
+        """Comparisons up to ``comparisons``; returns how many the group has."""
+        done = len(comparison_groups(self.store, self.group))
+        started = time.monotonic()
+        for index, number in enumerate(range(done, comparisons)):
+            elapsed = time.monotonic() - started
+            left = f", about {elapsed / index * (comparisons - done - index) / 60:.0f} min left" if index else ""
+            self.say(f"calibrate: comparison {number + 1}/{comparisons} (elapsed {elapsed / 60:.1f} min{left})")
+            self._comparison(number)
+        return len(comparison_groups(self.store, self.group))
+
+    def _comparison(self, number: int) -> None:
+        name = f"{self.group}.{number}"
+        sides = {side: Side(side, sys.executable, {SIDE_ENV: side}) for side in ("A", "B")}
+        shared = {turns.ENV_GROUP: name, turns.ENV_PART: "0", turns.ENV_MAX_ROUNDS: str(self.max_rounds),
+                  turns.ENV_SHARE: "2"}  # fmt: skip
+        Lockstep(
+            sides,
+            command=lambda side: pytest_command(side.python, self.db, f"{name}-{side.name}",
+                                                [str(BENCH_FILE), *self.pytest_args]),
+            environment=lambda side: {**os.environ, **side.env, **shared},
+            floor=self.floor,
+            max_rounds=self.max_rounds,
+            max_seconds=self.max_seconds,
+            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
+            say=lambda line: None,  # one line per comparison is enough here
+        ).run()  # fmt: skip
+        for run in self._runs_of(name):
+            self.store.tag_run(run.run_id, {CALIBRATE_GROUP: self.group, CALIBRATE_ROUND: str(number)})
+
+    def _runs_of(self, name: str) -> list[Run]:
+        return [run for run in self.store.runs() if run.tags.get("ab_group") == name]

@@ -13,30 +13,34 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daskbench import provenance
-from daskbench.ab.calibrate import format_power, power_table, run_sessions
+from daskbench.ab.calibrate import Calibration, format_power, power_rows
 from daskbench.ab.sessions import new_group_name, pytest_arguments
+from daskbench.cli.ab import MAX_MINUTES, minutes_value
 from daskbench.cli.common import add_db_option, open_store, settings, whole_number
 from daskbench.errors import DaskbenchError
-from daskbench.judge import stats
+from daskbench.judge import sequential, stats
 
-MAX_SESSIONS = 500
+MAX_COMPARISONS = 500
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "calibrate",
         help="measure what this setup can detect: false alarms and planted slowdowns of 1.05-1.50x",
-        description="Run the bundled calibration benchmarks in N sessions on your cluster settings (each session "
-        "measures an A/A pair and arms whose tasks burn 1.05x, 1.10x, 1.20x and 1.50x the CPU), then report, per "
-        "cluster spec, how often an interleaved comparison of R rounds calls a change: the false-alarm rate and "
-        "the detection rate per planted slowdown (from random subsets of R of the N sessions).",
-        epilog="example: daskbench calibrate --sessions 20 --rounds 5 -- --workers 1 --saturation 1.1; "
-        "exit codes: 0 measured, 2 could not run, 130 interrupted (finished sessions are kept: --group continues)",
+        description="Run N lockstep A/B comparisons of the bundled calibration benchmarks on your cluster "
+        "settings: side B's tasks burn 1.05x, 1.10x, 1.20x and 1.50x the CPU of side A's, and an A/A arm plants "
+        "nothing. Each arm adds rounds until decided, as daskbench ab does. Then print, per arm, how often a "
+        "change was called (for the A/A arm: the false alarms), the median rounds and minutes it took, and the "
+        "effect measured beside the one planted.",
+        epilog="example: daskbench calibrate --comparisons 20 -- --workers 1 --saturation 1.1 --size tiny; "
+        "exit codes: 0 measured, 2 could not run, 130 interrupted (finished comparisons are kept: --group continues)",
     )
-    parser.add_argument("--sessions", type=whole_number(2, MAX_SESSIONS, "sessions", "--sessions 20"), default=20,
-                        help="sessions to run (default 20; 4x --rounds or more)")  # fmt: skip
-    parser.add_argument("--rounds", type=whole_number(1, 100, "rounds", "--rounds 5"), default=5,
-                        help="rounds of the comparisons judged (default 5, as daskbench ab)")  # fmt: skip
+    parser.add_argument("--comparisons", type=whole_number(1, MAX_COMPARISONS, "comparisons", "--comparisons 20"),
+                        default=20, help="lockstep comparisons to run (default 20)")  # fmt: skip
+    parser.add_argument("--max-rounds", type=whole_number(3, 200, "rounds", "--max-rounds 30"),
+                        default=sequential.MAX_ROUNDS, help="most rounds of one arm (default: as daskbench ab)")  # fmt: skip
+    parser.add_argument("--max-time", type=minutes_value, default=MAX_MINUTES, metavar="MINUTES",
+                        help="most minutes of one arm (default: as daskbench ab)")  # fmt: skip
     parser.add_argument("--group", help="name of the calibration group (default: calibrate-<date-time>); continues one")
     parser.add_argument("--floor", type=float, default=None, help="runtime floor (default: the declared 1.10)")
     add_db_option(parser)
@@ -51,22 +55,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     store = open_store(args)
     group = args.group or new_group_name("calibrate")
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    try:
-        stored = run_sessions(store, settings(args).db, group, args.sessions, pytest_args, say)
-    except KeyboardInterrupt:
-        say(f"calibrate: interrupted; finished sessions are kept: continue with daskbench calibrate --group {group}")
-        raise
     floor = args.floor or stats.default_floor("runtime_s")
-    rows = power_table(store, group, min(args.rounds, stored), floor=floor)
-    print(_header(group, stored))
-    print(format_power(rows, min(args.rounds, stored), floor))
+    runner = Calibration(store, settings(args).db, group, pytest_args, floor, args.max_rounds, args.max_time * 60, say)
+    try:
+        stored = runner.run(args.comparisons)
+    except KeyboardInterrupt:
+        say(f"calibrate: interrupted; finished comparisons are kept: continue with daskbench calibrate --group {group}")
+        raise
+    print(_header(group, stored, floor))
+    print(format_power(power_rows(store, group)))
     return 0
 
 
-def _header(group: str, sessions: int) -> str:
+def _header(group: str, comparisons: int, floor: float) -> str:
     host, versions = provenance.host(), provenance.versions()
     return (
-        f"daskbench calibrate: group {group}, {sessions} sessions, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
-        f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores; dask {versions.get('dask', '?')}, "
-        f"distributed {versions.get('distributed', '?')}, daskbench {versions.get('daskbench', '?')}"
+        f"daskbench calibrate: group {group}, {comparisons} lockstep comparisons, floor {floor:.2f}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {host.get('cpu_model', '?')}, {host.get('cores', '?')} cores; "
+        f"dask {versions.get('dask', '?')}, distributed {versions.get('distributed', '?')}, "
+        f"daskbench {versions.get('daskbench', '?')}"
     )
