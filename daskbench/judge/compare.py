@@ -199,15 +199,42 @@ def _ab_comparison(
     base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
     cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases({*base, *cand_by})
-    # Runs that measure this host's run-to-run noise: same host, never the candidate itself.
-    host_runs = {run.run_id for run in store.runs() if allow_mixed or matching.same_host(run, cand)} - {cand.run_id}
+    noise_by = _noise_medians(store, cand, base_runs, set(base), allow_mixed)
+    pooled = {metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
+              for metric, per_case in noise_by.items()}  # fmt: skip
 
     def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: _Rules) -> Judge:
-        noise_runs = _runs_of(store, base_fp, host_runs) if len(base_runs) == 1 else {}
-        return _ab_rule(base_side, cand_side, noise_runs, own)
+        def noise(metric: str) -> stats.RunNoise:
+            default = stats.RunNoise(stats.default_run_sd(metric), 0)
+            return stats.case_noise(noise_by.get(metric, {}).get(base_fp, []), pooled.get(metric, default))
+
+        return _ab_rule(base_side, cand_side, noise, own)
 
     verdicts = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
+
+
+def _noise_medians(
+    store: Store, cand: Run, base_runs: tuple[Run, ...], fingerprints: set[str], allow_mixed: bool
+) -> dict[str, dict[str, list[float]]]:
+    """Per metric and baseline case, the per-run medians that show this host's run-to-run noise:
+    of the baseline runs when there are several, else of every run on this host started before the
+    candidate (never the candidate, never later runs: a verdict between two runs does not change as
+    runs are added)."""
+    if len(base_runs) > 1:
+        runs = {run.run_id for run in base_runs}
+    else:
+        runs = {run.run_id for run in store.runs() if run.started_at < cand.started_at
+                and (allow_mixed or matching.same_host(run, cand))}  # fmt: skip
+    found: dict[str, dict[str, list[float]]] = {}
+    measured = [m for m in store.measurements(sorted(runs)) if m.fingerprint in fingerprints] if runs else []
+    for fingerprint, of_case in group_measurements(measured, "fingerprint").items():
+        for ms in group_measurements(of_case, "run_id").values():
+            for metric in catalog.names():
+                values = _values(ms, metric)
+                if values:
+                    found.setdefault(metric, {}).setdefault(fingerprint, []).append(stats.median(values))
+    return found
 
 
 def _paired_verdicts(
@@ -237,13 +264,14 @@ def _paired_verdicts(
 
 
 def _ab_rule(
-    base: list[Measurement], cand: list[Measurement], noise_runs: dict[str, list[Measurement]], rules: _Rules
+    base: list[Measurement], cand: list[Measurement], noise: Callable[[str], stats.RunNoise], rules: _Rules
 ) -> tuple[SideValues, Decide]:
     """How two separate runs are judged (stats module docstring, "Two runs are two sessions").
 
-    One baseline run: the repeats of both sides, the interval widened by the case's
-    run-to-run noise from ``noise_runs`` (its runs on this host). Several baseline runs:
-    each baseline run's median against the candidate's median (t prediction interval).
+    ``noise(metric)`` is the run-to-run noise of this case: pooled over the cases of the
+    comparison, or its own once it has enough runs. One baseline run: the repeats of both sides,
+    the interval widened by that noise. Several baseline runs: the candidate's median against each
+    baseline run's median, a t prediction interval with that noise.
     """
     by_run = group_measurements(base, "run_id")
 
@@ -254,19 +282,11 @@ def _ab_rule(
         floor = rules.floors[metric]
         if len(by_run) > 1:
             medians = [stats.median(v) for v in (_values(ms, metric) for ms in by_run.values()) if v]
-            return stats.ab_decision(medians, [stats.median(c)], floor)
+            return stats.prediction_decision(medians, stats.median(c), floor, noise(metric))
         paired = len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
-        history = [stats.median(v) for v in (_values(ms, metric) for ms in noise_runs.values()) if v]
-        noise = stats.run_noise(history, stats.default_run_sd(metric))
-        return stats.ab_decision(b, c, floor, paired=paired, noise=noise)
+        return stats.ab_decision(b, c, floor, paired=paired, noise=noise(metric))
 
     return values, decide
-
-
-def _runs_of(store: Store, fingerprint: str | None, runs: set[str]) -> dict[str, list[Measurement]]:
-    """A case's measurements in the given runs, grouped by run."""
-    found = store.measurements(fingerprint=fingerprint) if fingerprint else []
-    return group_measurements((m for m in found if m.run_id in runs), "run_id")
 
 
 def _repeat_set(ms: list[Measurement], metric: str) -> list[int]:

@@ -262,10 +262,62 @@ def default_run_sd(metric: str) -> float:
 
 @dataclass(frozen=True)
 class RunNoise:
-    """Run-to-run noise of one case and metric: log sd of per-run medians, and its source."""
+    """Run-to-run noise of one case and metric: log sd of per-run medians, and its source.
+
+    ``runs - 1`` is its degrees of freedom; pooled over ``cases`` cases, ``runs`` is the df + 1."""
 
     sd: float
-    runs: int  # runs it was estimated from; 0 means the declared default was assumed
+    runs: int  # runs it was estimated from (df + 1); 0 means the declared default was assumed
+    cases: int = 1  # how many cases it was pooled over
+
+    @property
+    def source(self) -> str:
+        if not self.runs:
+            return f"assumed, fewer than {MIN_RUNS_FOR_NOISE} runs"
+        if self.cases > 1:
+            return f"pooled over {self.cases} cases, {self.runs - 1} df"
+        return f"from {self.runs} runs"
+
+
+#: A case's own run-to-run noise replaces the pooled one from this many runs on.
+MIN_OWN_RUNS = 10
+
+
+def pooled_run_noise(per_case: Sequence[Sequence[float]], default: float) -> RunNoise:
+    """Run-to-run noise pooled over cases: each case's per-run medians deviate from that case's
+    own mean (of logs), and the squared deviations of all cases are summed over their summed
+    degrees of freedom (one-way ANOVA's within-group variance). 7 cases x 3 runs give 14 df, where
+    one case alone gives 2. ``default`` (assumed) with fewer than 2 df."""
+    logged = [np.log(np.asarray(values, dtype=float)) for values in per_case if len(values) >= 2 and min(values) > 0]
+    df = sum(len(values) - 1 for values in logged)
+    if df < 2:
+        return RunNoise(default, 0)
+    squares = sum(float(((values - values.mean()) ** 2).sum()) for values in logged)
+    return RunNoise(math.sqrt(squares / df), df + 1, len(logged))
+
+
+def case_noise(own: Sequence[float], pooled: RunNoise) -> RunNoise:
+    """A case's own noise once it has `MIN_OWN_RUNS` runs, else the pooled one."""
+    return run_noise(own, pooled.sd) if len(own) >= MIN_OWN_RUNS else pooled
+
+
+def prediction_decision(base: Sequence[float], cand: float, floor: float, noise: RunNoise,
+                        confidence: float = CONFIDENCE) -> Decision:  # fmt: skip
+    """A candidate run's value against several baseline runs' values, run-to-run noise ``noise``:
+    the t prediction interval of one new run, log(cand) - mean(log base) +- t(df) sd sqrt(1 + 1/n)."""
+    if min(base) <= 0 or cand <= 0:
+        return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")
+    center = math.log(cand) - float(np.mean(np.log(np.asarray(base, dtype=float))))
+    quantile = (student_t_ppf(0.5 + confidence / 2.0, noise.runs - 1) if noise.runs
+                else NormalDist().inv_cdf(0.5 + confidence / 2.0))  # fmt: skip
+    half = quantile * noise.sd * math.sqrt(1.0 + 1.0 / len(base))
+    low, high = math.exp(center - half), math.exp(center + half)
+    verdict = classify_interval(low, high, floor)
+    method = f"t prediction interval vs {len(base)} baseline runs, run-to-run sd {noise.sd:.1%} ({noise.source})"
+    note = ""
+    if verdict == "inconclusive":
+        note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more baseline runs would narrow it"
+    return Decision(verdict, math.exp(center), low, high, method, note)
 
 
 def run_noise(run_medians: Sequence[float], default: float) -> RunNoise:
@@ -292,8 +344,7 @@ def with_run_noise(
     center = math.log(interval.ratio if interval else ratio)
     below = center - math.log(interval.low) if interval else 0.0
     above = math.log(interval.high) - center if interval else 0.0
-    source = f"from {noise.runs} runs" if noise.runs else f"assumed, fewer than {MIN_RUNS_FOR_NOISE} runs"
-    method = f"{interval.method if interval else 'point ratio'} + run-to-run sd {noise.sd:.1%} ({source})"
+    method = f"{interval.method if interval else 'point ratio'} + run-to-run sd {noise.sd:.1%} ({noise.source})"
     return Interval(math.exp(center), math.exp(center - math.hypot(below, extra)),
                     math.exp(center + math.hypot(above, extra)), method)  # fmt: skip
 
