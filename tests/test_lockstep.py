@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from daskbench.ab.sessions import Side, check_sides_differ
 from daskbench.ab.turns import case_key
+from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import compare_group, group_rounds
 from daskbench.store import Store
 
@@ -145,3 +147,12 @@ def _stored(db: str) -> int:
         return len(Store(db, create=False).measurements())
     except Exception:
         return 0
+
+
+def test_sides_told_apart_only_by_a_variable_a_flag_overrides_are_refused() -> None:
+    """--b-env DASKBENCH_SATURATION=inf with --saturation 1.1 after --: both sides would run 1.1."""
+    sides = {"A": Side("A"), "B": Side("B", env={"DASKBENCH_SATURATION": "inf"})}
+    with pytest.raises(DaskbenchError, match=r"--saturation after -- overrides it on both"):
+        check_sides_differ(sides, ["-k", "array", "--saturation", "1.1"])
+    check_sides_differ(sides, ["-k", "array"])  # the variable decides: fine
+    check_sides_differ({"A": Side("A"), "B": Side("B")}, ["--saturation", "1.1"])  # an A/A check on purpose

@@ -89,6 +89,31 @@ def check_side(side: Side) -> None:
         )
 
 
+def overridden(pytest_args: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
+    """The ``DASKBENCH_*`` variables of ``env`` that a flag in ``pytest_args`` beats: variable -> flag."""
+    from daskbench.config import OPTIONS
+
+    given = {arg.split("=", 1)[0] for arg in pytest_args if arg.startswith("--")}
+    return {option.env: option.flag for option in OPTIONS if option.env in env and option.flag in given}
+
+
+def check_sides_differ(sides: Mapping[str, Side], pytest_args: Sequence[str]) -> None:
+    """Refuse sides that would measure the same thing because every variable that tells them apart is
+    beaten by a flag after ``--`` (flags win over environment variables); an A/A check (sides alike
+    on purpose) passes."""
+    a, b = sides["A"], sides["B"]
+    differing = {key for key in {*a.env, *b.env} if a.env.get(key) != b.env.get(key)}
+    if a.python != b.python or not differing:
+        return
+    beaten = {**overridden(pytest_args, a.env), **overridden(pytest_args, b.env)}
+    if differing <= beaten.keys():
+        key = sorted(differing)[0]
+        raise DaskbenchError(
+            f"{key} tells the sides apart, but {beaten[key]} after -- overrides it on both (flags beat "
+            f"environment variables): drop {beaten[key]} from the pytest arguments, or give it per side"
+        )
+
+
 def pytest_arguments(args: Sequence[str]) -> list[str]:
     """The arguments after ``--`` for each pytest session; refuses the flags the sessions get from us."""
     given = list(args[1:] if args[:1] == ["--"] else args)

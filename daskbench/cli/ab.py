@@ -24,7 +24,16 @@ from typing import Any
 
 from daskbench.ab import turns
 from daskbench.ab.lockstep import Lockstep, pytest_command
-from daskbench.ab.sessions import MAX_ROUNDS, GroupRunner, Side, check_side, new_group_name, parse_env, pytest_arguments
+from daskbench.ab.sessions import (
+    MAX_ROUNDS,
+    GroupRunner,
+    Side,
+    check_side,
+    check_sides_differ,
+    new_group_name,
+    parse_env,
+    pytest_arguments,
+)
 from daskbench.cli.common import add_db_option, add_floor_option, add_format_option, open_store, settings, whole_number
 from daskbench.cli.compare import print_comparison
 from daskbench.errors import DaskbenchError
@@ -96,6 +105,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         "A": Side("A", args.a_python, parse_env(args.a_env, "--a-env")),
         "B": Side("B", args.b_python, parse_env(args.b_env, "--b-env")),
     }
+    check_sides_differ(sides, pytest_args)
     mode = _mode(args.mode, pytest_args, sides)
     if sides["A"] == Side("A", sides["B"].python, sides["B"].env):
         _say("ab: sides A and B are the same environment: this is an A/A check of the noise")
