@@ -1,17 +1,31 @@
-"""Shared fixtures for the harness's own tests: pytester, and factories of real records."""
+"""Shared fixtures for the harness's own tests: pytester, stores, factories of real records,
+and real servers (a Dask scheduler with a worker, PostgreSQL). Only fixtures and hooks live
+here; plain helpers live in tests/helpers.py."""
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
-from collections.abc import Callable
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.store import Store
+from tests.helpers import (
+    POSTGRES_PASSWORD,
+    as_postgres,
+    free_port,
+    make_case,
+    make_measurement,
+    make_run,
+    pg_bin,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -31,39 +45,61 @@ def store(tmp_path: Path) -> Store:
     return Store(f"sqlite:///{tmp_path / 'daskbench.db'}")
 
 
-def make_run(**overrides: Any) -> Run:
-    values: dict[str, Any] = {
-        "run_id": str(uuid.uuid4()),
-        "label": "test",
-        "started_at": now_iso(),
-        "ended_at": now_iso(),  # a finished run: compare's defaults use finished runs only
-        "versions": {"dask": "2026.8.0", "python": "3.11.7"},
-        "host": {"cpu_model": "test-cpu", "cores": 2, "memory_bytes": 24 * 2**30},
-        "dask_config": {"distributed.scheduler.worker-saturation": 1.1},
-    }
-    return Run(**{**values, **overrides})
-
-
-def make_case(workload: str = "ocean_anomaly", saturation: float = 1.1, n_workers: int = 2, **params: Any) -> Case:
-    spec = ClusterSpec("local", n_workers, 1, 4 * 2**30, saturation)
-    return Case(workload, params or {"size": "tiny"}, spec)
-
-
-def make_measurement(run: Run, case: Case, repeat: int = 0, **overrides: Any) -> Measurement:
-    values: dict[str, Any] = {
-        "run_id": run.run_id,
-        "fingerprint": case.fingerprint,
-        "repeat": repeat,
-        "outcome": "passed",
-        "runtime_s": 1.0,
-        "peak_memory_bytes": 2 * 2**30,
-        "peak_worker_memory_bytes": 2**30,
-        "cost_usd": 0.001,
-        "timeline": ((0.0, 100), (0.5, 200)),
-    }
-    return Measurement.of(**{**values, **overrides})
-
-
 @pytest.fixture
 def factories() -> dict[str, Callable[..., Any]]:
     return {"run": make_run, "case": make_case, "measurement": make_measurement}
+
+
+@pytest.fixture
+def running_scheduler(tmp_path: Path) -> Iterator[str]:
+    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback."""
+    from distributed import Client
+
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    bin_dir = Path(sys.executable).parent
+    # A consistent software environment: the benchmark module is importable where tasks run.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB", "--dashboard-address", ":0"],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for process in (worker, scheduler):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on loopback for one test module (skips without the server binaries)."""
+    bin_dir = pg_bin()
+    folder = Path(tempfile.mkdtemp(prefix="daskbench-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+    port = free_port()
+    data = folder / "data"
+    subprocess.run(
+        as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
+        check=True,
+        capture_output=True,
+    )
+    options = f"-p {port} -k {folder} -h 127.0.0.1"
+    subprocess.run(
+        as_postgres(
+            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql://postgres:{POSTGRES_PASSWORD}@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
+        )
+        shutil.rmtree(folder, ignore_errors=True)

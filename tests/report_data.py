@@ -31,15 +31,13 @@ from pathlib import Path
 from daskbench.model import Case, ClusterSpec, Measurement, Run
 from daskbench.report import render_report
 from daskbench.store import Store
+from tests.helpers import GIB, HOST
 
-GIB = 2**30
 SATURATIONS = (1.0, 1.1, math.inf)
 CLUSTER_SIZES = (1, 2)
 MEMORY_LIMIT = 4 * GIB
 #: c6i.large per worker and an m6i.large scheduler, USD per hour (prices.json, 2025-06-01).
 WORKER_PRICE, SCHEDULER_PRICE = 0.085, 0.096
-HOST = {"cpu_model": "AMD EPYC 7763 64-Core Processor", "cores": 4, "physical_cores": 2,
-        "memory_bytes": 16 * GIB, "platform": "Linux-6.8.0-azure-x86_64", "machine": "x86_64"}  # fmt: skip
 
 #: workload -> (params, runtime on one worker at saturation 1.1 in s, peak per worker in bytes).
 WORKLOADS: dict[str, tuple[dict[str, object], float, float]] = {

@@ -9,7 +9,6 @@ inherit their own credentials. The endpoint itself must reach readers through
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 import pytest
 import s3fs
 from moto.server import ThreadedMotoServer
+
+from tests.helpers import free_port
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing-key-id",
@@ -39,12 +40,6 @@ class S3Bucket:
 
     def filesystem(self) -> s3fs.S3FileSystem:
         return s3fs.S3FileSystem(endpoint_url=self.endpoint, skip_instance_cache=True)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

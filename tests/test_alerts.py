@@ -12,10 +12,10 @@ from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
 from daskbench.store import Store
 from tests.github_server import FakeGitHub, serve
-from tests.test_compare import add_results, add_run, make_case
+from tests.helpers import add_results, add_run, make_case
 
 TOKEN = "ghs_secret-token-value"
-SLOW, STEADY = make_case("shuffle"), make_case("groupby")
+SLOW, STEADY = make_case("shuffle", size="small"), make_case("groupby", size="small")
 
 
 @pytest.fixture

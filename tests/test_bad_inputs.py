@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.store import Store
-from tests.conftest import make_case, make_measurement, make_run
-from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
+from tests.helpers import BENCH_FILE, daskbench_cli, make_case, make_measurement, make_run, run_pytest
 
 #: Files a bad input may point at, written into each test's folder.
 #: The bundled price table with its first instance priced at -1 $/h.

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +21,7 @@ from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.report import write_report
 from daskbench.store import Store
-
-HOST = {"cpu_model": "test-cpu", "cores": 2, "memory_bytes": 24 * 2**30}
+from tests.helpers import HOST, daskbench_cli
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +142,5 @@ def test_evidence_writes_files_that_the_report_links(cluster: OpenCluster, tmp_p
     runtime = next(v for v in compare_runs(store, candidate=cand.run_id, baseline=base.run_id).verdicts
                    if v.metric == "runtime_s")  # fmt: skip
     assert f"evidence: candidate {kept['performance_report']}" in runtime.note  # compare links it
-    shown = subprocess.run([sys.executable, "-m", "daskbench", "show", cand.run_id, "--db", store.url],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    shown = daskbench_cli("show", cand.run_id, "--db", store.url, timeout=60)
     assert f"evidence (--evidence) of 1 measurement(s) in {folder}" in shown.stdout

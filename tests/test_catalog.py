@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ from daskbench.judge.compare import compare_runs
 from daskbench.model import Measurement
 from daskbench.report import render_report
 from daskbench.store import Store
+from tests.helpers import run_pytest
 
 #: A metric that is not built in: its declaration and its collector, nothing else.
 EXTRA_METRIC_MODULE = '''
@@ -114,12 +113,10 @@ def extra_metric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mod
     (folder / "conftest.py").write_text(CONFTEST)
     (folder / "test_bench.py").write_text(BENCH_FILE)
     db = f"sqlite:///{folder / 'results.db'}"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "benchmark", "--size", "tiny",
-               "--workers", "1", "--saturation", "inf", "--repeat", "2", "--db", db, "-q"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(folder)}
+    args = ["-m", "benchmark", "--size", "tiny", "--workers", "1", "--saturation", "inf", "--repeat", "2",
+            "--db", db, "-q"]  # fmt: skip
     for label in ("base", "cand"):
-        done = subprocess.run([*command, "--label", label], cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
+        done = run_pytest(folder, *args, "--label", label, env={"PYTHONPATH": str(folder)})
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     sys.path.insert(0, str(folder))
     try:

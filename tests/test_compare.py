@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,9 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_runs, effect_size
 from daskbench.judge.format import comparison_to_json, format_table, format_verdict
-from daskbench.model import JSON_VERSION, Case, ClusterSpec, Comparison, Measurement, Run, Verdict
+from daskbench.model import JSON_VERSION, Case, Comparison, Run, Verdict
 from daskbench.store import Store
-
-HOST = {"cpu_model": "Test CPU @ 3GHz", "cores": 8, "memory_bytes": 16 * 2**30, "platform": "Linux-test"}
-START = datetime(2026, 1, 1, tzinfo=UTC)
-NOISE = (-0.01, 0.0, 0.01)
+from tests.helpers import HOST, add_results, add_run, make_case
 
 
 @pytest.fixture
@@ -32,45 +28,6 @@ def store(db: str) -> Store:
     return Store(db)
 
 
-def make_case(workload: str = "shuffle", n_workers: int = 2, saturation: float = 1.1, size: str = "small") -> Case:
-    cluster = ClusterSpec("local", n_workers, 1, 2**30, saturation)
-    return Case(workload, {"size": size}, cluster)
-
-
-def add_run(
-    store: Store, index: int, *, label: str = "nightly", host: dict[str, Any] | None = None, **extra: Any
-) -> Run:
-    run = Run(
-        run_id=f"run{index:03d}-{label}",
-        label=label,
-        started_at=(START + timedelta(hours=index)).isoformat(),
-        host=host or HOST,
-        **{"ended_at": (START + timedelta(hours=index, minutes=30)).isoformat(), **extra},  # a finished run
-    )
-    store.add_run(run)
-    return run
-
-
-def add_results(
-    store: Store, run: Run, case: Case, runtime: float, *, noise: tuple[float, ...] = NOISE, outcome: str = "passed"
-) -> None:
-    """One measurement per repeat: runtime * (1 + noise[i]), memory 1 GiB * the same factor."""
-    store.add_case(case)
-    for repeat, wiggle in enumerate(noise):
-        ok = outcome == "passed"
-        store.add_measurement(
-            Measurement.of(
-                run_id=run.run_id,
-                fingerprint=case.fingerprint,
-                repeat=repeat,
-                outcome=outcome,  # type: ignore[arg-type]
-                message="" if ok else "KilledWorker: worker exceeded 95% memory budget",
-                runtime_s=runtime * (1 + wiggle) if ok else None,
-                peak_memory_bytes=int(2**30 * (1 + wiggle)) if ok else None,
-            )
-        )
-
-
 def add_history(store: Store, case: Case, runtime: float, runs: int = 3) -> None:
     """Earlier runs of ``case`` at ``runtime`` (+-1% run to run): its run-to-run noise."""
     for index in range(runs):
@@ -81,7 +38,7 @@ def add_history(store: Store, case: Case, runtime: float, runs: int = 3) -> None
 def ab_store(store: Store, base_runtime: float, cand_runtime: float, case: Case | None = None) -> tuple[Run, Run]:
     """A baseline run named main and a later candidate run of the same case, after three
     earlier runs at the baseline's level (+-1%) that show the case's run-to-run noise."""
-    case = case or make_case()
+    case = case or make_case("shuffle", size="small")
     add_history(store, case, base_runtime)
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, base_runtime)
@@ -152,7 +109,7 @@ def test_baseline_can_be_a_run_id_prefix(store: Store) -> None:
 
 def test_single_repeat_runs_without_history_are_inconclusive_with_advice(store: Store) -> None:
     """1 vs 1 repeat and no earlier runs: a 1.5x change is within the assumed run-to-run noise."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0, noise=(0.0,))
     add_results(store, cand, case, 15.0, noise=(0.0,))
@@ -164,7 +121,7 @@ def test_single_repeat_runs_without_history_are_inconclusive_with_advice(store: 
 
 def test_single_repeat_runs_with_stable_history_find_a_regression(store: Store) -> None:
     """The nightly case: one repeat a run, but earlier runs show +-1% noise, so 1.5x is regressed."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     add_history(store, case, 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0, noise=(0.0,))
@@ -176,7 +133,7 @@ def test_single_repeat_runs_with_stable_history_find_a_regression(store: Store) 
 
 def test_repeats_that_agree_do_not_hide_run_to_run_noise(store: Store) -> None:
     """A/A drift: repeats agree within a run, runs differ by 15%; a 1.2x run is not a regression."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     for index, level in enumerate((10.0, 11.5, 9.8, 11.2)):
         add_results(store, add_run(store, 0, label=f"drift-{index}"), case, level)
     base, cand = add_run(store, 1), add_run(store, 2)
@@ -187,7 +144,7 @@ def test_repeats_that_agree_do_not_hide_run_to_run_noise(store: Store) -> None:
 
 def test_baseline_of_several_single_repeat_runs_can_find_a_regression(store: Store) -> None:
     """Nightly --repeat 1: naming 5 runs as the baseline gives a spread, so a 1.5x step regresses."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     runs = [add_run(store, i) for i in range(6)]
     for run, wiggle in zip(runs[:5], (-0.02, 0.0, 0.01, 0.02, -0.01), strict=True):
         add_results(store, run, case, 10.0, noise=(wiggle,))
@@ -241,7 +198,7 @@ def test_newly_failing_case_is_a_regression_naming_the_outcome(
     store: Store, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A case that passed in the baseline and OOMs now is newly-failing, shows 'oom', exits 1."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0)
     add_results(store, cand, case, 0.0, outcome="oom")
@@ -255,7 +212,7 @@ def test_newly_failing_case_is_a_regression_naming_the_outcome(
 
 def test_case_that_passes_again_is_fixed(store: Store) -> None:
     """A case that hit worker-lost in the baseline and passes now is fixed, not a regression."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 0.0, outcome="worker-lost")
     add_results(store, cand, case, 10.0)
@@ -267,7 +224,11 @@ def test_case_that_passes_again_is_fixed(store: Store) -> None:
 
 def test_new_and_missing_cases(store: Store) -> None:
     """A fingerprint only in the candidate is new; one only in the baseline is missing."""
-    old, new, both = make_case("old-workload"), make_case("new-workload"), make_case()
+    old, new, both = (
+        make_case("old-workload", size="small"),
+        make_case("new-workload", size="small"),
+        make_case("shuffle", size="small"),
+    )
     add_history(store, both, 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     for run, case in ((base, old), (base, both), (cand, new), (cand, both)):
@@ -280,7 +241,11 @@ def test_new_and_missing_cases(store: Store) -> None:
 
 def test_verdicts_are_sorted_by_effect(store: Store) -> None:
     """Newly failing first, then the biggest ratio, the unchanged last."""
-    small, big, failing = make_case("small-change"), make_case("big-change"), make_case("now-failing")
+    small, big, failing = (
+        make_case("small-change", size="small"),
+        make_case("big-change", size="small"),
+        make_case("now-failing", size="small"),
+    )
     add_history(store, small, 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
     for case in (small, big, failing):
@@ -302,7 +267,7 @@ def test_differing_hosts_are_refused_unless_allow_mixed(
     store: Store, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Runs on different CPUs: exit 2 naming the difference; --allow-mixed compares them anyway."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base = add_run(store, 1)
     cand = add_run(store, 2, host={**HOST, "cpu_model": "Other CPU"})
     add_results(store, base, case, 10.0)
@@ -317,10 +282,10 @@ def test_differing_hosts_are_refused_unless_allow_mixed(
 
 def test_differing_cluster_specs_are_refused_unless_allow_mixed(store: Store) -> None:
     """No common fingerprint but the same workload on another cluster: refused; mixed pairs them."""
-    add_history(store, make_case(n_workers=2), 10.0)
+    add_history(store, make_case("shuffle", n_workers=2, size="small"), 10.0)
     base, cand = add_run(store, 1), add_run(store, 2)
-    add_results(store, base, make_case(n_workers=2), 10.0)
-    add_results(store, cand, make_case(n_workers=4), 6.0)
+    add_results(store, base, make_case("shuffle", n_workers=2, size="small"), 10.0)
+    add_results(store, cand, make_case("shuffle", n_workers=4, size="small"), 6.0)
     with pytest.raises(DaskbenchError, match=r"cluster spec of shuffle differs \(n_workers 2 -> 4\)"):
         compare_runs(store, baseline=base.run_id)
     verdict = only(compare_runs(store, baseline=base.run_id, allow_mixed=True))
@@ -331,11 +296,11 @@ def test_differing_cluster_specs_are_refused_unless_allow_mixed(store: Store) ->
 def test_allow_mixed_pairs_a_saturation_sweep_setting_by_setting(store: Store) -> None:
     """Two sweeps on different cluster sizes pair each saturation with the same saturation."""
     for saturation, runtime in ((1.1, 10.0), (float("inf"), 20.0)):
-        add_history(store, make_case(n_workers=2, saturation=saturation), runtime)
+        add_history(store, make_case("shuffle", n_workers=2, saturation=saturation, size="small"), runtime)
     base, cand = add_run(store, 1), add_run(store, 2)
     for saturation, runtime in ((1.1, 10.0), (float("inf"), 20.0)):
-        add_results(store, base, make_case(n_workers=2, saturation=saturation), runtime)
-        add_results(store, cand, make_case(n_workers=4, saturation=saturation), runtime)
+        add_results(store, base, make_case("shuffle", n_workers=2, saturation=saturation, size="small"), runtime)
+        add_results(store, cand, make_case("shuffle", n_workers=4, saturation=saturation, size="small"), runtime)
     verdicts = [v for v in compare_runs(store, baseline=base.run_id, allow_mixed=True).verdicts]
     assert {v.verdict for v in verdicts} == {"unchanged"}
     assert len(verdicts) == 4
@@ -372,7 +337,7 @@ def test_baseline_and_history_together_exit_2(store: Store, db: str) -> None:
 
 def history_store(store: Store, runtimes: list[float], *, candidate: float, failing: set[int] = frozenset()) -> Run:
     """One single-repeat run per runtime (oldest first), then the candidate run; returns it."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     for index, runtime in enumerate(runtimes):
         outcome = "oom" if index in failing else "passed"
         add_results(store, add_run(store, index), case, runtime, noise=(0.0,), outcome=outcome)
@@ -449,7 +414,7 @@ def test_history_is_inconclusive_until_enough_runs(store: Store) -> None:
 
 def test_history_newly_failing_against_the_latest_run(store: Store) -> None:
     """In history mode a candidate failure after a passing run is newly-failing."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     for index in range(3):
         add_results(store, add_run(store, index), case, 10.0, noise=(0.0,))
     add_results(store, add_run(store, 3), case, 0.0, noise=(0.0,), outcome="timeout")
@@ -459,7 +424,7 @@ def test_history_newly_failing_against_the_latest_run(store: Store) -> None:
 
 def test_history_reports_missing_cases_of_the_latest_run(store: Store) -> None:
     """A case the previous nightly ran but the candidate did not is missing."""
-    kept, dropped = make_case(), make_case("dropped")
+    kept, dropped = make_case("shuffle", size="small"), make_case("dropped", size="small")
     prev, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, prev, kept, 10.0)
     add_results(store, prev, dropped, 10.0)
@@ -470,7 +435,7 @@ def test_history_reports_missing_cases_of_the_latest_run(store: Store) -> None:
 
 def test_history_skips_runs_from_other_hosts_and_says_so(store: Store) -> None:
     """Earlier runs on another CPU are left out of history, and a note counts them."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     add_results(store, add_run(store, 0, host={**HOST, "cores": 64}), case, 10.0, noise=(0.0,))
     add_results(store, add_run(store, 1), case, 10.0, noise=(0.0,))
     add_results(store, add_run(store, 2), case, 10.0, noise=(0.0,))
@@ -511,7 +476,7 @@ def test_json_output_has_the_verdict_fields(store: Store, db: str, capsys: pytes
 
 def test_json_never_holds_infinity_or_nan(store: Store) -> None:
     """An infinite z (constant history) and an inf saturation serialise as "inf", strictly valid JSON."""
-    case = make_case(saturation=float("inf"))
+    case = make_case("shuffle", saturation=float("inf"), size="small")
     for index in range(11):
         add_results(store, add_run(store, index), case, 10.0, noise=(0.0,))
     cand = add_run(store, 11, dask_config={"distributed.scheduler.worker-saturation": float("inf")})
@@ -525,7 +490,7 @@ def test_json_never_holds_infinity_or_nan(store: Store) -> None:
 
 def test_table_shows_version_and_config_differences(store: Store) -> None:
     """The table ends with the versions and dask config that differ between the sides."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base = add_run(store, 1, versions={"dask": "2025.1.0", "numpy": "2.0"}, dask_config={"a": {"b": 1}})
     cand = add_run(store, 2, versions={"dask": "2025.2.0", "numpy": "2.0"}, dask_config={"a": {"b": 2}})
     add_results(store, base, case, 10.0)
@@ -573,7 +538,7 @@ def test_baseline_set_with_unknown_run_exits_2(db: str, capsys: pytest.CaptureFi
 
 def test_memory_needs_less_history_than_time_to_be_called_unchanged(store: Store) -> None:
     """Without history, equal runs are unchanged on memory (3% assumed noise) but not on time (15%)."""
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0)
     add_results(store, cand, case, 10.0)

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from daskbench.store import Store
-from tests.conftest import make_run
-from tests.test_plugin import daskbench_cli
+from tests.helpers import daskbench_cli, make_run
 
 
 def _days_ago(days: int) -> str:

@@ -13,6 +13,7 @@ from daskbench.cli import main
 from daskbench.errors import DaskbenchError
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory
 from daskbench.store import Store, exchange
+from tests.helpers import daskbench_cli
 from tests.report_data import build_report_store
 
 
@@ -42,11 +43,6 @@ def _stable(page: str) -> str:
     return re.sub(r"\bp\d{4,}\b", "ID", page)
 
 
-def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
-
-
 def test_two_stores_filled_in_parallel_merge_into_a_third_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -59,8 +55,8 @@ def test_two_stores_filled_in_parallel_merge_into_a_third_once(
         thread.join()
     for url, name in zip(urls, ("a", "b"), strict=False):
         assert main(["export", "-o", str(tmp_path / f"{name}.jsonl"), "--db", url]) == 0
-    code, out = _run_cli(capsys, "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--db", urls[2])
-    assert code == 0 and out.count("12 measurements added, 0 skipped") == 2
+    done = daskbench_cli("import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--db", urls[2], capsys=capsys)
+    assert done.returncode == 0 and done.stdout.count("12 measurements added, 0 skipped") == 2
     merged = Store(urls[2])
     keys = [(m.run_id, m.fingerprint, m.repeat) for m in merged.measurements()]
     assert len(keys) == len(set(keys)) == 24
@@ -69,8 +65,8 @@ def test_two_stores_filled_in_parallel_merge_into_a_third_once(
     assert sum("noisy" in m.flags for m in merged.measurements()) == 12
     assert [e[0] for e in merged.events(["a-1"])["a-1"]] == ["started"]
 
-    code, out = _run_cli(capsys, "import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--db", urls[2])
-    assert code == 0 and out.count("0 measurements added, 12 skipped") == 2
+    done = daskbench_cli("import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--db", urls[2], capsys=capsys)
+    assert done.returncode == 0 and done.stdout.count("0 measurements added, 12 skipped") == 2
     assert len(merged.measurements()) == 24 and len(merged.events()) == 6
     assert sum(len(m.flags) for m in merged.measurements()) == 12
 
@@ -85,9 +81,10 @@ def test_round_trip_into_an_empty_store_gives_identical_compare_and_report(
     assert main(["import", str(tmp_path / "all.jsonl"), "--db", copy_url]) == 0
     capsys.readouterr()
     for args in (["compare"], ["compare", "--format", "json"], ["compare", "--history", "3", "--format", "json"]):
-        source_out = _run_cli(capsys, *args, "--db", source.url)
-        copy_out = _run_cli(capsys, *args, "--db", copy_url)
-        assert copy_out == source_out and source_out[1]
+        source_out = daskbench_cli(*args, "--db", source.url, capsys=capsys)
+        copy_out = daskbench_cli(*args, "--db", copy_url, capsys=capsys)
+        assert (copy_out.returncode, copy_out.stdout) == (source_out.returncode, source_out.stdout)
+        assert source_out.stdout
     pages = []
     for url, name in ((source.url, "source.html"), (copy_url, "copy.html")):
         assert main(["report", "-o", str(tmp_path / name), "--db", url]) == 0

@@ -11,8 +11,7 @@ import pytest
 
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
-from tests.conftest import make_case, make_measurement, make_run
-from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
+from tests.helpers import BENCH_FILE, daskbench_cli, make_case, make_measurement, make_run, run_pytest
 
 
 def foreign_db(path: Path) -> str:

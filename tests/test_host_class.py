@@ -10,9 +10,9 @@ from daskbench import provenance
 from daskbench.cli import main
 from daskbench.judge.compare import compare_runs
 from daskbench.store import Store
-from tests.test_compare import HOST, add_results, add_run, make_case
+from tests.helpers import HOST, add_results, add_run, make_case
 
-CASE = make_case("shuffle")
+CASE = make_case("shuffle", size="small")
 
 
 def _store(tmp_path: Path, host_class: str | None) -> Store:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from daskbench.model import Case, ClusterSpec, Measurement
-from tests.conftest import make_case
+from tests.helpers import make_case
 
 
 def test_fingerprint_ignores_info_and_cluster_target() -> None:
@@ -31,7 +31,7 @@ def test_fingerprint_changes_with_saturation_workers_and_params() -> None:
 
 def test_fingerprint_is_stable_across_processes() -> None:
     """The fingerprint is a content hash, not Python's randomized hash()."""
-    code = "from tests.conftest import make_case; print(make_case().fingerprint)"
+    code = "from tests.helpers import make_case; print(make_case().fingerprint)"
     other = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

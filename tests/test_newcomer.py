@@ -15,8 +15,7 @@ from daskbench.judge.format import WIDTH, format_table
 from daskbench.model import SELECT_K, WRONG_RESULT
 from daskbench.report import render_report
 from daskbench.store import Store
-from tests.test_compare import add_results, add_run, make_case
-from tests.test_plugin import run_pytest
+from tests.helpers import add_results, add_run, make_case, run_pytest
 
 WRONG_FILE = """
 import dask
@@ -78,7 +77,7 @@ def test_wrong_result_is_recorded_and_terminal_output_fits(tmp_path: Path) -> No
 def test_wrong_result_is_never_a_baseline_value(tmp_path: Path) -> None:
     """Flagged measurements of the baseline are not compared: the case reads as fixed, with no baseline values."""
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
-    case = make_case()
+    case = make_case("shuffle", size="small")
     base, cand = add_run(store, 1), add_run(store, 2)
     add_results(store, base, case, 10.0)
     add_results(store, cand, case, 10.0)
@@ -92,7 +91,7 @@ def test_compare_with_one_run_says_so_and_exits_0(tmp_path: Path, capsys: pytest
     db = f"sqlite:///{tmp_path / 'r.db'}"
     store = Store(db)
     run = add_run(store, 1)
-    add_results(store, run, make_case(), 10.0)
+    add_results(store, run, make_case("shuffle", size="small"), 10.0)
     assert main(["compare", "--db", db]) == 0
     first = capsys.readouterr().out
     assert "is the only run" in first and "run the benchmarks again" in first
@@ -120,7 +119,9 @@ def test_report_of_a_single_run_shows_its_tradeoffs(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
     run = add_run(store, 1)
     for saturation in (1.0, float("inf")):
-        add_results(store, run, make_case(saturation=saturation), 10.0 if saturation == 1.0 else 8.0)
+        add_results(
+            store, run, make_case("shuffle", saturation=saturation, size="small"), 10.0 if saturation == 1.0 else 8.0
+        )
     started = time.perf_counter()
     html = render_report(store)
     assert html.index('id="tradeoffs"') < html.index('id="verdicts"')
@@ -167,11 +168,11 @@ def test_cases_outside_a_k_selection_are_one_missing_line(tmp_path: Path) -> Non
     """A -k run's unselected cases are explained in one line of the table and the report, not one row each."""
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
     base, cand = add_run(store, 1), add_run(store, 2, tags={SELECT_K: "shuffle"})
-    kept = make_case("shuffle")
+    kept = make_case("shuffle", size="small")
     add_results(store, base, kept, 10.0)
     add_results(store, cand, kept, 10.0)
     for name in ("wordcount", "join_big", "ocean_anomaly"):
-        add_results(store, base, make_case(name), 10.0)
+        add_results(store, base, make_case(name, size="small"), 10.0)
     comparison = compare_runs(store, baseline=base.run_id)
     assert sum(v.verdict == "missing" for v in comparison.verdicts) == 3
     lines = format_table(comparison).splitlines()

@@ -3,42 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from distributed import Client
 
 from daskbench.store import Store
+from tests.helpers import BENCH_FILE, daskbench_cli, run_pytest
 
 SECRET = "tok-SECRET-do-not-store-123"
-BENCH_FILE = """
-import time
-import dask
-import numpy as np
-import pytest
-
-pytestmark = pytest.mark.benchmark
-
-
-def _total(n):
-    return int(np.arange(n).sum())
-
-
-def test_small_sum(measure):
-    assert measure(lambda: dask.delayed(_total)(1000), name="small_sum", params={"n": 1000}) == 499500
-
-
-def test_other_sum(measure):
-    n = measure.prepare(lambda: (time.sleep(0.2), 10)[1])
-    assert measure(dask.delayed(_total)(n), name="other_sum", params={"n": n}) == 45
-"""
-
 OOM_FILE = """
 import time
 import dask
@@ -63,20 +38,6 @@ def test_a_eats_memory(measure):
 def test_b_still_runs(measure):
     assert measure(dask.delayed(sum)([1, 2, 3]), name="after", params={}) == 6
 """
-
-
-def run_pytest(
-    folder: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run pytest with the daskbench plugin in ``folder`` as a user would, in a fresh process."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]  # daskbench loads by entry point
-    return subprocess.run(
-        command, cwd=folder, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-    )
-
-
-def daskbench_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daskbench", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -287,34 +248,6 @@ def test_a_cluster_that_breaks_is_recorded_as_error_and_replaced(tmp_path: Path)
     )
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
     assert [m.outcome for m in Store(db).measurements()] == ["passed", "error", "passed"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def running_scheduler(tmp_path: Path) -> Iterator[str]:
-    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback."""
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    bin_dir = Path(sys.executable).parent
-    # A consistent software environment: the benchmark module is importable where tasks run.
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
-                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB", "--dashboard-address", ":0"],
-                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for process in (worker, scheduler):
-            process.terminate()
-            process.wait(timeout=30)
 
 
 def test_existing_scheduler_gets_saturation_set_while_idle_and_read_back(

@@ -2,67 +2,22 @@
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from daskbench.store import Store
-from tests.conftest import make_case, make_measurement, make_run
-from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
+from tests.helpers import (
+    BENCH_FILE,
+    POSTGRES_PASSWORD,
+    daskbench_cli,
+    make_case,
+    make_measurement,
+    make_run,
+    run_pytest,
+)
 
-pytestmark = pytest.mark.postgres
-PASSWORD = "hunter2-not-for-logs"
-
-
-def _pg_bin() -> Path:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        pytest.skip("no PostgreSQL server binaries; run ci/setup --test to install Debian's postgresql")
-    return Path(found[-1]).parent
-
-
-def _as_postgres(command: list[str]) -> list[str]:
-    """initdb refuses to run as root; run the server as the postgres user then."""
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    bin_dir = _pg_bin()
-    folder = Path(tempfile.mkdtemp(prefix="daskbench-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    data = folder / "data"
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {folder} -h 127.0.0.1"
-    subprocess.run(
-        _as_postgres(
-            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
-        ),
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql://postgres:{PASSWORD}@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+pytestmark = pytest.mark.postgres  # the server: the postgres_url fixture in conftest.py
 
 
 def test_store_round_trips_on_postgresql(postgres_url: str) -> None:
@@ -84,5 +39,5 @@ def test_benchmark_run_into_postgresql_never_shows_the_password(postgres_url: st
     listing = daskbench_cli("runs", "--db", postgres_url, "--format", "json")
     assert listing.returncode == 0 and '"measurements": 2' in listing.stdout
     for text in (result.stdout, result.stderr, listing.stdout, listing.stderr):
-        assert PASSWORD not in text
+        assert POSTGRES_PASSWORD not in text
     assert "postgres:***@127.0.0.1" in result.stdout

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from daskbench.cli import main
+from tests.helpers import CHROMIUM, metric_switch, needs_chromium, open_offline
 from tests.report_data import build_report_store
-from tests.test_report_browser import CHROMIUM, _open, _switch
 
 WORKLOADS = ("ocean_anomaly", "wordcount")
 
@@ -41,7 +41,7 @@ def test_publish_of_an_empty_store_is_one_line(tmp_path: Path, capsys: pytest.Ca
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)")
+@needs_chromium
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload: str) -> None:
     """Each workload page opens from disk in Chromium offline: no errors, no requests, every history chart
@@ -50,14 +50,14 @@ def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        for visit in _open(browser, site / "workloads" / f"{workload}.html"):
+        for visit in open_offline(browser, site / "workloads" / f"{workload}.html"):
             assert visit.errors == [] and len(visit.requests) == 1
             titles = visit.page.evaluate(  # type: ignore[attr-defined]
                 "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
             )
             assert titles and all("over the last runs" in title for title in titles)
             assert visit.page.locator("h1").inner_text() == workload  # type: ignore[attr-defined]
-            visit.page.click(_switch("cost_usd"))  # type: ignore[attr-defined]
+            visit.page.click(metric_switch("cost_usd"))  # type: ignore[attr-defined]
             switched = visit.page.evaluate(  # type: ignore[attr-defined]
                 "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
             )

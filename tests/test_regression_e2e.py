@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from daskbench.store import Store
-from tests.test_plugin import daskbench_cli, run_pytest
+from tests.helpers import daskbench_cli, run_pytest
 
 SLEEPY = """
 import os

@@ -9,47 +9,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import CHROMIUM, RENDERED, Visit, daskbench_cli, metric_switch, needs_chromium, open_offline
 from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, HOSTILE_URL, build_report_store, shared_report
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]  # fmt: skip
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)"
-    ),
-]
+pytestmark = [pytest.mark.browser, needs_chromium]
 
-#: Every chart rendered: each Bokeh root's view has a size, and so does every canvas in the shadow DOM.
-RENDERED = """() => {
-  if (!window.Bokeh || !Bokeh.documents.length) return null;
-  const roots = [...document.querySelectorAll(".chart [data-root-id]")].map(el => {
-    const view = el.firstElementChild;
-    const box = view ? view.getBoundingClientRect() : {width: 0, height: 0};
-    return [box.width, box.height];
-  });
-  const canvases = [];
-  const walk = node => {
-    for (const el of node.querySelectorAll("*")) {
-      if (el.tagName === "CANVAS") canvases.push([el.width, el.height]);
-      if (el.shadowRoot) walk(el.shadowRoot);
-    }
-  };
-  walk(document);
-  return {roots, canvases};
-}"""
-READY = f"""() => {{
-  const found = ({RENDERED})();
-  return found && found.roots.length > 0 && found.roots.every(([w, h]) => w > 0 && h > 0)
-    && found.canvases.length >= found.roots.length ? found : null;
-}}"""
 HISTORY = """() => {
   const out = {titles: [], drawn: []};
   for (const model of Bokeh.documents[0].all_models) {
@@ -63,21 +34,6 @@ HISTORY = """() => {
 }"""
 
 
-def _switch(metric: str) -> str:
-    """The visible button of the metric switch (the radio itself is visually hidden)."""
-    return f'input[name="metric"][value="{metric}"] + span'
-
-
-@dataclass
-class Visit:
-    """What the browser saw while it had a report open."""
-
-    page: object
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
@@ -88,28 +44,11 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
-def _open(browser: object, path: Path) -> Iterator[Visit]:
-    """Open ``path`` from disk offline; record console errors, requests and dialogs."""
-    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
-    page = context.new_page()
-    visit = Visit(page)
-    page.on("console", lambda message: visit.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: visit.errors.append(str(error)))
-    page.on("request", lambda request: visit.requests.append(request.url))
-    page.on("dialog", lambda dialog: (visit.dialogs.append(dialog.message), dialog.dismiss()))
-    page.goto(path.as_uri())
-    page.wait_for_function(READY, timeout=60_000)
-    try:
-        yield visit
-    finally:
-        context.close()
-
-
 @pytest.fixture(scope="module")
 def report(browser: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Visit]:
     path = tmp_path_factory.mktemp("browser") / "report.html"
     path.write_text(shared_report()[1], encoding="utf-8")
-    yield from _open(browser, path)
+    yield from open_offline(browser, path)
 
 
 def test_report_renders_offline_without_errors_or_requests(report: Visit) -> None:
@@ -130,7 +69,7 @@ def test_every_chart_is_drawn_with_a_size(report: Visit) -> None:
 def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -> None:
     """Choosing Cost shows the cost rows (and hides runtime's), and redraws history in cost."""
     page = report.page
-    page.click(_switch("cost_usd"))  # type: ignore[attr-defined]
+    page.click(metric_switch("cost_usd"))  # type: ignore[attr-defined]
     assert page.get_attribute("body", "data-metric") == "cost_usd"  # type: ignore[attr-defined]
     assert page.is_visible('tbody[data-metric="cost_usd"]') and not page.is_visible('tbody[data-metric="runtime_s"]')  # type: ignore[attr-defined]
     first = page.inner_text('tbody[data-metric="cost_usd"] tr:nth-child(2)')  # type: ignore[attr-defined]
@@ -144,7 +83,7 @@ def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -
 def test_hide_unchanged_filters_rows(report: Visit) -> None:
     """The filter hides unchanged rows and leaves the others."""
     page = report.page
-    page.click(_switch("runtime_s"))  # type: ignore[attr-defined]
+    page.click(metric_switch("runtime_s"))  # type: ignore[attr-defined]
     selector = 'tbody[data-metric="runtime_s"] tr.v-unchanged'
     assert page.is_visible(selector)  # type: ignore[attr-defined]
     page.check("#hide-unchanged")  # type: ignore[attr-defined]
@@ -156,7 +95,7 @@ def test_screenshot_is_kept_for_review(report: Visit, tmp_path: Path) -> None:
     """A full-page screenshot of the runtime view lands where CI collects artifacts (else a temporary folder)."""
     folder = Path(os.environ.get("DASKBENCH_SCREENSHOT_DIR") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
-    report.page.click(_switch("runtime_s"))  # type: ignore[attr-defined]
+    report.page.click(metric_switch("runtime_s"))  # type: ignore[attr-defined]
     report.page.evaluate("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
     shot = folder / "report-screenshot.png"
     report.page.screenshot(path=str(shot), full_page=True)  # type: ignore[attr-defined]
@@ -171,7 +110,7 @@ def test_hostile_store_text_never_runs(browser: object, tmp_path: Path) -> None:
     from daskbench.report import write_report
 
     write_report(written.store, path)
-    for visit in _open(browser, path):
+    for visit in open_offline(browser, path):
         visit.page.click("text=" + HOSTILE_URL)  # type: ignore[attr-defined]
         assert visit.dialogs == [] and visit.errors == []
         assert HOSTILE_LABEL in visit.page.inner_text("table.runs-table")  # type: ignore[attr-defined]
@@ -191,11 +130,8 @@ def _show_medians(url: str, run_id: str) -> dict[tuple[str, int, str, str], floa
     """Medians over passing repeats per (workload, workers, saturation, metric), from ``daskbench show --format json``."""
     import json
     import statistics
-    import subprocess
-    import sys
 
-    shown = subprocess.run([sys.executable, "-m", "daskbench", "show", run_id, "--db", url, "--format", "json"],
-                           capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    shown = daskbench_cli("show", run_id, "--db", url, "--format", "json", check=True)
     values: dict[tuple[str, int, str, str], list[float]] = {}
     for row in json.loads(shown.stdout)["measurements"]:
         for metric in ("peak_memory_bytes", "peak_worker_memory_bytes", "runtime_s", "cost_usd"):

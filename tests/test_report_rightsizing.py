@@ -7,7 +7,7 @@ from pathlib import Path
 from daskbench.report import write_report
 from daskbench.report.rightsizing import frontier
 from daskbench.store import Store
-from tests.test_advise import GIB, RUN, config
+from tests.helpers import ADVISE_RUN, GIB, advise_config
 
 
 def test_frontier_keeps_the_points_no_other_beats_on_both_time_and_cost() -> None:
@@ -19,12 +19,16 @@ def test_frontier_keeps_the_points_no_other_beats_on_both_time_and_cost() -> Non
 
 def test_report_draws_the_frontier_and_the_task_prefix_bars_with_slots(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
-    store.add_run(RUN)
-    for c in (config(1, 2 * GIB, 10.0, 0.002), config(2, 4 * GIB, 6.0, 0.003), config(2, 2 * GIB, 7.0, 0.004)):
+    store.add_run(ADVISE_RUN)
+    for c in (
+        advise_config(1, 2 * GIB, 10.0, 0.002),
+        advise_config(2, 4 * GIB, 6.0, 0.003),
+        advise_config(2, 2 * GIB, 7.0, 0.004),
+    ):
         store.add_case(c.case)
         store.add_measurement(c.measurements[0])
-    store.finish_run(RUN.run_id)
-    html = write_report(store, tmp_path / "report.html", candidate=RUN.run_id).read_text()
+    store.finish_run(ADVISE_RUN.run_id)
+    html = write_report(store, tmp_path / "report.html", candidate=ADVISE_RUN.run_id).read_text()
     assert "Cost against runtime, every configuration" in html and "on the frontier" in html
     assert "Per-task peak memory by task prefix" in html and "read-block" in html
     label = "1 worker · 2 threads · 4GiB · sat 1.1 (3 slots)"  # as Bokeh's JSON escapes it

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.store import Store, runstatus
-from tests.conftest import make_case, make_measurement, make_run
-from tests.test_plugin import daskbench_cli
+from tests.helpers import daskbench_cli, make_case, make_measurement, make_run
 
 #: The first benchmark stores one measurement; the second sleeps until it is interrupted.
 STALLING_FILE = """

@@ -12,8 +12,7 @@ import pytest
 from daskbench import provenance
 from daskbench.redact import redact_text, redact_url, redact_value
 from daskbench.store import Store
-from tests.conftest import make_measurement, make_run
-from tests.test_plugin import BENCH_FILE, daskbench_cli, run_pytest
+from tests.helpers import BENCH_FILE, daskbench_cli, make_measurement, make_run, run_pytest
 
 QUERY_SECRET = "qs-7f3a9c"
 LIST_SECRET = "wJalrXUtnFEMI-list-value"

@@ -13,8 +13,7 @@ import pytest
 from distributed import Client
 
 from daskbench.store import Store
-from tests.test_plugin import BENCH_FILE, run_pytest
-from tests.test_plugin import running_scheduler as shared_scheduler  # noqa: F401  (fixture: scheduler + worker)
+from tests.helpers import BENCH_FILE, run_pytest
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the remote processes cannot import this file
 
@@ -28,7 +27,7 @@ def test_shared_scheduler_keeps_its_workers_saturation_and_plugins(
 ) -> None:
     """Without --restart-workers: workers are not restarted (same pid), the record says so, and
     worker-saturation and the scheduler's plugins are as before the session."""
-    address = request.getfixturevalue("shared_scheduler")
+    address = request.getfixturevalue("running_scheduler")  # conftest.py: scheduler + worker
     with Client(address, timeout=30) as client:
         before = client.run_on_scheduler(_scheduler_state)
         pids_before = client.run(os.getpid)
@@ -55,7 +54,7 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
     """Another client's 30 s task is running: the session stops with one line before any run row
     (after --wait-idle 1); told with --allow-busy-cluster it measures, marking the measurement;
     either way the foreign task keeps running: nothing of it is cancelled or restarted."""
-    address = request.getfixturevalue("shared_scheduler")
+    address = request.getfixturevalue("running_scheduler")  # conftest.py: scheduler + worker
     (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
     db = tmp_path / "r.db"
     with Client(address, timeout=30) as other:

@@ -10,7 +10,7 @@ import pytest
 from daskbench.errors import DaskbenchError
 from daskbench.redact import redact_url
 from daskbench.store import SCHEMA_VERSION, Store
-from tests.conftest import make_case, make_measurement, make_run
+from tests.helpers import make_case, make_measurement, make_run
 
 
 def test_measurement_round_trips_every_field(store: Store) -> None:

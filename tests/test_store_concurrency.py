@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from daskbench.store import Store
-from tests.test_postgres import postgres_url as pg_server  # noqa: F401  (fixture: a real server on loopback)
 
 #: One writer process: waits for the common start time, opens the store (creating and
 #: migrating it if nobody has yet), adds one run and 10 measurements of 10 shared cases.
 WRITER = """
 import sys, time
 from daskbench.store import Store
-from tests.conftest import make_case, make_measurement, make_run
+from tests.helpers import make_case, make_measurement, make_run
 
 url, start, index = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 time.sleep(max(0.0, start - time.time()))
@@ -73,5 +72,5 @@ def test_four_processes_writing_a_fresh_sqlite_store_lose_nothing(tmp_path: Path
 @pytest.mark.postgres
 def test_four_processes_writing_postgresql_lose_nothing(request: pytest.FixtureRequest) -> None:
     """The same four simultaneous writers on the PostgreSQL test server: 40 rows, all exit 0."""
-    url = request.getfixturevalue("pg_server")
+    url = request.getfixturevalue("postgres_url")  # conftest.py: a real server on loopback
     assert_all_stored(url, run_writers(url))

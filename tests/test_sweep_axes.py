@@ -8,8 +8,6 @@ lands in the store, the test ids and ``daskbench show``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from daskbench.metrics.cost import load_prices
 from daskbench.session import DaskbenchSession, check_sweep_fits_backend, config_combinations
 from daskbench.store import Store
 from daskbench.sweep import slots_lines, spec_id
-from tests.test_plugin import run_pytest
+from tests.helpers import daskbench_cli, run_pytest
 
 TARGET = "distributed.worker.memory.target"
 
@@ -142,12 +140,10 @@ def test_a_real_sweep_sets_each_value_where_it_is_used_and_records_it(tmp_path: 
     assert specs == {(1, 2**30), (1, 2**31), (2, 2**30), (2, 2**31)}
     assert all(c.cluster.config == {TARGET: "0.5", "array.chunk-size": "3MiB"} for c in cases)
     run = store.latest_run().run_id
-    shown = subprocess.run([sys.executable, "-m", "daskbench", "show", run, "--db", db, "--format", "json"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    shown = daskbench_cli("show", run, "--db", db, "--format", "json", timeout=60)
     rows = json.loads(shown.stdout)["measurements"]
     assert sorted(r["task_slots"] for r in rows) == [2, 2, 3, 3]
-    table = subprocess.run([sys.executable, "-m", "daskbench", "show", run, "--db", db],
-                           capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    table = daskbench_cli("show", run, "--db", db, timeout=60).stdout
     header = table.splitlines()[1]
     assert all(word in header for word in ("slots", "threads", "memory", "memory.target", "chunk-size"))
 

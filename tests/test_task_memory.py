@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ from daskbench.metrics import taskmemory
 from daskbench.metrics.taskmemory import TaskMemoryWatch, aggregate, largest_peak, percentile_95
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory
 from daskbench.store import Store
-from tests.test_plugin import run_pytest
+from tests.helpers import daskbench_cli, run_pytest
 
 MiB = 2**20
 
@@ -191,8 +190,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, subprocess.
 
 
 def _show_tasks(db: str) -> dict[str, Any]:
-    found = subprocess.run([sys.executable, "-m", "daskbench", "show", Store(db).latest_run().run_id, "--tasks",
-                            "--format", "json", "--db", db], capture_output=True, text=True, timeout=120)  # fmt: skip
+    found = daskbench_cli("show", Store(db).latest_run().run_id, "--tasks", "--format", "json", "--db", db)
     assert found.returncode == 0, found.stderr
     return dict(json.loads(found.stdout))
 

@@ -10,7 +10,7 @@ import pytest
 
 from daskbench.deadline import within
 from daskbench.store import Store
-from tests.test_plugin import run_pytest
+from tests.helpers import run_pytest
 
 
 def test_within_returns_raises_and_stops_waiting_at_the_limit() -> None:

@@ -13,7 +13,6 @@ import pytest
 from distributed import Client, LocalCluster
 
 from daskbench.workloads import arrays, joins, ocean, registry, wordcount
-from daskbench.workloads.base import SIZES
 
 SYNC = {"scheduler": "sync"}
 
@@ -196,15 +195,6 @@ def test_unknown_shuffle_method_is_refused(tables: Path) -> None:
 
 
 # -- sizes --------------------------------------------------------------------------------
-
-
-def test_every_workload_describes_every_size() -> None:
-    """The size table (docs/workloads-and-metrics.md) has one row per workload and size, each with bytes and chunks."""
-    rows = registry.describe_all()
-    names = {row["workload"] for row in rows}
-    assert names == {case for workload in registry.WORKLOADS.values() for case in workload.cases}
-    assert len(rows) == len(names) * len(SIZES)
-    assert all(row["input_bytes"] > 0 and row["chunks"] for row in rows)
 
 
 def test_sizes_grow_from_tiny_to_large() -> None:

@@ -1,0 +1,300 @@
+"""Plain helpers the harness's own tests share: constants and functions, no fixtures, no tests.
+
+Fixtures live in tests/conftest.py, where pytest finds them. Test modules import shared
+helpers from this module and never from one another or from conftest.py
+(tests/test_test_layout.py checks that). What lives here:
+
+- records: ``HOST``, ``make_run``, ``make_case``, ``make_measurement`` (records, not yet
+  stored) and ``add_run``, ``add_results`` (runs with readable ids and their repeats,
+  written into a store); ``advise_config`` and ``ADVISE_RUN`` (one measured configuration
+  for ``daskbench advise``);
+- processes: ``run_pytest`` (pytest with the daskbench plugin in a fresh process),
+  ``daskbench_cli`` (the CLI in a fresh process, or in this one given ``capsys``),
+  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, and ``pg_bin``,
+  ``as_postgres``, ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
+- browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
+  ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium.
+
+Larger stand-ins have modules of their own: report_data.py (the report's story store),
+s3server.py (moto's S3), github_server.py (GitHub's issues API) and import_graph.py.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory, now_iso
+from daskbench.store import Store
+
+if TYPE_CHECKING:  # imported where used: conftest.py imports this module in every session
+    from daskbench.advise import Config
+
+MIB, GIB = 2**20, 2**30
+
+# -- records ---------------------------------------------------------------------------------
+
+#: The one host every invented run ran on.
+HOST = {"cpu_model": "Test CPU @ 3GHz", "cores": 8, "memory_bytes": 16 * GIB, "platform": "Linux-test"}
+#: When ``add_run(store, 0)`` started; run ``index`` starts ``index`` hours later.
+START = datetime(2026, 1, 1, tzinfo=UTC)
+#: ``add_results``' repeats: runtime and memory times (1 + each of these).
+NOISE = (-0.01, 0.0, 0.01)
+
+
+def make_run(**overrides: Any) -> Run:
+    """A finished run with a random id, versions, ``HOST`` and a dask config; ``overrides`` replace fields."""
+    values: dict[str, Any] = {
+        "run_id": str(uuid.uuid4()),
+        "label": "test",
+        "started_at": now_iso(),
+        "ended_at": now_iso(),  # a finished run: compare's defaults use finished runs only
+        "versions": {"dask": "2026.8.0", "python": "3.11.7"},
+        "host": HOST,
+        "dask_config": {"distributed.scheduler.worker-saturation": 1.1},
+    }
+    return Run(**{**values, **overrides})
+
+
+def make_case(workload: str = "ocean_anomaly", n_workers: int = 2, saturation: float = 1.1, **params: Any) -> Case:
+    """A case on a local cluster of ``n_workers`` 1-thread 4 GiB workers; ``params`` default to size tiny."""
+    spec = ClusterSpec("local", n_workers, 1, 4 * GIB, saturation)
+    return Case(workload, params or {"size": "tiny"}, spec)
+
+
+def make_measurement(run: Run, case: Case, repeat: int = 0, **overrides: Any) -> Measurement:
+    """A passed measurement of ``case`` in ``run`` with every metric set; ``overrides`` replace fields."""
+    values: dict[str, Any] = {
+        "run_id": run.run_id,
+        "fingerprint": case.fingerprint,
+        "repeat": repeat,
+        "outcome": "passed",
+        "runtime_s": 1.0,
+        "peak_memory_bytes": 2 * GIB,
+        "peak_worker_memory_bytes": GIB,
+        "cost_usd": 0.001,
+        "timeline": ((0.0, 100), (0.5, 200)),
+    }
+    return Measurement.of(**{**values, **overrides})
+
+
+def add_run(
+    store: Store, index: int, *, label: str = "nightly", host: dict[str, Any] | None = None, **extra: Any
+) -> Run:
+    """Store and return the finished run ``run{index:03d}-{label}``, started ``index`` hours after ``START``."""
+    run = Run(
+        run_id=f"run{index:03d}-{label}",
+        label=label,
+        started_at=(START + timedelta(hours=index)).isoformat(),
+        host=host or HOST,
+        **{"ended_at": (START + timedelta(hours=index, minutes=30)).isoformat(), **extra},  # a finished run
+    )
+    store.add_run(run)
+    return run
+
+
+def add_results(
+    store: Store, run: Run, case: Case, runtime: float, *, noise: tuple[float, ...] = NOISE, outcome: str = "passed"
+) -> None:
+    """One measurement per repeat: runtime * (1 + noise[i]), memory 1 GiB * the same factor."""
+    store.add_case(case)
+    for repeat, wiggle in enumerate(noise):
+        ok = outcome == "passed"
+        store.add_measurement(
+            Measurement.of(
+                run_id=run.run_id,
+                fingerprint=case.fingerprint,
+                repeat=repeat,
+                outcome=outcome,  # type: ignore[arg-type]
+                message="" if ok else "KilledWorker: worker exceeded 95% memory budget",
+                runtime_s=runtime * (1 + wiggle) if ok else None,
+                peak_memory_bytes=int(GIB * (1 + wiggle)) if ok else None,
+            )
+        )
+
+
+#: The sweep ``advise_config``'s measurements belong to.
+ADVISE_RUN = Run(run_id="abcdef12-0000-4000-8000-000000000000", label="sweep", started_at="2026-11-01T00:00:00+00:00")
+
+
+def advise_config(threads: int, memory: int, runtime: float, cost: float, *, peak: int = 600 * MIB,
+                  outcome: str = "passed", target: str | None = None) -> Config:  # fmt: skip
+    """One wordcount configuration of ``ADVISE_RUN`` (1 worker), its task prefixes peaking at ``peak``."""
+    from daskbench.advise import Config
+
+    spec = ClusterSpec("local", 1, threads, memory, 1.1,
+                       scheduler_config=(("distributed.worker.memory.target", target),) if target else ())  # fmt: skip
+    case = Case("wordcount", {"size": "small"}, spec)
+    tasks = (TaskMemory("read-block", 63, peak, peak // 2, 1000, threads), TaskMemory("tally", 63, 5 * MIB, 4 * MIB))
+    ok = outcome == "passed"
+    m = Measurement.of(run_id=ADVISE_RUN.run_id, fingerprint=case.fingerprint, repeat=0, outcome=outcome,
+                       runtime_s=runtime if ok else None, cost_usd=cost if ok else None,
+                       peak_worker_memory_bytes=900 * MIB, tasks=tasks if ok else ())  # fmt: skip
+    return Config(case, (m,), ADVISE_RUN.run_id)
+
+
+# -- processes -------------------------------------------------------------------------------
+
+#: A benchmark suite of two small sums; the second prepares its input with ``measure.prepare``.
+BENCH_FILE = """
+import time
+import dask
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _total(n):
+    return int(np.arange(n).sum())
+
+
+def test_small_sum(measure):
+    assert measure(lambda: dask.delayed(_total)(1000), name="small_sum", params={"n": 1000}) == 499500
+
+
+def test_other_sum(measure):
+    n = measure.prepare(lambda: (time.sleep(0.2), 10)[1])
+    assert measure(dask.delayed(_total)(n), name="other_sum", params={"n": n}) == 45
+"""
+
+
+def run_pytest(
+    folder: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run pytest with the daskbench plugin in ``folder`` as a user would, in a fresh process."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]  # daskbench loads by entry point
+    return subprocess.run(
+        command, cwd=folder, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+def daskbench_cli(
+    *args: str,
+    capsys: pytest.CaptureFixture[str] | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 120,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``daskbench ARGS``; its exit code, stdout and stderr.
+
+    By default in a fresh ``python -m daskbench`` process, as a user runs it: the exit code,
+    the output and the logging are the real ones. Given ``capsys``, in this process through
+    ``daskbench.cli.main`` (much faster), with the output captured since capsys was last read.
+    ``cwd``, ``env`` (added to this environment) and ``timeout`` are for the process only;
+    ``check`` raises `subprocess.CalledProcessError` on a non-zero exit.
+    """
+    if capsys is None:
+        return subprocess.run([sys.executable, "-m", "daskbench", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, check=check, env={**os.environ, **(env or {})})  # fmt: skip
+    if cwd is not None or env is not None:
+        raise ValueError("daskbench_cli: cwd and env need a process; drop capsys to run one")
+    from daskbench.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    done = subprocess.CompletedProcess(["daskbench", *args], code, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+#: The password in the test PostgreSQL server's URL: no output may ever show it.
+POSTGRES_PASSWORD = "hunter2-not-for-logs"
+
+
+def pg_bin() -> Path:
+    """The newest PostgreSQL server's bin folder; skips the test when there is none."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        pytest.skip("no PostgreSQL server binaries; run ci/setup --test to install Debian's postgresql")
+    return Path(found[-1]).parent
+
+
+def as_postgres(command: list[str]) -> list[str]:
+    """initdb refuses to run as root; run the server as the postgres user then."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+# -- browser ---------------------------------------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+#: Skips a test when Debian's chromium is not installed.
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium (ci/setup --test)"
+)
+
+#: Every chart rendered: each Bokeh root's view has a size, and so does every canvas in the shadow DOM.
+RENDERED = """() => {
+  if (!window.Bokeh || !Bokeh.documents.length) return null;
+  const roots = [...document.querySelectorAll(".chart [data-root-id]")].map(el => {
+    const view = el.firstElementChild;
+    const box = view ? view.getBoundingClientRect() : {width: 0, height: 0};
+    return [box.width, box.height];
+  });
+  const canvases = [];
+  const walk = node => {
+    for (const el of node.querySelectorAll("*")) {
+      if (el.tagName === "CANVAS") canvases.push([el.width, el.height]);
+      if (el.shadowRoot) walk(el.shadowRoot);
+    }
+  };
+  walk(document);
+  return {roots, canvases};
+}"""
+READY = f"""() => {{
+  const found = ({RENDERED})();
+  return found && found.roots.length > 0 && found.roots.every(([w, h]) => w > 0 && h > 0)
+    && found.canvases.length >= found.roots.length ? found : null;
+}}"""
+
+
+@dataclass
+class Visit:
+    """What the browser saw while it had a report open."""
+
+    page: object
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+def open_offline(browser: object, path: Path) -> Iterator[Visit]:
+    """Open ``path`` from disk offline; record console errors, requests and dialogs."""
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    visit = Visit(page)
+    page.on("console", lambda message: visit.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: visit.errors.append(str(error)))
+    page.on("request", lambda request: visit.requests.append(request.url))
+    page.on("dialog", lambda dialog: (visit.dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(path.as_uri())
+    page.wait_for_function(READY, timeout=60_000)
+    try:
+        yield visit
+    finally:
+        context.close()
+
+
+def metric_switch(metric: str) -> str:
+    """The visible button of the metric switch (the radio itself is visually hidden)."""
+    return f'input[name="metric"][value="{metric}"] + span'

@@ -1,0 +1,91 @@
+"""The tests' own layout: shared helpers live in tests/helpers.py, fixtures in tests/conftest.py,
+and no module under tests/ imports a test module or conftest.py (read with ``ast``, never imported)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _forbidden(module: str) -> bool:
+    """A test module or conftest.py, however it is reached: ``tests.test_x``, ``test_x``, ``tests.conftest``."""
+    parts = module.split(".")
+    if parts[0] == "tests":
+        parts = parts[1:]
+    return bool(parts) and (parts[0].startswith("test_") or parts[0] == "conftest")
+
+
+def forbidden_imports(source: str) -> list[str]:
+    """``line: module`` for each import of a test module or of conftest.py in ``source``,
+    including ``from tests import test_x`` and ``pytest_plugins`` naming one."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+            if node.module == "tests":
+                modules += [f"tests.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "pytest_plugins" for target in node.targets
+        ):
+            modules = [
+                c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            ]
+        found += [f"{node.lineno}: {module}" for module in modules if _forbidden(module)]
+    return found
+
+
+def test_the_check_sees_every_way_to_import_a_test_module() -> None:
+    """Planted imports of test modules and conftest.py are all found; helper modules are not."""
+    pkg = "tests"  # spelled apart, so that a grep for such imports does not find these lines
+    planted = "\n".join([
+        f"import {pkg}.test_plugin",
+        f"from {pkg}.test_compare import make_case",
+        f"from {pkg}.conftest import make_run",
+        f"from {pkg} import conftest, helpers",
+        "from test_plugin import run_pytest",
+        "import conftest as c",
+        f'pytest_plugins = ["{pkg}.test_postgres"]',
+        f"from {pkg}.helpers import run_pytest",
+        f"from {pkg}.report_data import build_report_store",
+        f'pytest_plugins = ["{pkg}.s3server"]',
+        f"def f():\n    from {pkg}.test_advise import config",
+    ])  # fmt: skip
+    assert forbidden_imports(planted) == [
+        "1: tests.test_plugin",
+        "2: tests.test_compare",
+        "3: tests.conftest",
+        "4: tests.conftest",
+        "5: test_plugin",
+        "6: conftest",
+        "7: tests.test_postgres",
+        "12: tests.test_advise",
+    ]
+
+
+def test_no_module_under_tests_imports_a_test_module_or_conftest() -> None:
+    """Shared helpers come from tests/helpers.py (or report_data.py, s3server.py, ...), fixtures
+    from conftest.py through pytest: a test module is never imported by another module."""
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path in sorted(TESTS.rglob("*.py"))
+        if (found := forbidden_imports(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}, offenders
+
+
+def test_conftest_holds_only_fixtures_and_hooks() -> None:
+    """Every function conftest.py defines is a fixture or a ``pytest_*`` hook; plain helpers go to helpers.py."""
+    tree = ast.parse((TESTS / "conftest.py").read_text(encoding="utf-8"))
+    plain = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not node.name.startswith("pytest_")
+        and not any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
+    ]
+    assert plain == []
