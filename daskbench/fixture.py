@@ -150,6 +150,13 @@ class Measure:
     def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
         measurer = self.session.measurer
         assert measurer is not None
+        owner = self.session.claim(case, repeat, self.node.nodeid)
+        if owner is not None:  # the first test's measurement stays; this one is not measured
+            pytest.fail(
+                f"{self.node.nodeid} measures the same case as {owner} ({case.workload!r}, params "
+                f"{dict(case.params)}, same cluster); give one of them another name= or params= in measure()",
+                pytrace=False,
+            )
         extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
         busy = self._shared_cluster_busy()
         if busy is not None and self.session.settings.allow_busy_cluster:  # told to: measured, and marked

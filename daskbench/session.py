@@ -49,6 +49,8 @@ class DaskbenchSession:
     #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
     #: tell a case the run never selected from one that went missing.
     selection: dict[str, str] = field(default_factory=dict)
+    #: (case fingerprint, repeat) -> the test that measured it in this run: a case has one identity.
+    claims: dict[tuple[str, int], str] = field(default_factory=dict)
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
 
@@ -182,6 +184,12 @@ class DaskbenchSession:
         if self.cluster is not None:
             self.cluster.close()
         self.cluster, self.measurer = None, None
+
+    def claim(self, case: Case, repeat: int, test: str) -> str | None:
+        """Mark repeat ``repeat`` of ``case`` as measured by ``test``; the other test that measured
+        it already in this run, if there is one (two tests with one identity)."""
+        owner = self.claims.setdefault((case.fingerprint, repeat), test)
+        return owner if owner != test else None
 
     def record(self, case: Case, measurement: Measurement) -> None:
         store, _ = self.ensure_run()
