@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from daskbench.judge.compare import compare_runs
 from daskbench.store import Store
-from tests.helpers import run_pytest
+from tests.helpers import add_run, make_case, make_measurement, run_pytest
 
 TWIN = """
 import dask
@@ -32,3 +33,16 @@ def test_two_benchmarks_with_one_identity_get_one_line_and_the_first_measurement
     assert "Traceback" not in done.stdout and "IntegrityError" not in done.stdout and "UNIQUE" not in done.stdout
     measured = Store(db).measurements()
     assert len(measured) == 1 and measured[0].extra["test"] == "test_one.py::test_sum[sat=inf-workers=1]"
+
+
+def test_runs_made_by_ab_are_not_the_latest_run_of_plain_compare(store: Store) -> None:
+    """After daskbench ab, plain compare judges the newest ordinary run, not the last B session."""
+    base, cand = add_run(store, 0, label="plain"), add_run(store, 1, label="plain")
+    case = make_case("wordcount", n_workers=1)
+    store.add_case(case)
+    for run in (base, cand):
+        store.add_measurement(make_measurement(run, case))
+    side_b = add_run(store, 2, label="ab-B0", tags={"ab_group": "g", "ab_side": "B", "ab_round": "0"})
+    store.add_measurement(make_measurement(side_b, case))
+    store.set_baseline("main", [base.run_id])
+    assert compare_runs(store).candidate_run.run_id == cand.run_id

@@ -96,11 +96,23 @@ def describe(run: Run, status: str) -> str:
     return f"run {run.run_id[:8]} ({run.label}) is {status}"
 
 
+#: Tags of runs made by a comparison (``daskbench ab``, ``calibrate``): never a plain command's latest run.
+COMPARISON_TAGS = ("ab_group", "calibrate_group")
+
+
 def latest_finished(store: Store) -> tuple[Run, list[str]]:
-    """The newest finished run, and a note for each newer run skipped because it is not finished."""
-    runs = store.runs()
-    if not runs:
+    """The newest finished run that no comparison made, and a note for each newer run skipped
+    because it is not finished (runs of ``daskbench ab``/``calibrate`` are skipped without a note:
+    they are judged by ``compare --ab GROUP``)."""
+    everything = store.runs()
+    if not everything:
         return store.latest_run(), []  # the store's own "no runs yet" error
+    runs = [run for run in everything if not any(tag in run.tags for tag in COMPARISON_TAGS)]
+    if not runs:
+        raise DaskbenchError(
+            f"every run in {store.display_url} was made by daskbench ab or calibrate; judge a group with: "
+            "daskbench compare --ab GROUP, or name a run: daskbench compare --candidate <run-id>"
+        )
     found = statuses(store, runs)
     for run in runs:
         if found[run.run_id] == FINISHED:
