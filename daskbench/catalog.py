@@ -203,4 +203,10 @@ declare(Metric("max_tasks_queued", "count", "work", "Most tasks queued on the sc
                "longer queue", "shorter queue", integer=True))
 declare(Metric("task_peak_bytes", "bytes", "memory", "Largest per-task peak memory", "per-task peak",
                "more per-task memory", "less per-task memory", noise=0.05, integer=True))
+declare(Metric("task_cpu_s", "s", "runtime", "Task CPU time (thread-cpu of execution)", "task CPU",
+               "more task CPU", "less task CPU"))
+declare(Metric("cpu_probe_s", "s", "runtime", "CPU speed probe (fixed work, lower is faster)", "speed probe",
+               "slower machine", "faster machine", noise=0.10))
+declare(Metric("runtime_norm_s", "s", "runtime", "Runtime at the nominal CPU speed", "speed-normalised runtime",
+               "slower", "faster"))
 # fmt: on

@@ -8,30 +8,30 @@ cluster cannot restart) propagates.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import dask
 from distributed import Client, KilledWorker
 
-from daskbench import catalog, evidence
+from daskbench import evidence
 from daskbench.deadline import within
-from daskbench.metrics import collectors, counters
+from daskbench.metrics import collectors
 from daskbench.metrics.breakdown import BreakdownCollector
+from daskbench.metrics.collectors import Collected
 from daskbench.metrics.cost import PriceTable, estimate
-from daskbench.metrics.memory import MemoryCollector, MemorySummary
-from daskbench.metrics.taskmemory import TaskMemoryCollector, largest_peak
-from daskbench.model import INTERRUPTED, Case, Measurement, Outcome, TaskMemory, now_iso
+from daskbench.metrics.counters import CounterCollector
+from daskbench.metrics.memory import MemoryCollector
+from daskbench.metrics.probe import SpeedProbe
+from daskbench.metrics.taskmemory import TaskMemoryCollector
+from daskbench.model import INTERRUPTED, Case, Measurement, Outcome, now_iso
 from daskbench.text import one_line
 
 Target = Any  # a Dask collection, or a zero-argument callable
-_T = TypeVar("_T")
-_C = TypeVar("_C", BreakdownCollector, TaskMemoryCollector)
 
 
 @dataclass
@@ -78,15 +78,16 @@ def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, 
         future.cancel()
 
 
-def classify(error: BaseException | None, memory: MemorySummary | None) -> tuple[Outcome, str]:
-    """The outcome and a one-line message for what happened in the timed region."""
+def classify(error: BaseException | None, found: Collected) -> tuple[Outcome, str]:
+    """The outcome and a one-line message for what happened in the timed region, given what
+    the collectors measured (worker deaths: ``worker_restarts``; ``extra["oom_deaths"]``)."""
     if error is None:
         return "passed", ""
     message = one_line(error)
     if isinstance(error, TimeoutError):
         return "timeout", message
-    oom = memory is not None and memory.oom_deaths > 0
-    if isinstance(error, KilledWorker) or (memory is not None and memory.deaths > 0):
+    oom = found.extra.get("oom_deaths", 0) > 0
+    if isinstance(error, KilledWorker) or found.metrics.get("worker_restarts", 0) > 0:
         return ("oom" if oom else "worker-lost"), message
     return "failed", message
 
@@ -106,8 +107,8 @@ class Measurer:
     memory: MemoryCollector = field(init=False)
 
     def __post_init__(self) -> None:
-        self.memory = MemoryCollector(self.client, self.n_workers)
-        self.memory.install()
+        self.memory = MemoryCollector(self.n_workers)
+        self.memory.install(self.client)
 
     def warm_up(self, modules: tuple[str, ...]) -> float:
         """Import ``modules`` on every (freshly restarted) worker; returns the seconds it took.
@@ -144,36 +145,25 @@ class Measurer:
     ) -> tuple[Measurement, Any]:
         """Restart, warm up, measure ``target`` once; return the measurement and the result."""
         phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
-        before = counters.snapshot(self.client)
+        window = collectors.Window(case)
         errors: dict[str, str] = {}
-        extras = _start_all(self.client, collectors.create(), errors)
-        timing = _start_breakdown(self.client, errors)
-        per_task = _start_task_memory(self.client, errors) if self.task_memory else None
-        self.memory.start()
+        started = collectors.start_all(self.client, self._collectors(window), errors)
         with evidence.kept(self.client, self.evidence_dir) as kept:
             attempt = run_target(self.client, target, self.timeout)
-        memory = self._stop_memory()
-        tasks = _stop_task_memory(self.client, per_task, errors)
-        times, scheduler = _stop_breakdown(self.client, timing, case, attempt.phases.get("compute", 0.0), errors)
-        collected = _stop_all(self.client, extras, errors)
-        totals, task_seconds = self._counters(before)
-        outcome, message = classify(attempt.error, memory)
-        extra = {**extra, "task_seconds": task_seconds, **times, **kept.extra,
-                 **({"collector_errors": errors} if errors else {})}  # fmt: skip
-        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, memory,
-                                   {**totals, **scheduler, **collected, "task_peak_bytes": largest_peak(tasks)},
-                                   extra, tasks)  # fmt: skip
+        window.runtime_s = attempt.phases.get("compute", 0.0)
+        found = collectors.merge(collectors.stop_all(self.client, started, errors))
+        outcome, message = classify(attempt.error, found)
+        extra = {**extra, **found.extra, **kept.extra, **({"collector_errors": errors} if errors else {})}
+        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, found, extra)
         return measurement, attempt.result
 
-    def _stop_memory(self) -> MemorySummary | None:
-        with contextlib.suppress(Exception):
-            return self.memory.stop()
-        return None
-
-    def _counters(self, before: counters.CounterSnapshot) -> tuple[dict[str, int], dict[str, float]]:
-        with contextlib.suppress(Exception):
-            return counters.difference(before, counters.snapshot(self.client))
-        return {}, {}
+    def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
+        """One measurement's collectors in start order: the CPU speed probe (outermost, so its
+        readings bracket everything else), counters, the registered ones, the time breakdown,
+        ``--task-memory``, the memory sampler (started last, stopped first)."""
+        per_task: list[collectors.Collector] = [TaskMemoryCollector()] if self.task_memory else []
+        return [SpeedProbe(window), CounterCollector(), *collectors.create(), BreakdownCollector(window), *per_task,
+                self.memory]  # fmt: skip
 
     def _record(
         self,
@@ -182,20 +172,18 @@ class Measurer:
         outcome: Outcome,
         message: str,
         phases: dict[str, float],
-        memory: MemorySummary | None,
-        collected: Mapping[str, float | int | None],
+        found: Collected,
         extra: dict[str, Any],
-        tasks: tuple[TaskMemory, ...] = (),
     ) -> Measurement:
         runtime = phases.get("compute") if outcome == "passed" else None
         spec = case.cluster
         cost = estimate(self.prices, runtime, spec.n_workers, spec.threads_per_worker, spec.memory_per_worker,
-                        memory.peak_worker if memory else None)  # fmt: skip
+                        found.metrics.get("peak_worker_memory_bytes"))  # fmt: skip
         extra = {**extra, "instance": cost.instance, "rightsized_instance": cost.rightsized_instance,
                  "prices_as_of": cost.prices_as_of}  # fmt: skip
         if not self.restart_workers:
             extra["workers_restarted"] = False  # memory measured from the shared workers' current level
-        values = {"runtime_s": runtime, **_memory_metrics(memory), **collected,
+        values = {"runtime_s": runtime, **found.metrics,
                   "cost_usd": cost.cost_usd, "rightsized_cost_usd": cost.rightsized_cost_usd}  # fmt: skip
         return Measurement(
             run_id=self.run_id,
@@ -205,117 +193,11 @@ class Measurer:
             message=message,
             metrics={name: value for name, value in values.items() if value is not None},
             phases={k: round(v, 6) for k, v in phases.items()},
-            timeline=memory.timeline if memory else (),
+            timeline=found.timeline,
             extra=extra,
             recorded_at=now_iso(),
-            tasks=tasks,
+            tasks=found.tasks,
         )
-
-
-def _memory_metrics(memory: MemorySummary | None) -> dict[str, float | int | None]:
-    if memory is None:
-        return {}
-    return {
-        "peak_memory_bytes": memory.peak_cluster,
-        "mean_memory_bytes": memory.mean_cluster,
-        "peak_worker_memory_bytes": memory.peak_worker,
-        "peak_worker_memory_fraction": memory.peak_worker_fraction,
-        "worker_restarts": memory.deaths,
-    }
-
-
-def _guarded(errors: dict[str, str], name: str, call: Callable[[], _T], failed: _T) -> _T:
-    """``call()``; if it raises, ``failed`` and the error noted under ``name``: a collector
-    that fails never costs the measurement."""
-    try:
-        return call()
-    except Exception as exc:
-        errors[name] = one_line(exc)
-        return failed
-
-
-def _started(collector: _C, client: Client) -> _C:
-    collector.start(client)
-    return collector
-
-
-def _start_breakdown(client: Client, errors: dict[str, str]) -> BreakdownCollector | None:
-    """The time-breakdown snapshots before the compute phase; None (error noted) if they fail."""
-    return _guarded(errors, "BreakdownCollector", lambda: _started(BreakdownCollector(), client), None)
-
-
-def _stop_breakdown(
-    client: Client, timing: BreakdownCollector | None, case: Case, runtime: float, errors: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, float | int]]:
-    """``extra`` entries (time_breakdown, by prefix, thread_seconds) and the scheduler metrics."""
-    if timing is None:
-        return {}, {}
-    spec = case.cluster
-    thread_seconds = spec.n_workers * spec.threads_per_worker * runtime
-    stopped = _guarded(errors, "BreakdownCollector", lambda: timing.stop(client, thread_seconds), None)
-    if stopped is None:
-        return {}, {}
-    found, scheduler = stopped
-    extra = {"time_breakdown": found.activities, "time_breakdown_by_prefix": found.by_prefix,
-             "thread_seconds": found.thread_seconds}  # fmt: skip
-    return extra, scheduler
-
-
-def _start_task_memory(client: Client, errors: dict[str, str]) -> TaskMemoryCollector | None:
-    """``--task-memory``: the worker plugin installed for the compute phase; None (error noted) if it fails."""
-    return _guarded(errors, "TaskMemoryCollector", lambda: _started(TaskMemoryCollector(), client), None)
-
-
-def _stop_task_memory(
-    client: Client, per_task: TaskMemoryCollector | None, errors: dict[str, str]
-) -> tuple[TaskMemory, ...]:
-    """Per-prefix task memory, the plugin removed; empty (error noted) when not measured or it fails."""
-    if per_task is None:
-        return ()
-    return _guarded(errors, "TaskMemoryCollector", lambda: per_task.stop(client), ())
-
-
-def _start_all(client: Client, found: list[collectors.Collector], errors: dict[str, str]) -> list[collectors.Collector]:
-    """Start the registered collectors; one that fails is left out and its error noted in ``errors``."""
-    started = []
-    for collector in found:
-        try:
-            collector.start(client)
-            started.append(collector)
-        except Exception as exc:
-            errors[type(collector).__name__] = one_line(exc)
-    return started
-
-
-def _stop_all(
-    client: Client, started: list[collectors.Collector], errors: dict[str, str]
-) -> dict[str, float | int | None]:
-    """The collectors' values by metric name; a collector that fails is noted in ``errors``."""
-    values: dict[str, float | int | None] = {}
-    for collector in started:
-        name = type(collector).__name__
-        try:
-            found = dict(collector.stop(client))
-        except Exception as exc:
-            errors[name] = one_line(exc)
-            continue
-        for metric, value in found.items():
-            problem = _invalid(metric, value)
-            if problem:
-                errors[name] = problem
-            else:
-                values[metric] = value
-    return values
-
-
-def _invalid(metric: str, value: Any) -> str | None:
-    """Why a collector's value cannot be stored (undeclared metric, wrong type or sign), or None."""
-    if not catalog.is_declared(metric):
-        return f"returned {metric!r}, which is not a declared metric (daskbench.catalog.declare)"
-    if value is None:
-        return None
-    problem = catalog.get(metric).check(value)
-    return f"{metric} {problem}" if problem else None
 
 
 def _import_all(modules: tuple[str, ...]) -> list[str]:

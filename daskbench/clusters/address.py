@@ -18,6 +18,10 @@ from daskbench.model import ClusterSpec
 if TYPE_CHECKING:
     from distributed import Client
 
+#: The names of the plugins daskbench registers (``daskbench.metrics``) start with this;
+#: `close` removes every such plugin from a scheduler the harness does not own.
+HARNESS_PLUGIN_PREFIX = "daskbench-"
+
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail early, before any cluster work, when nothing listens at the scheduler address."""
@@ -67,12 +71,17 @@ def _current_saturation(dask_scheduler: Any) -> float:
     return float(dask_scheduler.WORKER_SATURATION)
 
 
+def _harness_plugins(dask_scheduler: Any) -> list[tuple[str, bool]]:
+    """(name, is a nanny plugin) of every plugin registered under the harness's prefix."""
+    found = [(name, False) for name in dask_scheduler.worker_plugins]
+    found += [(name, True) for name in dask_scheduler.nanny_plugins]
+    return [(name, nanny) for name, nanny in found if name.startswith(HARNESS_PLUGIN_PREFIX)]
+
+
 def close(client: Client, borrowed: Any) -> None:
     """Leave the shared scheduler as found: its worker-saturation restored and the harness's
-    nanny plugin removed; then close the client (never the cluster, which is not ours)."""
-    from daskbench.metrics.memory import PLUGIN_NAME
-    from daskbench.metrics.taskmemory import PLUGIN_NAME as TASK_MEMORY_PLUGIN
-
+    plugins removed (the memory sampler; a task-memory plugin a Ctrl-C left behind); then
+    close the client (never the cluster, which is not ours)."""
     if isinstance(borrowed, _Borrowed):
 
         def _restore(dask_scheduler: Any, value: float = borrowed.saturation) -> None:
@@ -81,9 +90,9 @@ def close(client: Client, borrowed: Any) -> None:
         with contextlib.suppress(Exception):
             client.run_on_scheduler(_restore)
     with contextlib.suppress(Exception):
-        client.unregister_worker_plugin(PLUGIN_NAME, nanny=True)
-    with contextlib.suppress(Exception):  # left behind only if Ctrl-C cut a --task-memory measurement
-        client.unregister_worker_plugin(TASK_MEMORY_PLUGIN)
+        for name, nanny in client.run_on_scheduler(_harness_plugins):
+            with contextlib.suppress(Exception):
+                client.unregister_worker_plugin(name, nanny=nanny)
     with contextlib.suppress(Exception):
         client.close()
 

@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from daskbench.metrics.collectors import Collected, Window
+
 #: Execute-context activity -> breakdown activity (anything else is ``task-overhead``).
 _EXECUTE = {
     "thread-cpu": "compute",
@@ -195,8 +197,9 @@ def scheduler_metrics(before: Mapping[str, float], after: Mapping[str, float]) -
 
 @dataclass
 class BreakdownCollector:
-    """Snapshots around one compute phase; built into `daskbench.measure.Measurer`."""
+    """Snapshots around one compute phase: the time breakdown (``extra``) and the scheduler metrics."""
 
+    window: Window
     workers: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     scheduler: Mapping[str, float] = field(default_factory=dict)
 
@@ -204,8 +207,14 @@ class BreakdownCollector:
         self.workers = client.run(_worker_seconds)
         self.scheduler = client.run_on_scheduler(_scheduler_start)
 
-    def stop(self, client: Any, thread_seconds: float) -> tuple[Breakdown, dict[str, float | int]]:
-        """The breakdown (given the thread-seconds of the phase) and the scheduler metrics."""
+    def stop(self, client: Any) -> Collected:
+        """The breakdown of the window's thread-seconds, and the scheduler metrics."""
         after_scheduler = client.run_on_scheduler(_scheduler_stop)
-        breakdown = fold(self.workers, client.run(_worker_seconds), thread_seconds)
-        return breakdown, scheduler_metrics(self.scheduler, after_scheduler)
+        found = fold(self.workers, client.run(_worker_seconds), self.window.thread_seconds)
+        extra = {"time_breakdown": found.activities, "time_breakdown_by_prefix": found.by_prefix,
+                 "thread_seconds": found.thread_seconds}  # fmt: skip
+        metrics = {
+            **scheduler_metrics(self.scheduler, after_scheduler),
+            "task_cpu_s": found.activities.get("compute", 0.0),
+        }
+        return Collected(metrics=metrics, extra=extra)

@@ -1,9 +1,12 @@
 """Collectors: what measures metrics around the timed region of one measurement.
 
-A collector is started on the open cluster just before the compute phase and stopped
-right after it; ``stop`` returns declared metric values by name (`daskbench.catalog`).
-The built-in memory sampler and counters are wired into `daskbench.measure.Measurer`
-directly (the memory sampler also decides the outcome); anything else registers here::
+Every collector, built-in or registered, is an object with ``start(client)``, called just
+before the compute phase, and ``stop(client)``, called right after it. ``stop`` returns a
+`Collected` (declared metric values by name, ``extra`` entries, per-task memory records,
+a memory timeline) or a plain ``{metric: value}`` mapping, read as ``Collected(metrics=...)``.
+`daskbench.measure.Measurer` starts them in order (counters, the registered ones, the time
+breakdown, ``--task-memory``, the nanny memory sampler), stops them in reverse order and
+merges what they return; a registered one is added here::
 
     from daskbench import catalog
     from daskbench.metrics import collectors
@@ -15,15 +18,36 @@ directly (the memory sampler also decides the outcome); anything else registers 
         def start(self, client): ...
         def stop(self, client): return {"gc_seconds": 0.12}
 
-A collector that raises is reported in the measurement's ``extra["collector_errors"]``;
-it never loses the measurement.
+A collector that raises, or returns an undeclared metric or a value its declaration
+refuses, is reported under its class name in the measurement's
+``extra["collector_errors"]``; it never loses the measurement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from daskbench import catalog
+from daskbench.model import Case, TaskMemory
+from daskbench.text import one_line
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What one collector measured, or all of one measurement's collectors merged."""
+
+    metrics: Mapping[str, float | int] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    tasks: tuple[TaskMemory, ...] = ()
+    #: The cluster memory over the compute phase, ``(seconds since its start, bytes)`` pairs.
+    timeline: tuple[tuple[float, int], ...] = ()
+
+
+Stopped = Collected | Mapping[str, float | int | None]
 
 
 class Collector(Protocol):
@@ -31,7 +55,25 @@ class Collector(Protocol):
 
     def start(self, client: Any) -> None: ...
 
-    def stop(self, client: Any) -> Mapping[str, float | int | None]: ...
+    def stop(self, client: Any) -> Stopped: ...
+
+
+@dataclass
+class Window:
+    """The facts of one measurement that a built-in collector reads at ``stop``.
+
+    ``runtime_s`` (the compute phase) is set by the Measurer after the timed region,
+    before any collector stops.
+    """
+
+    case: Case
+    runtime_s: float = 0.0
+
+    @property
+    def thread_seconds(self) -> float:
+        """The thread-seconds the cluster had during the compute phase (workers x threads x runtime)."""
+        spec = self.case.cluster
+        return spec.n_workers * spec.threads_per_worker * self.runtime_s
 
 
 Factory = Callable[[], Collector]
@@ -58,3 +100,76 @@ def registered(factory: Factory) -> Iterator[Factory]:
 def create() -> list[Collector]:
     """A fresh collector from every registered factory, for one measurement."""
     return [factory() for factory in _FACTORIES]
+
+
+# -- the loop ------------------------------------------------------------------------------
+
+
+def start_all(client: Any, found: Iterable[Collector], errors: dict[str, str]) -> list[Collector]:
+    """Start each collector in order; the ones that started. One that raises is left out, its error noted."""
+    started = []
+    for collector in found:
+        try:
+            collector.start(client)
+        except Exception as exc:
+            errors[type(collector).__name__] = one_line(exc)
+        else:
+            started.append(collector)
+    return started
+
+
+def stop_all(client: Any, started: Sequence[Collector], errors: dict[str, str]) -> list[Collected]:
+    """Stop the collectors in reverse order; what each measured, in start order."""
+    stopped = [_stop(client, collector, errors) for collector in reversed(started)]
+    return stopped[::-1]
+
+
+def _stop(client: Any, collector: Collector, errors: dict[str, str]) -> Collected:
+    """What ``collector`` measured, invalid values left out; empty (error noted) if it raises."""
+    name = type(collector).__name__
+    try:
+        found, metrics = _parts(collector.stop(client))
+    except Exception as exc:
+        errors[name] = one_line(exc)
+        return Collected()
+    return replace(found, metrics=_valid(metrics, name, errors), tasks=tuple(found.tasks),
+                   timeline=tuple(found.timeline))  # fmt: skip
+
+
+def _parts(value: Stopped) -> tuple[Collected, Mapping[str, Any]]:
+    """A ``stop`` value as its `Collected` and its metrics unchecked; a plain mapping is all metrics."""
+    if isinstance(value, Collected):
+        return value, value.metrics
+    return Collected(), dict(value)
+
+
+def _valid(metrics: Mapping[str, Any], name: str, errors: dict[str, str]) -> dict[str, float | int]:
+    """The valid metric values (None: not measured, left out); each invalid one noted under ``name``."""
+    kept: dict[str, float | int] = {}
+    for metric, value in metrics.items():
+        problem = invalid(metric, value)
+        if problem:
+            errors[name] = problem
+        elif value is not None:
+            kept[metric] = value
+    return kept
+
+
+def invalid(metric: str, value: Any) -> str | None:
+    """Why a collector's value cannot be stored (undeclared metric, wrong type or sign), or None."""
+    if not catalog.is_declared(metric):
+        return f"returned {metric!r}, which is not a declared metric (daskbench.catalog.declare)"
+    if value is None:
+        return None
+    problem = catalog.get(metric).check(value)
+    return f"{metric} {problem}" if problem else None
+
+
+def merge(found: Iterable[Collected]) -> Collected:
+    """One `Collected` from many: metrics and extra by name (a later one wins), every task
+    record in order, the last non-empty timeline."""
+    return functools.reduce(_merged, found, Collected())
+
+
+def _merged(a: Collected, b: Collected) -> Collected:
+    return Collected({**a.metrics, **b.metrics}, {**a.extra, **b.extra}, a.tasks + b.tasks, b.timeline or a.timeline)

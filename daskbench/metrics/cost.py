@@ -92,7 +92,7 @@ def estimate(
     n_workers: int,
     threads_per_worker: int,
     memory_per_worker: int | None,
-    peak_worker_bytes: int | None,
+    peak_worker_bytes: float | None,
 ) -> CostEstimate:
     """Cost of the compute phase on the instance that matches the spec, and right-sized."""
     worker = prices.cheapest(threads_per_worker, memory_per_worker or 0)

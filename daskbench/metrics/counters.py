@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from daskbench.metrics.collectors import Collected
+
 COUNTERS = ("spilled_bytes", "spill_count", "bytes_transferred", "task_count")
 
 
@@ -53,3 +55,15 @@ def difference(before: CounterSnapshot, after: CounterSnapshot) -> tuple[dict[st
         if value - before.prefix_seconds.get(name, 0.0) > 0
     }
     return totals, seconds
+
+
+class CounterCollector:
+    """A snapshot at ``start``, the difference at ``stop``: the counters as metrics, compute
+    thread-seconds per task prefix as ``extra["task_seconds"]``."""
+
+    def start(self, client: Any) -> None:
+        self.before = snapshot(client)
+
+    def stop(self, client: Any) -> Collected:
+        totals, seconds = difference(self.before, snapshot(client))
+        return Collected(metrics=totals, extra={"task_seconds": seconds})

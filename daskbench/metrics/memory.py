@@ -19,6 +19,9 @@ from typing import Any
 import psutil
 from distributed.diagnostics.plugin import NannyPlugin
 
+from daskbench.metrics.collectors import Collected
+
+#: `daskbench.clusters.address` removes the plugins named ``daskbench-...`` from a shared scheduler.
 PLUGIN_NAME = "daskbench-memory"
 #: A worker that disappeared after using this much of its limit is counted as killed for memory.
 OOM_FRACTION = 0.9
@@ -135,30 +138,44 @@ class MemorySummary:
 
 
 class MemoryCollector:
-    """Opens a sampling window on every nanny; ``stop`` returns the summary."""
+    """Opens a sampling window on every nanny; ``stop`` returns the memory metrics, the
+    timeline, and ``extra["oom_deaths"]`` (the restarts that were out-of-memory kills)."""
 
-    def __init__(self, client: Any, n_workers: int, bin_seconds: float = 0.05, max_points: int = 300) -> None:
-        self.client = client
+    def __init__(self, n_workers: int, bin_seconds: float = 0.05, max_points: int = 300) -> None:
         self.n_workers = n_workers
         self.bin_seconds = bin_seconds
         self.max_points = max_points
 
-    def install(self) -> None:
-        self.client.register_plugin(MemoryWatch())
+    def install(self, client: Any) -> None:
+        """Register the nanny plugin (once per cluster; it survives worker restarts)."""
+        client.register_plugin(MemoryWatch())
 
-    def start(self) -> None:
+    def start(self, client: Any) -> None:
         self.t0 = time.time()
-        started = self.client.run(_start_on_nanny, nanny=True)
+        started = client.run(_start_on_nanny, nanny=True)
         if not started or not all(started.values()):
             raise RuntimeError("daskbench memory sampler is not running on every nanny (workers need nannies)")
 
-    def stop(self) -> MemorySummary:
+    def stop(self, client: Any) -> Collected:
         # A worker killed in the window is being restarted by its nanny; the nanny kept its
         # samples, but it is only reachable once its new worker has registered again.
         with contextlib.suppress(TimeoutError):
-            self.client.wait_for_workers(self.n_workers, timeout=60)
-        reports = [r for r in self.client.run(_stop_on_nanny, nanny=True).values() if r is not None]
-        return summarize(reports, self.t0, self.bin_seconds, self.max_points)
+            client.wait_for_workers(self.n_workers, timeout=60)
+        reports = [r for r in client.run(_stop_on_nanny, nanny=True).values() if r is not None]
+        return collected(summarize(reports, self.t0, self.bin_seconds, self.max_points))
+
+
+def collected(summary: MemorySummary) -> Collected:
+    """The summary as metrics (worker deaths as ``worker_restarts``), ``oom_deaths`` and the timeline."""
+    metrics = {
+        "peak_memory_bytes": summary.peak_cluster,
+        "mean_memory_bytes": summary.mean_cluster,
+        "peak_worker_memory_bytes": summary.peak_worker,
+        "peak_worker_memory_fraction": summary.peak_worker_fraction,
+        "worker_restarts": summary.deaths,
+    }
+    return Collected(metrics={k: v for k, v in metrics.items() if v is not None},
+                     extra={"oom_deaths": summary.oom_deaths}, timeline=summary.timeline)  # fmt: skip
 
 
 def summarize(reports: list[dict[str, Any]], t0: float, bin_seconds: float, max_points: int) -> MemorySummary:

@@ -27,8 +27,10 @@ from typing import Any
 import psutil
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from daskbench.metrics.collectors import Collected
 from daskbench.model import TaskMemory
 
+#: `daskbench.clusters.address` removes the plugins named ``daskbench-...`` from a shared scheduler.
 PLUGIN_NAME = "daskbench-task-memory"
 #: Seconds between two polls of the worker process's RSS.
 INTERVAL = 0.003
@@ -172,10 +174,13 @@ class TaskMemoryCollector:
         """Install the plugin on every worker (and on any worker that joins until ``stop``)."""
         client.register_plugin(TaskMemoryWatch(self.interval), name=PLUGIN_NAME)
 
-    def stop(self, client: Any) -> tuple[TaskMemory, ...]:
-        """Per-prefix task memory from every worker; the plugin is unregistered even if gathering fails."""
+    def stop(self, client: Any) -> Collected:
+        """Per-prefix task memory from every worker and the largest peak (``task_peak_bytes``);
+        the plugin is unregistered even if gathering fails."""
         try:
             reports = client.run(_report_on_worker)
         finally:
             client.unregister_worker_plugin(PLUGIN_NAME)
-        return aggregate(reports.values())
+        tasks = aggregate(reports.values())
+        peak = largest_peak(tasks)
+        return Collected(metrics={} if peak is None else {"task_peak_bytes": peak}, tasks=tasks)

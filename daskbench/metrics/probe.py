@@ -1,0 +1,69 @@
+"""How fast the machine is right now: a fixed CPU probe, taken on the client and on every worker.
+
+The CPU speed of a shared or power-managed machine wanders (measured here: a 0.6 s pure-Python
+loop varies by 13-22% from run to run, in slow phases lasting seconds), and every runtime carries
+it. The probe is the same fixed work every time (``PROBE_UNITS`` iterations of a pure-Python
+loop, about 30 ms on a 2026 server core); its seconds are a reading of the machine's speed.
+
+`SpeedProbe` probes every worker (and the client) just before and just after the compute phase
+of a measurement, and records ``cpu_probe_s`` (the median of those readings) and
+``runtime_norm_s``, the runtime scaled to the nominal probe time (``runtime x NOMINAL / probe``):
+a runtime as if the machine had run at its nominal speed. It is a second runtime metric beside the
+raw one, never a replacement; ``daskbench calibrate`` shows whether it is the quieter of the two
+on a given machine. A run's speed (the median probe of its measurements) is what tells a slower
+machine from slower code.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from daskbench.metrics.collectors import Collected, Window
+
+#: Loop iterations of one probe: about 30 ms on one core of a 2026 server.
+PROBE_UNITS = 400_000
+#: Seconds of one probe at the nominal speed runtime_norm_s is scaled to.
+NOMINAL_S = 0.030
+
+
+def probe_seconds(units: int = PROBE_UNITS) -> float:
+    """Seconds this process takes for the fixed probe work (CPU-bound, holding the GIL)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(units):
+        total += i * i % 7
+    return time.perf_counter() - start if total >= 0 else 0.0
+
+
+def probe_cluster(client: Any) -> list[float]:
+    """One probe on every worker and one on the client, in seconds."""
+    on_workers = client.run(probe_seconds)
+    return [float(seconds) for seconds in on_workers.values()] + [probe_seconds()]
+
+
+def normalised(runtime: float | None, probe: float | None) -> float | None:
+    """``runtime`` scaled to the nominal probe time; None without both."""
+    if runtime is None or not probe:
+        return None
+    return runtime * NOMINAL_S / probe
+
+
+class SpeedProbe:
+    """Probes the cluster before and after the compute phase (a collector: start/stop), and
+    scales the window's runtime to the nominal speed."""
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+        self.readings: list[float] = []
+
+    def start(self, client: Any) -> None:
+        self.readings = probe_cluster(client)
+
+    def stop(self, client: Any) -> Collected:
+        self.readings += probe_cluster(client)
+        probe = statistics.median(self.readings)
+        found = {"cpu_probe_s": round(probe, 6), "runtime_norm_s": normalised(self.window.runtime_s or None, probe)}
+        return Collected(metrics={name: value for name, value in found.items() if value is not None},
+                         extra={"cpu_probes_s": [round(r, 5) for r in self.readings]})  # fmt: skip
