@@ -1,0 +1,103 @@
+"""Re-read a calibration group (ci/power): the same rounds judged with other floors, and the
+noise of each runtime metric daskbench records, so a default can be chosen from measured data.
+
+    python ci/power_replay.py sqlite:///.../power.db GROUP [--floors 1.05,1.10]
+
+Replaying a floor at least as high as the one the group was collected with is exact: such a floor
+decides at the same look or earlier (an interval inside the narrower band is inside the wider one,
+and a regression called with the lower floor is called or found unchanged with the higher one), so
+its stopping point lies inside the rounds that were measured.
+
+The noise table lists, for the A/A arm (both sides the same work), the sd of the per-round log
+ratio B/A of ``runtime_s`` (wall clock of the compute phase), ``runtime_norm_s`` (scaled by the
+CPU speed probe) and ``task_cpu_s`` (the tasks' thread CPU): the metric with the smallest sd
+detects a change in the fewest rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from collections.abc import Sequence
+
+from daskbench.ab.bench_calibration import ARMS
+from daskbench.ab.calibrate import AA_ARM, comparison_groups
+from daskbench.judge.compare import group_rounds
+from daskbench.judge.sequential import MAX_ROUNDS, is_decided, looks, sequential_decision
+from daskbench.model import Measurement
+from daskbench.store import Store
+
+METRICS = ("runtime_s", "runtime_norm_s", "task_cpu_s")
+
+
+def pairs(store: Store, group: str, arm: str, metric: str) -> list[tuple[float, float]]:
+    """The (A, B) values of one arm in one comparison, round by round."""
+    cases = store.cases()
+    sides = next(iter(group_rounds(store, group).values()))
+    by_side: dict[str, dict[int, float]] = {}
+    for side, run in sides.items():
+        for m in store.measurements([run.run_id]):
+            value = _value(m, metric)
+            if cases[m.fingerprint].params.get("arm") == arm and value is not None:
+                by_side.setdefault(side, {})[m.repeat] = value
+    a, b = by_side.get("A", {}), by_side.get("B", {})
+    return [(a[r], b[r]) for r in sorted(a.keys() & b.keys())]
+
+
+def _value(m: Measurement, metric: str) -> float | None:
+    value = m.metrics.get(metric) if m.ok else None
+    return float(value) if value else None
+
+
+def replay(rounds: Sequence[tuple[float, float]], floor: float, max_rounds: int) -> tuple[str, int]:
+    """The verdict and rounds of the sequential rule with ``floor``, stopping at its first decided look."""
+    decision = None
+    for n in looks(max_rounds):
+        if n > len(rounds):
+            break
+        decision = sequential_decision([a for a, _ in rounds[:n]], [b for _, b in rounds[:n]], floor, max_rounds)
+        if is_decided(decision):
+            return decision.verdict, n
+    return (decision.verdict if decision else "inconclusive"), len(rounds)
+
+
+def table(store: Store, groups: list[str], floor: float, metric: str) -> list[str]:
+    lines = [f"floor {floor:.2f}, metric {metric}: arm, called, median rounds, comparisons"]
+    for arm, planted in ARMS:
+        found = [replay(pairs(store, g, arm, metric), floor, MAX_ROUNDS) for g in groups]
+        found = [f for f in found if f[1] >= 1]
+        if not found:
+            continue
+        hits = sum(v in ("regressed", "improved") if arm == AA_ARM else v == "regressed" for v, _ in found)
+        rounds = statistics.median(n for _, n in found)
+        lines.append(f"  {arm:6} {planted:.2f}x  {hits / len(found):4.0%}  {rounds:4g}  {len(found)}")
+    return lines
+
+
+def noise(store: Store, groups: list[str]) -> list[str]:
+    lines = ["A/A arm, per-round log ratio B/A: metric, sd, rounds"]
+    for metric in METRICS:
+        logs = [math.log(b / a) for g in groups for a, b in pairs(store, g, AA_ARM, metric)]
+        shown = f"{statistics.stdev(logs):.4f}" if len(logs) > 2 else "-"
+        lines.append(f"  {metric:15} {shown}  {len(logs)}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("db")
+    parser.add_argument("group")
+    parser.add_argument("--floors", default="1.05,1.10")
+    args = parser.parse_args()
+    store = Store(args.db, create=False)
+    groups = comparison_groups(store, args.group)
+    print(f"{len(groups)} comparisons in group {args.group}")
+    print("\n".join(noise(store, groups)))
+    for metric in METRICS:
+        for floor in (float(f) for f in args.floors.split(",")):
+            print("\n".join(table(store, groups, floor, metric)))
+
+
+if __name__ == "__main__":
+    main()
