@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import explain, matching, sequential, stats
+from daskbench.judge import explain, machine, matching, sequential, stats
 from daskbench.judge.selection import Selection
 from daskbench.model import (
     ACCEPTED_STEP,
@@ -210,8 +210,10 @@ def _ab_comparison(
 
         return _ab_rule(base_side, cand_side, noise, own)
 
-    verdicts = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
-    return _finish("ab", base_runs, cand, verdicts, base_runs, label, notes)
+    found = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
+    base_ms = [m for ms in base.values() for m in ms]
+    verdicts, speed_notes = machine.guard(found, machine.speed(base_ms), machine.speed(cand_ms))
+    return _finish("ab", base_runs, cand, verdicts, base_runs, label, [*notes, *speed_notes])
 
 
 def _noise_medians(
@@ -332,8 +334,11 @@ def _history_comparison(
             f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
         )
     base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
+    history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
+    verdicts, speed_notes = machine.guard(verdicts, machine.speed(history_ms), machine.speed(cand_ms))
     label = f"last {window} good runs of each case"
-    return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label, notes)
+    return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label,
+                   [*notes, *speed_notes])  # fmt: skip
 
 
 def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> list[tuple[Run, list[Measurement]]]:

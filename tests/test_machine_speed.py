@@ -1,0 +1,49 @@
+"""A slower machine is not slower code: time verdicts between runs whose CPU probes differ beyond
+the tolerance are set aside (inconclusive, both speeds named); memory verdicts stand."""
+
+from __future__ import annotations
+
+from daskbench.judge import machine
+from daskbench.judge.compare import compare_runs
+from daskbench.model import Verdict
+from daskbench.store import Store
+from tests.helpers import GIB, add_run, make_case, make_measurement
+
+
+def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.0) -> None:
+    """Three baseline runs at probe 30 ms; a candidate whose runtime is ``slower_code`` x and whose probe is ``probe`` s."""
+    case = make_case("wordcount", n_workers=1)
+    store.add_case(case)
+    sides = ((1.0, 0.030, 1.0), (1.01, 0.030, 1.0), (0.99, 0.030, 1.0), (slower_code, probe, memory))
+    for index, (factor, seconds, mem) in enumerate(sides):
+        run = add_run(store, index)
+        for repeat in range(3):
+            runtime = factor * (1.0 + 0.01 * repeat)
+            store.add_measurement(make_measurement(run, case, repeat, runtime_s=runtime, cost_usd=runtime / 100,
+                                                   cpu_probe_s=seconds, peak_memory_bytes=int(2 * GIB * mem)))  # fmt: skip
+    store.set_baseline("main", ["run000-nightly", "run001-nightly", "run002-nightly"])
+
+
+def _by_metric(store: Store) -> dict[str, Verdict]:
+    return {v.metric: v for v in compare_runs(store, candidate="run003-nightly").verdicts}
+
+
+def test_a_candidate_on_a_1_3x_slower_machine_is_not_a_regression_of_the_code(store: Store) -> None:
+    _two_runs(store, slower_code=1.3, probe=0.039, memory=1.5)
+    found = _by_metric(store)
+    assert found["runtime_s"].verdict == "inconclusive" and found["cost_usd"].verdict == "inconclusive"
+    assert (
+        "the machine was 1.30x slower during the candidate (CPU probe 39.0 ms against 30.0 ms)"
+        in found["runtime_s"].note
+    )
+    assert found["peak_memory_bytes"].verdict == "regressed"  # memory does not depend on the CPU's speed
+
+
+def test_the_same_machine_speed_leaves_a_real_slowdown_regressed(store: Store) -> None:
+    _two_runs(store, slower_code=1.3, probe=0.031)
+    assert _by_metric(store)["runtime_s"].verdict == "regressed"
+
+
+def test_the_guard_needs_both_speeds_and_names_a_faster_machine() -> None:
+    assert machine.guard([], None, 0.03) == ([], [])
+    assert machine.speed_note(0.040, 0.030).startswith("the machine was 1.33x faster during the candidate")
