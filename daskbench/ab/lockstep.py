@@ -178,7 +178,11 @@ class Lockstep:
             return 0.0
         link.take()
         link.send({"go": True})
-        done = link.take() or {}
+        done = link.peek() or {}
+        if done.get("done") != key:  # its test ended without measuring (an error before it): not consumed
+            result.stopped = f"side {link.name} ended this case without a measurement in round {round_ + 1}"
+            return 0.0
+        link.take()
         value, outcome = done.get("value"), str(done.get("outcome", "lost"))
         if outcome != "passed" or not isinstance(value, int | float):
             result.stopped = f"side {link.name} {outcome} in round {round_ + 1}"
