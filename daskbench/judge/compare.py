@@ -220,14 +220,15 @@ def _noise_medians(
     store: Store, cand: Run, base_runs: tuple[Run, ...], fingerprints: set[str], allow_mixed: bool
 ) -> dict[str, dict[str, list[float]]]:
     """Per metric and baseline case, the per-run medians that show this host's run-to-run noise:
-    of the baseline runs when there are several, else of every run on this host started before the
-    candidate (never the candidate, never later runs: a verdict between two runs does not change as
-    runs are added)."""
+    of the baseline runs when there are several, else of the newest 20 runs on this host started
+    before the candidate (never the candidate, never later runs: a verdict between two runs does not
+    change as runs are added)."""
     if len(base_runs) > 1:
         runs = {run.run_id for run in base_runs}
-    else:
-        runs = {run.run_id for run in store.runs() if run.started_at < cand.started_at
-                and (allow_mixed or matching.same_host(run, cand))}  # fmt: skip
+    else:  # the newest DEFAULT_HISTORY such runs: recent noise, and a bounded read of a long history
+        earlier = [run for run in store.runs() if run.started_at < cand.started_at
+                   and (allow_mixed or matching.same_host(run, cand))]  # fmt: skip
+        runs = {run.run_id for run in earlier[: stats.DEFAULT_HISTORY]}
     found: dict[str, dict[str, list[float]]] = {}
     measured = [m for m in store.measurements(sorted(runs)) if m.fingerprint in fingerprints] if runs else []
     for fingerprint, of_case in group_measurements(measured, "fingerprint").items():
