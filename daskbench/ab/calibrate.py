@@ -181,7 +181,8 @@ class Calibration:
             max_rounds=self.max_rounds,
             max_seconds=self.max_seconds,
             log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
-            say=lambda line: None,  # one line per comparison is enough here
+            say=self.say,
+            rounds_said=False,  # a line per arm when it stops
         ).run()  # fmt: skip
         for run in self._runs_of(name):
             self.store.tag_run(run.run_id, {CALIBRATE_GROUP: self.group, CALIBRATE_ROUND: str(number)})

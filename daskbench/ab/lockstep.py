@@ -81,6 +81,7 @@ class Lockstep:
     log_dir: Path
     say: Callable[[str], None] = print
     exact: bool = False  # --rounds N: every case runs exactly max_rounds rounds
+    rounds_said: bool = True  # a line per round; False: only the line that ends a case
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def run(self) -> list[CaseResult]:
@@ -164,7 +165,8 @@ class Lockstep:
             result.b.append(values["B"])
             result.seconds = time.monotonic() - started
             result.stopped = self._why_stop(result)
-            self.say(round_line(result, self.floor, self.max_rounds))
+            if self.rounds_said or result.stopped:
+                self.say(round_line(result, self.floor, self.max_rounds))
         for link in links.values():
             if _ready_for(link.peek(), key):
                 link.take()
