@@ -8,6 +8,7 @@ from typing import Any
 
 from daskbench import catalog
 from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
+from daskbench.judge import machine
 from daskbench.judge.format import case_label
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
 from daskbench.store import runstatus
@@ -62,6 +63,7 @@ def run_summary(run: Run, measurements: list[Measurement], status: str = "unknow
         "versions": dict(run.versions),
         "host": dict(run.host),
         "tags": dict(run.tags),
+        "cpu_probe_s": machine.speed(measurements),  # how fast the machine was: the median CPU probe
         **{key: run.tags.get(key) for key in ("ab_group", "ab_side", "ab_round")},
     }
 
@@ -76,14 +78,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [s["run_id"][:8], s["started_at"], s["status"], s["label"], str(s["measurements"]), _outcomes(s["outcomes"]),
-         s["versions"].get("dask", "?"), (s["git_sha"] or "-")[:10]]
+         _probe(s["cpu_probe_s"]), s["versions"].get("dask", "?"), (s["git_sha"] or "-")[:10]]
         for s in summaries
     ]  # fmt: skip
     if not rows:
         print(f"no runs in {store.display_url}; run: pytest -m benchmark")
         return 0
-    print_table(["run", "started", "status", "label", "n", "outcomes", "dask", "git"], rows)
+    print_table(["run", "started", "status", "label", "n", "outcomes", "probe", "dask", "git"], rows)
     return 0
+
+
+def _probe(seconds: float | None) -> str:
+    """The run's median CPU probe in milliseconds (lower: a faster machine), or ``-``."""
+    return f"{seconds * 1e3:.1f}ms" if seconds else "-"
 
 
 def _outcomes(counts: dict[str, int]) -> str:
@@ -129,7 +136,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
-    print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}")
+    print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}  "
+          f"cpu probe={_probe(machine.speed(measurements))}")  # fmt: skip
     columns = catalog.shown()
     axes = swept_axes(rows)
     print_table(
