@@ -80,12 +80,14 @@ def comparison_groups(store: Store, group: str) -> list[str]:
     return [name for name in (f"{group}.{n}" for n in sorted(numbers)) if group_rounds(store, name)]
 
 
-def power_rows(store: Store, group: str) -> Power:
-    """Per arm, what the group's comparisons found (rules: module docstring)."""
+def power_rows(store: Store, group: str, floor: float | None = None) -> Power:
+    """Per arm, what the group's comparisons found (rules: module docstring), judged with ``floor``
+    (the runtime floor the comparisons ran with; default: the declared one)."""
     verdicts: dict[str, list[tuple[Verdict, float]]] = {}
+    floors = {"runtime_s": floor} if floor else None
     for name in comparison_groups(store, group):
         minutes = _minutes_per_arm(store, name)
-        for verdict in compare_group(store, name).verdicts:
+        for verdict in compare_group(store, name, floors=floors).verdicts:
             if verdict.metric == "runtime_s":
                 arm = str(verdict.params.get("arm"))
                 verdicts.setdefault(arm, []).append((verdict, minutes.get(arm, math.nan)))

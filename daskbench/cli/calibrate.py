@@ -63,7 +63,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         say(f"calibrate: interrupted; finished comparisons are kept: continue with daskbench calibrate --group {group}")
         raise
     print(_header(group, stored, floor))
-    print(format_power(power_rows(store, group)))
+    print(format_power(power_rows(store, group, floor)))
     return 0
 
 
