@@ -159,7 +159,8 @@ class Lockstep:
                 values[name] = self._turn(links[name], key, len(result.a), result)
                 if result.stopped:
                     break
-            if result.stopped:
+            if result.stopped:  # a side could not measure this round: said, and the case ends here
+                self.say(f"ab: {key.split('::', 1)[-1][:60]}: {result.stopped}"[:120])
                 break
             result.a.append(values["A"])
             result.b.append(values["B"])
