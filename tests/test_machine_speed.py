@@ -47,3 +47,15 @@ def test_the_same_machine_speed_leaves_a_real_slowdown_regressed(store: Store) -
 def test_the_guard_needs_both_speeds_and_names_a_faster_machine() -> None:
     assert machine.guard([], None, 0.03) == ([], [])
     assert machine.speed_note(0.040, 0.030).startswith("the machine was 1.33x faster during the candidate")
+
+
+def test_a_slowdown_on_a_faster_machine_or_beyond_what_the_machine_explains_stands(store: Store) -> None:
+    """Code 3x slower while the machine was 1.38x faster (probe 21.7 ms): the machine cannot be why."""
+    _two_runs(store, slower_code=3.0, probe=0.0217)
+    assert _by_metric(store)["runtime_s"].verdict == "regressed"
+
+
+def test_a_slowdown_far_beyond_a_slightly_slower_machine_stands(store: Store) -> None:
+    """Code 3x slower on a 1.2x slower machine: 3 / 1.2 still clears the floor."""
+    _two_runs(store, slower_code=3.0, probe=0.036)
+    assert _by_metric(store)["runtime_s"].verdict == "regressed"

@@ -3,9 +3,11 @@
 Every measurement records ``cpu_probe_s`` (`daskbench.metrics.probe`): a fixed piece of CPU work
 timed on every worker and the client around the compute phase. A run's speed is the median probe
 of its measurements. When the candidate run's machine was measurably slower (or faster) than the
-baseline's, beyond `TOLERANCE`, a time or cost verdict would judge the machine, not the code: such
-verdicts are not called ``regressed`` or ``improved`` but ``inconclusive``, with both speeds in the
-note; memory verdicts stand (memory does not depend on the CPU's speed). Pure: records in, records out.
+baseline's, beyond `TOLERANCE`, a time or cost change in the same direction that the speed could
+explain would judge the machine, not the code: such verdicts are not called ``regressed`` or
+``improved`` but ``inconclusive``, with both speeds in the note. A change against the machine's
+direction, or beyond what its speed explains, stands; memory verdicts stand (memory does not
+depend on the CPU's speed). Pure: records in, records out.
 """
 
 from __future__ import annotations
@@ -38,20 +40,28 @@ def speed_note(base: float, cand: float) -> str:
 
 
 def guard(verdicts: Sequence[Verdict], base: float | None, cand: float | None) -> tuple[list[Verdict], list[str]]:
-    """The verdicts with time changes set aside when the machine's speed differed, and the notes."""
+    """The verdicts with the time changes the machine's speed could explain set aside, and the notes."""
     if base is None or cand is None or 1 / TOLERANCE <= cand / base <= TOLERANCE:
         return list(verdicts), []
     note = speed_note(base, cand)
-    changed = [v for v in verdicts if _is_time_change(v)]
-    kept = [_set_aside(v, note) if _is_time_change(v) else v for v in verdicts]
-    lines = [
-        f"{note}: {len(changed)} time verdict(s) are inconclusive, not a change of the code; memory verdicts stand"
-    ]
-    return kept, lines if changed else [note]
+    explained = [v for v in verdicts if explained_by(v, cand / base)]
+    kept = [_set_aside(v, note) if v in explained else v for v in verdicts]
+    if not explained:
+        return kept, [note]
+    return kept, [f"{note}: {len(explained)} time verdict(s) it could explain are inconclusive; memory verdicts stand"]
 
 
-def _is_time_change(v: Verdict) -> bool:
-    return v.verdict in ("regressed", "improved") and catalog.get(v.metric).kind in TIME_KINDS
+def explained_by(v: Verdict, slower: float) -> bool:
+    """Whether a time verdict could be the machine's doing: a regression on a machine ``slower``
+    times slower whose interval, divided by that, no longer clears the floor (the mirror for an
+    improvement on a faster machine). A change against the machine's direction, or beyond what
+    its speed explains, stands."""
+    if v.verdict not in ("regressed", "improved") or catalog.get(v.metric).kind not in TIME_KINDS:
+        return False
+    floor = v.floor or 1.0
+    if v.verdict == "regressed":
+        return slower > TOLERANCE and (v.ci_low or v.ratio or 1.0) / slower <= floor
+    return slower < 1 / TOLERANCE and (v.ci_high or v.ratio or 1.0) / slower >= 1 / floor
 
 
 def _set_aside(v: Verdict, note: str) -> Verdict:
