@@ -283,6 +283,14 @@ class RunNoise:
 MIN_OWN_RUNS = 10
 
 
+def noise_quantile(noise: RunNoise, confidence: float = CONFIDENCE) -> float:
+    """The two-sided quantile for an interval from ``noise``: Student t on its degrees of freedom,
+    or the normal one for an assumed default (``runs`` 0)."""
+    if noise.runs:
+        return student_t_ppf(0.5 + confidence / 2.0, noise.runs - 1)
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
 def pooled_run_noise(per_case: Sequence[Sequence[float]], default: float) -> RunNoise:
     """Run-to-run noise pooled over cases: each case's per-run medians deviate from that case's
     own mean (of logs), and the squared deviations of all cases are summed over their summed
@@ -308,8 +316,7 @@ def prediction_decision(base: Sequence[float], cand: float, floor: float, noise:
     if min(base) <= 0 or cand <= 0:
         return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")
     center = math.log(cand) - float(np.mean(np.log(np.asarray(base, dtype=float))))
-    quantile = (student_t_ppf(0.5 + confidence / 2.0, noise.runs - 1) if noise.runs
-                else NormalDist().inv_cdf(0.5 + confidence / 2.0))  # fmt: skip
+    quantile = noise_quantile(noise, confidence)
     half = quantile * noise.sd * math.sqrt(1.0 + 1.0 / len(base))
     low, high = math.exp(center - half), math.exp(center + half)
     verdict = classify_interval(low, high, floor)
@@ -336,10 +343,7 @@ def with_run_noise(
     two runs differ by sqrt(2) * sd; that term (with a t quantile on ``runs - 1`` df, or a
     normal one for the assumed default) is added in quadrature to each side's half-width.
     """
-    if noise.runs:
-        quantile = student_t_ppf(0.5 + confidence / 2.0, noise.runs - 1)
-    else:
-        quantile = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    quantile = noise_quantile(noise, confidence)
     extra = quantile * math.sqrt(2.0) * noise.sd
     center = math.log(interval.ratio if interval else ratio)
     below = center - math.log(interval.low) if interval else 0.0
