@@ -172,8 +172,7 @@ class Calibration:
     def _comparison(self, number: int) -> None:
         name = f"{self.group}.{number}"
         sides = {side: Side(side, sys.executable, {SIDE_ENV: side}) for side in ("A", "B")}
-        shared = {turns.ENV_GROUP: name, turns.ENV_PART: "0", turns.ENV_MAX_ROUNDS: str(self.max_rounds),
-                  turns.ENV_SHARE: "2"}  # fmt: skip
+        shared = turns.session_env(name, 0, self.max_rounds)
         Lockstep(
             sides,
             command=lambda side: pytest_command(side.python, self.db, f"{name}-{side.name}",

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from daskbench.ab import turns
-from daskbench.ab.sessions import Side, stop_session
+from daskbench.ab.sessions import Side, session_command, stop_session
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential
+from daskbench.judge.stats import Decision
 
 #: Seconds both sessions get to collect their tests and connect.
 CONNECT_SECONDS = 600.0
@@ -165,9 +166,10 @@ class Lockstep:
             result.a.append(values["A"])
             result.b.append(values["B"])
             result.seconds = time.monotonic() - started
-            result.stopped = self._why_stop(result)
+            decision = sequential.sequential_decision(result.a, result.b, self.floor, self.max_rounds)
+            result.stopped = self._why_stop(result, decision)
             if self.rounds_said or result.stopped:
-                self.say(round_line(result, self.floor, self.max_rounds))
+                self.say(round_line(result, decision))
         for link in links.values():
             if _ready_for(link.peek(), key):
                 link.take()
@@ -192,8 +194,7 @@ class Lockstep:
             return 0.0
         return float(value)
 
-    def _why_stop(self, result: CaseResult) -> str:
-        decision = sequential.sequential_decision(result.a, result.b, self.floor, self.max_rounds)
+    def _why_stop(self, result: CaseResult, decision: Decision) -> str:
         if self.exact:
             return f"{self.max_rounds} rounds, as asked" if len(result.a) >= self.max_rounds else ""
         if sequential.is_decided(decision):
@@ -226,9 +227,8 @@ def _ready_for(message: Mapping[str, Any] | None, key: str, round_: int | None =
     return round_ is None or message.get("round") == round_
 
 
-def round_line(result: CaseResult, floor: float, max_rounds: int) -> str:
+def round_line(result: CaseResult, decision: Decision) -> str:
     """``ab: <case> round 7: B/A 1.043 (0.98-1.11), 1m02s`` and, at the end, why it stopped."""
-    decision = sequential.sequential_decision(result.a, result.b, floor, max_rounds)
     shown = f"{decision.ratio:.3f}" if decision.ratio is not None else "-"
     interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
     minutes, seconds = divmod(int(result.seconds), 60)
@@ -239,6 +239,5 @@ def round_line(result: CaseResult, floor: float, max_rounds: int) -> str:
 
 
 def pytest_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:
-    """The pytest session of one side: one repeat per turn, the store and label given."""
-    return [python, "-m", "pytest", "-m", "benchmark", "-p", "no:cacheprovider", "-q", "--db", db,
-            "--label", label, "--repeat", "1", *pytest_args]  # fmt: skip
+    """The pytest session of one side in lockstep: one repeat per turn, the store and label given."""
+    return session_command(python, db, label, ["--repeat", "1", *pytest_args])

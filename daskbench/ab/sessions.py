@@ -167,8 +167,7 @@ class GroupRunner:
     def _session(self, number: int, side_name: str) -> Session:
         side = self.sides[side_name]
         label = f"{self.group}-{side_name}{number}"
-        command = [side.python, "-m", "pytest", "-m", "benchmark", "-p", "no:cacheprovider", "-q",
-                   "--db", self.db, "--label", label, *self.pytest_args]  # fmt: skip
+        command = session_command(side.python, self.db, label, self.pytest_args)
         log = self.log_dir / f"{label}.log"
         start = time.monotonic()
         code = run_logged(command, {**os.environ, **side.env}, log)
@@ -194,6 +193,12 @@ class GroupRunner:
             **({"ab_max_rounds": str(self.max_rounds)} if self.max_rounds else {}),
         })  # fmt: skip
         return run_id
+
+
+def session_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:
+    """The ``pytest -m benchmark`` session of one side, into ``db`` under ``label``."""
+    return [python, "-m", "pytest", "-m", "benchmark", "-p", "no:cacheprovider", "-q", "--db", db,
+            "--label", label, *pytest_args]  # fmt: skip
 
 
 def run_logged(command: list[str], env: Mapping[str, str], log: Path) -> int:

@@ -87,6 +87,12 @@ class Turns:
         return found if isinstance(found, dict) else {}
 
 
+def session_env(group: str, part: int, max_rounds: int) -> dict[str, str]:
+    """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
+    the group, the part, the most rounds, and that two clusters share this machine."""
+    return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2"}
+
+
 def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The tags of a lockstep session's run: group, side, part, mode and most rounds; {} otherwise."""
     if not environ.get(ENV_CONTROL) or not environ.get(ENV_GROUP):

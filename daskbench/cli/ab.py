@@ -165,8 +165,7 @@ def _lockstep(
     db = settings(args).db
     _say(f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
          f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case")  # fmt: skip
-    shared = {turns.ENV_GROUP: group, turns.ENV_PART: str(part), turns.ENV_MAX_ROUNDS: str(max_rounds),
-              turns.ENV_SHARE: "2"}  # fmt: skip
+    shared = turns.session_env(group, part, max_rounds)
     runner = Lockstep(
         sides,
         command=lambda side: pytest_command(side.python, db, f"{group}-{side.name}{part}", pytest_args),
