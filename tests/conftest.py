@@ -21,6 +21,7 @@ from tests.helpers import (
     POSTGRES_PASSWORD,
     as_postgres,
     free_port,
+    machine_lock,
     make_case,
     make_measurement,
     make_run,
@@ -28,6 +29,12 @@ from tests.helpers import (
 )
 
 pytest_plugins = ["pytester"]
+
+# Under pytest-xdist (`pytest -n auto`) each worker has PYTEST_XDIST_* in its environment, and
+# every process a test starts would inherit it: pytest-benchmark, for one, then disables itself in
+# the user-like pytest sessions the tests run. Those sessions must see a user's environment.
+for _name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+    del os.environ[_name]
 
 #: A mark expression that selects benchmarks only: "benchmark" or "benchmark and ...".
 _BENCHMARKS_ONLY = re.compile(r"\s*benchmark(\s+and\s.*)?", re.DOTALL)
@@ -103,3 +110,16 @@ def postgres_url() -> Iterator[str]:
             as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
         )
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def machine_lock_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One lock file for every worker of this session (`helpers.machine_lock`)."""
+    return tmp_path_factory.getbasetemp().parent / "daskbench-tests-machine.lock"
+
+
+@pytest.fixture(scope="module")
+def quiet_machine(machine_lock_file: Path) -> Iterator[None]:
+    """Held by a module whose verdicts depend on measured time: no test loads every core meanwhile."""
+    with machine_lock(machine_lock_file, exclusive=False):
+        yield

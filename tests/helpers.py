@@ -21,6 +21,7 @@ s3server.py (moto's S3), github_server.py (GitHub's issues API) and import_graph
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import socket
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -298,3 +300,19 @@ def open_offline(browser: object, path: Path) -> Iterator[Visit]:
 def metric_switch(metric: str) -> str:
     """The visible button of the metric switch (the radio itself is visually hidden)."""
     return f'input[name="metric"][value="{metric}"] + span'
+
+
+# -- the machine, shared by test processes ----------------------------------------------------
+
+
+@contextmanager
+def machine_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
+    """A lock on the machine's CPUs between test processes (pytest-xdist workers): a test that
+    loads every core on purpose holds it ``exclusive``; tests whose verdicts depend on measured
+    time hold it shared, so the load of one never lands in the other's measurements."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -70,10 +70,24 @@ def test_case_keys_name_the_benchmark_its_params_and_its_place_in_the_sweep() ->
     assert case_key("test_a.py", "test_x", {"n": 2, "kind": "p2p"}, 1) == "test_a.py::test_x[kind='p2p',n=2]#1"
 
 
+def _second_interpreter(folder: Path) -> Path:
+    """A real second virtualenv (its own python and prefix) that sees this one's packages."""
+    venv = folder / "venv-b"
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = sysconfig.get_paths()["purelib"]
+    found = list((venv / "lib").glob("python3*/site-packages"))
+    (found[0] / "daskbench-parent.pth").write_text(purelib + "\n" + str(Path(__file__).resolve().parents[1]) + "\n")
+    return venv / "bin" / "python"
+
+
 def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_unchanged(bench_folder: Path) -> None:
-    """B's sleepy case 1.5x slower: regressed within a few rounds; steady: unchanged; one run per side."""
+    """B, a second interpreter, runs the sleepy case 1.5x slower: regressed within a few rounds;
+    steady: unchanged; one run per side, each tagged with its interpreter."""
+    python_b = _second_interpreter(bench_folder)
     db = f"sqlite:///{bench_folder / 'slow.db'}"
-    done = _ab(bench_folder, db, "--group", "slow", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5", *SESSION)
+    done = _ab(bench_folder, db, "--group", "slow", "--b-python", str(python_b),
+               "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5", *SESSION)  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "ab: mode lockstep" in done.stderr and "decided after" in done.stderr
     verdicts = _runtime_verdicts(done.stdout)
@@ -81,7 +95,7 @@ def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_uncha
     assert verdicts["steady"]["verdict"] == "unchanged"
     assert "decided after" in str(verdicts["sleepy"]["note"])
     runs = Store(db).runs()
-    assert sorted(run.tags["ab_side"] for run in runs) == ["A", "B"]
+    assert {run.tags["ab_side"]: run.tags["ab_python"] for run in runs} == {"A": sys.executable, "B": str(python_b)}
     assert {run.tags["ab_mode"] for run in runs} == {"lockstep"}
 
 
@@ -94,26 +108,6 @@ def test_lockstep_a_a_group_with_exactly_n_rounds_is_clean_and_measures_each_cas
     counts = {run.tags["ab_side"]: len(store.measurements([run.run_id])) for run in store.runs()}
     assert counts == {"A": 8, "B": 8}
     assert "4 rounds, as asked" in done.stderr
-
-
-def _second_interpreter(folder: Path) -> Path:
-    """A real second virtualenv (its own python and prefix) that sees this one's packages."""
-    venv = folder / "venv-b"
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    purelib = sysconfig.get_paths()["purelib"]
-    found = list((venv / "lib").glob("python3*/site-packages"))
-    (found[0] / "daskbench-parent.pth").write_text(purelib + "\n" + str(Path(__file__).resolve().parents[1]) + "\n")
-    return venv / "bin" / "python"
-
-
-def test_lockstep_sides_can_be_two_interpreters(bench_folder: Path) -> None:
-    python_b = _second_interpreter(bench_folder)
-    db = f"sqlite:///{bench_folder / 'two.db'}"
-    done = _ab(bench_folder, db, "--group", "two", "--b-python", str(python_b), "--rounds", "3", *SESSION)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    pythons = {run.tags["ab_side"]: run.tags["ab_python"] for run in Store(db).runs()}
-    assert pythons == {"A": sys.executable, "B": str(python_b)}
 
 
 def test_ctrl_c_in_lockstep_keeps_the_finished_rounds_judgeable(bench_folder: Path) -> None:

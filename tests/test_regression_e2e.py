@@ -33,7 +33,7 @@ ARGS = ("-m", "benchmark", "--repeat", "3", "--workers", "1", "--saturation", "1
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+def runs(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Iterator[dict[str, object]]:
     """A baseline of three runs named main, a run whose compute phase is ~30% slower and a normal run, each compared to main."""
     folder = tmp_path_factory.mktemp("e2e")
     (folder / "test_sleepy.py").write_text(SLEEPY)

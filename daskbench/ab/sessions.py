@@ -32,6 +32,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import AB_GROUP, AB_ROUND, AB_SIDE, group_rounds
 from daskbench.judge.sequential import MIN_ROUNDS
 from daskbench.store import Store
+from daskbench.text import plural
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Flags `run_group` sets itself on each session; a user's copy would break the tagging.
@@ -152,7 +153,7 @@ class GroupRunner:
         done = len(group_rounds(self.store, self.group))
         plan = balanced_order(rounds, start=done)
         if done:
-            self.say(f"ab: group {self.group} has {done} complete round(s); running rounds {done + 1}-{rounds}")
+            self.say(f"ab: group {self.group} has {plural(done, 'complete round')}; running rounds {done + 1}-{rounds}")
         self.max_rounds = max_rounds
         sessions: list[Session] = []
         started = time.monotonic()
@@ -166,7 +167,7 @@ class GroupRunner:
 
     def _session(self, number: int, side_name: str) -> Session:
         side = self.sides[side_name]
-        label = f"{self.group}-{side_name}{number}"
+        label = f"{self.group}-{side_name}{number + 1}"  # counted as the progress line counts rounds
         command = session_command(side.python, self.db, label, self.pytest_args)
         log = self.log_dir / f"{label}.log"
         start = time.monotonic()
