@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from daskbench.text import format_bytes
+from daskbench.text import format_bytes, format_usd
 
 Unit = Literal["s", "bytes", "usd", "fraction", "count"]
 #: What a metric measures; ``compare --floor memory=1.2`` sets the floor of every metric of a kind.
@@ -46,7 +46,10 @@ class Metric:
     run-to-run log standard deviation used until a case has history of its own; ``floor``
     the smallest ratio that counts as a change; ``more``/``less`` the words of an effect
     ("1.3x slower"); ``title`` the chart title and ``short`` its name in running text;
-    ``shown`` makes it a column of ``daskbench show``.
+    ``shown`` makes it a column of ``daskbench show``; ``fallback`` is the metric judged in its
+    place when a side has no values of this one (runs recorded before it existed);
+    ``min_change`` the smallest difference, in the metric's unit, that counts as a change
+    (a 2 MiB workload using 4 MiB is twice as much and does not matter).
     """
 
     name: str
@@ -63,6 +66,8 @@ class Metric:
     integer: bool = False
     non_negative: bool = True
     shown: bool = False
+    fallback: str | None = None
+    min_change: float = 0.0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -83,7 +88,7 @@ class Metric:
         return None
 
     def format(self, value: float | None) -> str:
-        """The value with its unit, as people read it: ``12.3s``, ``1.5 GiB``, ``$0.0123``, ``0.85``."""
+        """The value with its unit, as people read it: ``12.3s``, ``1.5 GiB``, ``$0.012``, ``0.85``."""
         if value is None:
             return "-"
         if self.unit == "s":
@@ -91,7 +96,7 @@ class Metric:
         if self.unit == "bytes":
             return format_bytes(value)
         if self.unit == "usd":
-            return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
+            return format_usd(value)
         if self.unit == "fraction":
             return f"{value:.2f}"
         return f"{value:,.0f}" if self.integer else f"{value:.3g}"
@@ -166,17 +171,31 @@ def of_kind(kind: str) -> tuple[str, ...]:
 
 
 # -- the built-in metrics ---------------------------------------------------------------
+#: Memory differences under this are not changes: a fraction of a percent of a worker's GiBs.
+MIN_MEMORY_CHANGE = 16 * 2**20
 # Time, memory and money are judged by default; the rest are recorded, shown and explain.
 # fmt: off
 
 declare(Metric("runtime_s", "s", "runtime", "Runtime", "runtime", "slower", "faster",
                compared=True, noise=0.15, shown=True))
-declare(Metric("peak_memory_bytes", "bytes", "memory", "Peak cluster memory", "peak memory",
-               "more memory", "less memory", compared=True, noise=0.03, integer=True, shown=True))
-declare(Metric("peak_worker_memory_bytes", "bytes", "memory", "Peak memory of one worker", "per-worker peak",
-               "more worker memory", "less worker memory", compared=True, noise=0.03, integer=True, shown=True))
+# Memory is judged above the idle footprint (what the measured work added): the footprint
+# itself depends on what else the session imported, so the raw peaks differ between suites.
+declare(Metric("peak_memory_above_idle_bytes", "bytes", "memory", "Peak cluster memory above idle",
+               "peak memory above idle", "more memory", "less memory", compared=True, noise=0.10, integer=True,
+               shown=True, fallback="peak_memory_bytes", min_change=MIN_MEMORY_CHANGE))
+declare(Metric("peak_worker_memory_above_idle_bytes", "bytes", "memory", "Peak memory of one worker above idle",
+               "per-worker peak above idle", "more worker memory", "less worker memory", compared=True,
+               noise=0.10, integer=True, shown=True, fallback="peak_worker_memory_bytes",
+               min_change=MIN_MEMORY_CHANGE))
 declare(Metric("cost_usd", "usd", "cost", "Cost", "cost", "dearer", "cheaper", compared=True, noise=0.15,
                shown=True))
+declare(Metric("peak_memory_bytes", "bytes", "memory", "Peak cluster memory", "peak memory",
+               "more memory", "less memory", noise=0.03, integer=True, min_change=MIN_MEMORY_CHANGE))
+declare(Metric("peak_worker_memory_bytes", "bytes", "memory", "Peak memory of one worker", "per-worker peak",
+               "more worker memory", "less worker memory", noise=0.03, integer=True, shown=True,
+               min_change=MIN_MEMORY_CHANGE))
+declare(Metric("idle_worker_memory_bytes", "bytes", "memory", "Idle memory of one worker (window start)",
+               "idle worker memory", "more idle memory", "less idle memory", noise=0.03, integer=True))
 declare(Metric("mean_memory_bytes", "bytes", "memory", "Mean cluster memory", "mean memory",
                "more mean memory", "less mean memory", noise=0.03, integer=True))
 declare(Metric("peak_worker_memory_fraction", "fraction", "memory", "Peak worker memory / limit",

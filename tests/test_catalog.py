@@ -69,12 +69,15 @@ def test_array_sum(measure):
 
 
 def test_built_in_metrics_are_each_declared_once_with_sane_defaults() -> None:
-    """Time, memory and cost are compared by default; every declaration has a floor >= 1 and a unit."""
-    assert catalog.compared() == ("runtime_s", "peak_memory_bytes", "peak_worker_memory_bytes", "cost_usd")
+    """Time, memory above idle and cost are compared by default; every declaration has a floor >= 1
+    and a unit, and a fallback names a declared metric of the same unit."""
+    compared = ("runtime_s", "peak_memory_above_idle_bytes", "peak_worker_memory_above_idle_bytes", "cost_usd")
+    assert catalog.compared() == compared
     assert len(set(catalog.names())) == len(catalog.names())
     for name in catalog.names():
         metric = catalog.get(name)
         assert metric.floor >= 1.0 and metric.unit in catalog.AXIS and metric.kind in catalog.KINDS
+        assert metric.fallback is None or catalog.get(metric.fallback).unit == metric.unit
 
 
 def test_a_metric_declared_twice_differently_is_refused() -> None:
@@ -100,7 +103,8 @@ def test_formats_and_effects_come_from_the_declaration() -> None:
     """The unit decides how a value reads; the words decide how a ratio reads."""
     assert catalog.get("runtime_s").format(12.34) == "12.3s"
     assert catalog.get("peak_memory_bytes").format(1.5 * 2**30) == "1.5 GiB"
-    assert catalog.get("cost_usd").format(0.01234) == "$0.0123"
+    assert catalog.get("cost_usd").format(0.01234) == "$0.012"
+    assert catalog.get("cost_usd").format(1.17e-05) == "$0.000012"  # never $1.17e-05
     assert catalog.get("runtime_s").effect(1.31) == "1.31x slower"
     assert catalog.get("peak_memory_bytes").effect(0.5) == "2.00x less memory"
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from daskbench.cli import main
+from daskbench.config import parse_floors
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
-from daskbench.judge.compare import compare_runs, effect_size
-from daskbench.judge.format import comparison_to_json, format_table, format_verdict
-from daskbench.model import JSON_VERSION, Case, Comparison, Run, Verdict
+from daskbench.judge.compare import compare_group, compare_runs, effect_size
+from daskbench.judge.format import WIDTH, comparison_to_json, format_table, format_verdict, regression_summary
+from daskbench.model import JSON_VERSION, Case, ClusterSpec, Comparison, Run, Verdict
 from daskbench.store import Store
-from tests.helpers import HOST, add_results, add_run, make_case
+from tests.helpers import HOST, MIB, add_results, add_run, make_case, make_measurement
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def test_planted_slowdown_is_regressed_and_exits_1(store: Store, db: str, capsys
     assert main(["compare", "--db", db]) == 1
     out, err = capsys.readouterr()
     assert "regressed" in out and "1.30x slower (95% CI" in out and "floor 1.10)" in out
-    assert "1 regression(s) against main" in err
+    assert "daskbench: 1 regression against main: 1.30x slower:" in err
 
 
 def test_unchanged_candidate_exits_0(store: Store, db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,8 +90,31 @@ def test_memory_metric_gets_its_own_row(store: Store) -> None:
     """Peak memory is judged separately from runtime (same 1 GiB both sides: unchanged)."""
     ab_store(store, 10.0, 13.0)
     comparison = compare_runs(store)
-    assert only(comparison, "peak_memory_bytes").verdict == "unchanged"
+    assert only(comparison, "peak_memory_above_idle_bytes").verdict == "unchanged"
     assert only(comparison, "runtime_s").verdict == "regressed"
+
+
+def test_memory_is_judged_above_idle_so_a_lighter_suite_is_not_an_improvement(store: Store) -> None:
+    """One case in two suites: the worker's idle footprint differs by 60 MiB, the work adds the same
+    60 MiB on both sides. Judged above idle: unchanged (the raw per-worker peaks differ by 24%)."""
+    case = make_case("shuffle", size="small")
+    store.add_case(case)
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for run, idle in ((base, 186 * MIB), (cand, 126 * MIB)):
+        for repeat in range(3):
+            store.add_measurement(make_measurement(
+                run, case, repeat, peak_worker_memory_bytes=idle + 60 * MIB, idle_worker_memory_bytes=idle,
+                peak_worker_memory_above_idle_bytes=60 * MIB + repeat * MIB))  # fmt: skip
+    verdict = only(compare_runs(store, baseline=base.run_id), "peak_worker_memory_above_idle_bytes")
+    assert verdict.verdict == "unchanged" and verdict.ratio == pytest.approx(1.0)
+    assert "judged on" not in verdict.note
+
+
+def test_memory_of_runs_recorded_before_idle_was_is_judged_on_the_raw_peak_and_says_so(store: Store) -> None:
+    """Older runs have no memory above idle: the raw peak is judged in its place, with a note."""
+    ab_store(store, 10.0, 10.0)
+    verdict = only(compare_runs(store), "peak_memory_above_idle_bytes")
+    assert verdict.verdict == "unchanged" and "judged on peak_memory_bytes" in verdict.note
 
 
 def test_improvement_reads_as_faster(store: Store) -> None:
@@ -129,6 +154,35 @@ def test_single_repeat_runs_with_stable_history_find_a_regression(store: Store) 
     verdict = only(compare_runs(store, baseline=base.run_id))
     assert verdict.verdict == "regressed" and verdict.ci_low is not None and verdict.ci_low > 1.1
     assert "from 4 runs" in verdict.method
+
+
+def noisy_history_verdict(store: Store, history: tuple[float, ...]) -> Verdict:
+    """wordcount's runtime at ``history`` in earlier runs, then 10 s against 11.5 s (3 repeats each)."""
+    case = make_case("wordcount", size="small")
+    for index, runtime in enumerate(history):
+        add_results(store, add_run(store, index, label=f"past-{index}"), case, runtime)
+    base, cand = add_run(store, 10), add_run(store, 11)
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 11.5)
+    return only(compare_runs(store, baseline=base.run_id, candidate=cand.run_id))
+
+
+def test_a_floor_hint_names_the_real_workload_and_metric_and_the_flag_parses(store: Store) -> None:
+    """Runs at 10, 12, 8.5 s: the noise needs a floor above 1.10; the note gives the flag, which --floor accepts."""
+    verdict = noisy_history_verdict(store, (10.0, 12.0, 8.5))
+    assert verdict.verdict == "inconclusive" and "WORKLOAD:METRIC" not in verdict.note
+    flag = verdict.note.split("--floor ")[1].split(";")[0]
+    assert flag.startswith("wordcount:runtime_s=")
+    ((key, value),) = parse_floors(flag).items()
+    assert key == "wordcount:runtime_s" and 1.10 < value <= stats.USEFUL_FLOOR
+
+
+def test_when_no_floor_would_help_the_note_says_so_plainly(store: Store) -> None:
+    """Runs at 10, 30, 4 s: the noise needs a floor above 2; the note says no floor would help, and what would."""
+    verdict = noisy_history_verdict(store, (10.0, 30.0, 4.0))
+    assert verdict.verdict == "inconclusive" and "--floor" not in verdict.note
+    assert "no floor would help: this case's run-to-run noise is " in verdict.note
+    assert "use daskbench ab (lockstep) or more repeats" in verdict.note
 
 
 def test_repeats_that_agree_do_not_hide_run_to_run_noise(store: Store) -> None:
@@ -376,7 +430,7 @@ def test_a_recent_step_keeps_counting_until_accepted(store: Store, db: str, caps
     assert verdict.verdict == "regressed"
     assert "history steps 1.30x at run run020-n, 3 runs ago; if that is the new normal: " in verdict.note
     assert main(["baseline", "accept", "run020", "--db", db, "--why", "new tokenizer"]) == 0
-    assert "accepted run run020-n as the new level of 1 case(s)" in capsys.readouterr().out
+    assert "accepted run run020-n as the new level of 1 case" in capsys.readouterr().out
     verdict = only(compare_runs(store, candidate=cand.run_id, history=30))
     assert verdict.verdict == "inconclusive" and len(verdict.baseline_values) == 3
     assert "history since run run020-n, accepted as a new level" in verdict.note
@@ -451,7 +505,7 @@ def test_without_baseline_main_compare_falls_back_to_history(
     """No baseline named main: history mode, and the output says so and how to set one."""
     history_store(store, wobble(12), candidate=10.0)
     assert main(["compare", "--db", db]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # a note wraps at 120 columns
     assert "no baseline named 'main'" in out and "daskbench baseline set main" in out
     assert "daskbench compare (history)" in out
 
@@ -515,6 +569,112 @@ def test_format_verdict_states_effect_and_evidence() -> None:
     assert format_verdict(history) == "1.31x slower (z 6.2 vs 20 runs, floor 1.10)"
 
 
+def sweep_store(store: Store, changed: dict[int, float], cases: int = 12) -> Run:
+    """Three earlier runs of ``cases`` cases at 10 s (+-1%), a baseline ``main`` and a candidate
+    in which case ``i`` takes ``10 * changed[i]`` s (the others 10 s); returns the baseline run."""
+    made = [make_case(f"work{i:02d}", size="small") for i in range(cases)]
+    for case in made:
+        add_history(store, case, 10.0)
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for index, case in enumerate(made):
+        add_results(store, base, case, 10.0)
+        add_results(store, cand, case, 10.0 * changed.get(index, 1.0))
+    store.set_baseline("main", [base.run_id])
+    return base
+
+
+def test_table_leads_with_what_changed_and_counts_the_unchanged_in_one_line(store: Store) -> None:
+    """One slower and one faster case of twelve: only their runtime rows are listed; the other
+    22 verdicts are one count line; ``every_row`` lists all 24."""
+    sweep_store(store, {3: 1.5, 7: 0.6})
+    comparison = compare_runs(store)
+    kinds = [v.verdict for v in comparison.verdicts]
+    assert kinds.count("regressed") == kinds.count("improved") == 1 and kinds.count("unchanged") == 22
+    lines = format_table(comparison).splitlines()
+    rows = [line.split()[:2] for line in lines if line.startswith("  ") and not line.startswith("  verdict")]
+    assert rows == [["improved", "runtime"], ["regressed", "runtime"]]  # the biggest effect first
+    assert [line for line in lines if line.startswith("work")] == [
+        "work07[size=small] local 2w/1t 4GiB sat=1.1 (2 slots)", "work03[size=small] local 2w/1t 4GiB sat=1.1 (2 slots)"
+    ]  # fmt: skip
+    assert "22 unchanged (daskbench compare --all shows every row)" in lines
+    every = format_table(comparison, every_row=True).splitlines()
+    assert sum(line.startswith("work") for line in every) == 12
+    assert not any("shows every row" in line for line in every)
+    assert sum(line.split()[:1] == ["unchanged"] for line in every) == 22
+
+
+def test_compare_all_prints_every_row_and_json_keeps_every_verdict(
+    store: Store, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare`` hides unchanged rows, ``compare --all`` prints them; ``--format json`` always has every verdict."""
+    sweep_store(store, {0: 0.6})
+    assert main(["compare", "--db", db]) == 0
+    short = capsys.readouterr().out
+    assert main(["compare", "--db", db, "--all"]) == 0
+    full = capsys.readouterr().out
+    assert short.count("\n  unchanged ") == 0 and full.count("\n  unchanged ") == 23
+    assert "23 unchanged (daskbench compare --all shows every row)" in short and "shows every row" not in full
+    assert main(["compare", "--db", db, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["verdicts"]) == 24 and data["summary"]["unchanged"] == 23
+
+
+def test_regression_line_counts_plainly_and_never_cuts_a_figure(store: Store) -> None:
+    """Many regressions: '3 regressions against main', the biggest named with whole figures, <= 120 columns."""
+    case_of = {i: 1.5 + i / 10 for i in range(3)}
+    sweep_store(store, case_of, cases=3)
+    line = regression_summary(compare_runs(store))
+    assert line.startswith("daskbench: 3 regressions against main (every one is in the output above); the biggest: ")
+    assert "regression(s)" not in line and "more above" not in line and len(line) <= WIDTH
+    long = Verdict(fingerprint="f", workload="w" * 60, params={"size": "small", "path": "p" * 30}, metric="runtime_s",
+                   verdict="regressed", ratio=1.5, cluster={"backend": "local", "n_workers": 2,
+                   "threads_per_worker": 1, "memory_per_worker": int(11.8 * 2**30), "worker_saturation": 1.1})  # fmt: skip
+    cut = regression_summary(replace(compare_runs(store), verdicts=(long,)))
+    assert len(cut) <= WIDTH and cut.endswith(" ...") and "11.8G" not in cut.replace("11.8GiB", "")
+
+
+def test_baseline_of_many_runs_is_one_line_naming_a_few(store: Store) -> None:
+    """A baseline of eight runs: the header names three, says how many more and where to see all."""
+    case = make_case("shuffle", size="small")
+    runs = [add_run(store, index, label=f"a-rather-long-label-{index}") for index in range(8)]
+    for run in runs:
+        add_results(store, run, case, 10.0)
+    add_results(store, cand := add_run(store, 9), case, 10.0)
+    store.set_baseline("main", [run.run_id for run in runs])
+    table = format_table(compare_runs(store, candidate=cand.run_id))
+    (line,) = [line for line in table.splitlines() if line.startswith("baseline:")]
+    assert line == "baseline:  main (8 runs: run000-a, run001-a, run002-a and 5 more; all: --format json)"
+    assert all(len(line) <= WIDTH for line in table.splitlines())
+
+
+def test_an_ab_groups_baseline_lines_fit_and_name_a_few_of_its_runs(store: Store) -> None:
+    """Eight interleaved rounds of ``daskbench ab``: side A's runs are three ids and a count, every line <= 120."""
+    case, group = make_case("shuffle", size="small"), "ab-2026-01-01-120000-a-long-group-name"
+    for number in range(8):
+        for offset, side in enumerate("AB"):
+            tags = {"ab_group": group, "ab_side": side, "ab_round": str(number)}
+            add_results(
+                store, add_run(store, 2 * number + offset, label=f"{group}-{side}{number}", tags=tags), case, 10.0
+            )
+    table = format_table(compare_group(store, group))
+    assert all(len(line) <= WIDTH for line in table.splitlines())
+    baseline = " ".join(table.split("baseline:")[1].split("\nsummary:")[0].split())
+    assert baseline.endswith("side A (8 runs: run000-a, run002-a, run004-a and 5 more; all: --format json)")
+
+
+def test_a_case_line_wider_than_the_table_wraps_between_whole_items(store: Store) -> None:
+    """A case with long params and a config key: every item of its label is printed whole, within 120 columns."""
+    spec = ClusterSpec("local", 2, 1, int(11.8 * 2**30), 1.1,
+                       scheduler_config=(("distributed.worker.memory.target", "0.6"),))  # fmt: skip
+    case = Case("a_workload_with_a_long_name", {"size": "small", "input": "s3://bucket/" + "x" * 50}, spec)
+    base, cand = add_run(store, 1), add_run(store, 2)
+    add_results(store, base, case, 10.0)
+    add_results(store, cand, case, 30.0)
+    table = format_table(compare_runs(store, baseline=base.run_id))
+    assert all(len(line) <= WIDTH for line in table.splitlines())
+    assert "11.8GiB" in table and "memory.target=0.6" in table and "..." not in table
+
+
 # -- baseline command --------------------------------------------------------------------------
 
 
@@ -543,5 +703,5 @@ def test_memory_needs_less_history_than_time_to_be_called_unchanged(store: Store
     add_results(store, base, case, 10.0)
     add_results(store, cand, case, 10.0)
     kinds = {v.metric: v.verdict for v in compare_runs(store, baseline=base.run_id).verdicts}
-    assert kinds["peak_memory_bytes"] == "unchanged"
+    assert kinds["peak_memory_above_idle_bytes"] == "unchanged"
     assert kinds["runtime_s"] == "inconclusive"

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from daskbench.judge.compare import compare_runs
 from daskbench.store import Store
-from tests.helpers import add_run, make_case, make_measurement, run_pytest
+from tests.helpers import add_run, machine_lock, make_case, make_measurement, run_pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TWIN = """
 import dask
@@ -46,3 +56,71 @@ def test_runs_made_by_ab_are_not_the_latest_run_of_plain_compare(store: Store) -
     store.add_measurement(make_measurement(side_b, case))
     store.set_baseline("main", [base.run_id])
     assert compare_runs(store).candidate_run.run_id == cand.run_id
+
+
+def readme_quickstart() -> list[str]:
+    """The quickstart as the README writes it: command 1's benchmark run, then the "Then:" block."""
+    text = (ROOT / "README.md").read_text()
+    first = re.search(r"ci/setup && (\.venv/bin/pytest -m benchmark)\n", text)
+    then = re.search(r"^Then:\n\n```bash\n(.*?)```", text, re.S | re.M)
+    assert first and then, "README.md: the quickstart's command 1 or its 'Then:' block moved"
+    commands = [line.split("#")[0].strip() for line in then.group(1).splitlines()]
+    return [first.group(1), *(command for command in commands if command)]
+
+
+@contextmanager
+def cpu_load(processes: int) -> Iterator[None]:
+    """Busy loops on every core, as another job on a shared CI machine."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def test_the_quickstart_as_written_ends_with_compare_exit_0_when_the_second_run_is_on_a_loaded_machine(
+    tmp_path: Path, machine_lock_file: Path
+) -> None:
+    """Every quickstart command, word for word from the README, at size tiny on the word count's
+    one-worker cases (settings from the environment, so the text is unchanged); the second
+    benchmark run shares the machine with a busy loop per core. Unchanged code: `compare` exits 0
+    and names the slower machine instead of calling its time a regression."""
+    env = {**os.environ, "DASKBENCH_DB": f"sqlite:///{tmp_path / 'quick.db'}", "DASKBENCH_SIZE": "tiny",
+           "DASKBENCH_WORKERS": "1", "DASKBENCH_REPORT": str(tmp_path / "report.html"),
+           "PYTEST_ADDOPTS": "-k wordcount -p no:cacheprovider", "PATH": f"{ROOT / '.venv/bin'}:{os.environ['PATH']}"}  # fmt: skip
+    commands = readme_quickstart()
+    benchmark_runs = [i for i, command in enumerate(commands) if command.endswith("pytest -m benchmark")]
+    assert len(benchmark_runs) == 2 and commands[-1] == "daskbench compare", commands
+    outputs: list[subprocess.CompletedProcess[str]] = []
+    for i, command in enumerate(commands):
+        run_id = _first_run_id(env) if "<run-id>" in command else ""
+        argv = shlex.split(command.replace("<run-id>", run_id))
+        loaded = i == benchmark_runs[1]
+        lock = machine_lock(machine_lock_file, exclusive=True) if loaded else nullcontext()
+        with lock, cpu_load((os.cpu_count() or 2) if loaded else 0):
+            done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        outputs.append(done)
+    last = outputs[-1].stdout + outputs[-1].stderr
+    assert "the machine was" in last and "slower during the candidate" in last, last[-3000:]
+
+
+def _first_run_id(env: dict[str, str]) -> str:
+    listing = subprocess.run(["daskbench", "runs", "--format", "json"], env=env, capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+    return str(json.loads(listing)["runs"][-1]["run_id"])
+
+
+def test_the_comparison_names_the_runs_that_taught_the_noise_and_never_a_later_one(store: Store) -> None:
+    """Between two named runs the noise comes from runs started before the candidate; the note lists them."""
+    case = make_case("wordcount", n_workers=1)
+    store.add_case(case)
+    runs = [add_run(store, index) for index in range(4)]
+    for run in runs:
+        store.add_measurement(make_measurement(run, case))
+    comparison = compare_runs(store, baseline=runs[1].run_id, candidate=runs[2].run_id)
+    (note,) = [note for note in comparison.notes if note.startswith("run-to-run noise")]
+    assert runs[0].run_id[:8] in note and runs[1].run_id[:8] in note
+    assert runs[2].run_id[:8] not in note and runs[3].run_id[:8] not in note

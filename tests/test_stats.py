@@ -11,6 +11,7 @@ import pytest
 from scipy import stats as sp
 
 from daskbench.judge import stats
+from tests.helpers import MIB
 
 FLOOR = 1.10
 
@@ -357,9 +358,52 @@ def test_suggested_floor_is_what_the_measured_run_to_run_noise_allows() -> None:
     assert stats.suggested_floor(stats.RunNoise(0.001, 5)) == pytest.approx(1.05)
 
 
-def test_an_inconclusive_verdict_with_learned_noise_suggests_a_floor() -> None:
-    decision = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.10, noise=stats.RunNoise(0.08, 5))
-    assert decision.verdict == "inconclusive"
-    assert "this case's run-to-run noise (5 runs) needs a floor of at least 1.40" in decision.note
-    quiet = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.50, noise=stats.RunNoise(0.08, 5))
-    assert quiet.verdict == "inconclusive" and "needs a floor" not in quiet.note  # 1.50 already clears it
+def test_an_inconclusive_verdict_with_learned_noise_carries_the_floor_it_needs() -> None:
+    """8% noise from 5 runs needs 1.40 (as above); at a floor of 1.50 the noise is not why, so no need."""
+    noise = stats.RunNoise(0.08, 5)
+    decision = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.10, noise=noise)
+    assert decision.verdict == "inconclusive" and decision.floor_need == stats.FloorNeed(1.40, noise)
+    quiet = stats.ab_decision([10.0, 10.1, 9.9], [11.5, 11.6, 11.4], 1.50, noise=noise)
+    assert quiet.verdict == "inconclusive" and quiet.floor_need is None  # 1.50 already clears it
+
+
+def test_floor_advice_names_the_flag_of_the_workload_and_metric_it_was_given() -> None:
+    advice = stats.floor_advice(stats.FloorNeed(1.40, stats.RunNoise(0.08, 5)), "wordcount:runtime_s")
+    assert advice == (
+        "this case's run-to-run noise (8.0% from 5 runs) needs a floor of at least 1.40: --floor wordcount:runtime_s=1.40"
+    )
+
+
+@pytest.mark.parametrize(("sd", "words"), [(0.40, "40.0%"), (math.inf, "unbounded")])
+def test_floor_advice_says_plainly_when_no_floor_would_help(sd: float, words: str) -> None:
+    """40% from 5 runs needs exp(2.776 x 1.414 x 0.40) = 4.8, above `USEFUL_FLOOR` 2.0; unbounded noise needs inf."""
+    need = stats.FloorNeed(stats.suggested_floor(stats.RunNoise(sd, 5)), stats.RunNoise(sd, 5))
+    assert need.floor > stats.USEFUL_FLOOR
+    assert stats.floor_advice(need, "wordcount:runtime_s") == (
+        f"no floor would help: this case's run-to-run noise is {words}; use daskbench ab (lockstep) or more repeats"
+    )
+
+
+def test_a_memory_change_smaller_than_the_least_that_counts_is_unchanged() -> None:
+    """2 MiB -> 4 MiB above idle is twice as much and 2 MiB apart: under 16 MiB, unchanged, and said."""
+    regressed = stats.Decision("regressed", 2.0, 1.6, 2.5)
+    found = stats.within_min_change(regressed, [2 * MIB] * 3, [4 * MIB] * 3, "peak_worker_memory_above_idle_bytes")
+    assert found.verdict == "unchanged" and "16.0 MiB" in found.note and found.ratio == 2.0
+
+
+def test_a_memory_change_beyond_the_least_that_counts_keeps_its_verdict() -> None:
+    regressed = stats.Decision("regressed", 1.5, 1.3, 1.7)
+    found = stats.within_min_change(regressed, [40 * MIB] * 3, [60 * MIB] * 3, "peak_worker_memory_above_idle_bytes")
+    assert found == regressed
+
+
+def test_an_inconclusive_memory_verdict_is_unchanged_only_when_every_value_lies_within_the_least_change() -> None:
+    unsure = stats.Decision("inconclusive", 1.2, 0.7, 2.0)
+    close = stats.within_min_change(unsure, [3 * MIB, 9 * MIB], [4 * MIB, 12 * MIB], "peak_memory_above_idle_bytes")
+    spread = stats.within_min_change(unsure, [3 * MIB, 30 * MIB], [4 * MIB, 12 * MIB], "peak_memory_above_idle_bytes")
+    assert close.verdict == "unchanged" and spread == unsure
+
+
+def test_metrics_without_a_least_change_are_judged_by_ratio_alone() -> None:
+    regressed = stats.Decision("regressed", 2.0, 1.6, 2.5)
+    assert stats.within_min_change(regressed, [0.01] * 3, [0.02] * 3, "runtime_s") == regressed

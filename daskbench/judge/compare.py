@@ -50,7 +50,7 @@ from daskbench.model import (
     group_measurements,
 )
 from daskbench.store import Store, runstatus
-from daskbench.text import flatten
+from daskbench.text import first_few, flatten, plural
 
 #: Per metric: (baseline values, candidate values) of one case.
 SideValues = Callable[[str], tuple[list[float], list[float]]]
@@ -199,7 +199,9 @@ def _ab_comparison(
     base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
     cand_by = group_measurements(cand_ms, "fingerprint")
     cases = store.cases({*base, *cand_by})
-    noise_by = _noise_medians(store, cand, base_runs, set(base), allow_mixed)
+    taught = _noise_runs(store, cand, base_runs, allow_mixed)
+    noise_by = _noise_medians(store, taught, set(base))
+    notes = [*notes, _noise_note(taught)]
     pooled = {metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
               for metric, per_case in noise_by.items()}  # fmt: skip
 
@@ -212,23 +214,32 @@ def _ab_comparison(
 
     found = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
     base_ms = [m for ms in base.values() for m in ms]
-    verdicts, speed_notes = machine.guard(found, machine.speed(base_ms), machine.speed(cand_ms))
+    verdicts, speed_notes = machine.guard(found, base_ms, cand_ms)
     return _finish("ab", base_runs, cand, verdicts, base_runs, label, [*notes, *speed_notes])
 
 
-def _noise_medians(
-    store: Store, cand: Run, base_runs: tuple[Run, ...], fingerprints: set[str], allow_mixed: bool
-) -> dict[str, dict[str, list[float]]]:
-    """Per metric and baseline case, the per-run medians that show this host's run-to-run noise:
-    of the baseline runs when there are several, else of the newest 20 runs on this host started
-    before the candidate (never the candidate, never later runs: a verdict between two runs does not
-    change as runs are added)."""
+def _noise_runs(store: Store, cand: Run, base_runs: tuple[Run, ...], allow_mixed: bool) -> list[Run]:
+    """The runs whose per-run medians show this host's run-to-run noise: the baseline runs when
+    there are several, else the newest 20 runs on this host started before the candidate (never
+    the candidate, never later runs: a verdict between two runs does not change as runs are added)."""
     if len(base_runs) > 1:
-        runs = {run.run_id for run in base_runs}
-    else:  # the newest DEFAULT_HISTORY such runs: recent noise, and a bounded read of a long history
-        earlier = [run for run in store.runs() if run.started_at < cand.started_at
-                   and (allow_mixed or matching.same_host(run, cand))]  # fmt: skip
-        runs = {run.run_id for run in earlier[: stats.DEFAULT_HISTORY]}
+        return list(base_runs)
+    earlier = [run for run in store.runs() if run.started_at < cand.started_at
+               and (allow_mixed or matching.same_host(run, cand))]  # fmt: skip
+    return earlier[: stats.DEFAULT_HISTORY]  # recent noise, and a bounded read of a long history
+
+
+def _noise_note(taught: list[Run]) -> str:
+    """Which runs taught the run-to-run noise, for the comparison's notes."""
+    ids = [run.run_id[:8] for run in taught]
+    return f"run-to-run noise from {plural(len(ids), 'run')} before the candidate" + (
+        f": {first_few(ids)}" if ids else ""
+    )
+
+
+def _noise_medians(store: Store, taught: list[Run], fingerprints: set[str]) -> dict[str, dict[str, list[float]]]:
+    """Per metric and baseline case, the per-run medians of the ``taught`` runs."""
+    runs = {run.run_id for run in taught}
     found: dict[str, dict[str, list[float]]] = {}
     measured = [m for m in store.measurements(sorted(runs)) if m.fingerprint in fingerprints] if runs else []
     for fingerprint, of_case in group_measurements(measured, "fingerprint").items():
@@ -336,7 +347,7 @@ def _history_comparison(
         )
     base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
     history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
-    verdicts, speed_notes = machine.guard(verdicts, machine.speed(history_ms), machine.speed(cand_ms))
+    verdicts, speed_notes = machine.guard(verdicts, history_ms, cand_ms)
     label = f"last {window} good runs of each case"
     return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label,
                    [*notes, *speed_notes])  # fmt: skip
@@ -463,16 +474,35 @@ def _metric_verdicts(
     """One verdict per compared metric that has values on either side."""
     verdicts = []
     for metric in catalog.compared():
-        base, cand = values(metric)
+        base, cand, judged = _values_or_fallback(metric, values)
         if not base and not cand:
             continue
         if base and cand:
-            decision = decide(metric, base, cand)
+            decision = _judged_on(judged, stats.within_min_change(decide(judged, base, cand), base, cand, judged))
         else:
             side = "baseline" if not base else "candidate"
             decision = stats.Decision("inconclusive", note=f"no {metric} values in the {side}")
         verdicts.append(_verdict(case, fp, metric, base, cand, rules.floors[metric], decision, note))
     return verdicts
+
+
+def _values_or_fallback(metric: str, values: SideValues) -> tuple[list[float], list[float], str]:
+    """The metric's values, or its fallback's when a side lacks it and both sides have those
+    (memory above idle against a run recorded before it was): (baseline, candidate, judged)."""
+    base, cand = values(metric)
+    fallback = catalog.get(metric).fallback
+    if (base and cand) or fallback is None:
+        return base, cand, metric
+    old_base, old_cand = values(fallback)
+    return (old_base, old_cand, fallback) if old_base and old_cand else (base, cand, metric)
+
+
+def _judged_on(judged: str, decision: stats.Decision) -> stats.Decision:
+    """A decision made on a fallback metric says so in its note."""
+    if catalog.get(judged).compared:
+        return decision
+    said = f"judged on {judged}: a side was recorded before its compared metric existed"
+    return replace(decision, note=f"{decision.note}; {said}" if decision.note else said)
 
 
 def _verdict(
@@ -500,9 +530,14 @@ def _verdict(
         candidate_values=tuple(cand),
         cluster=case.cluster.identity(),
         method=d.method,
-        note="; ".join(part for part in (note, d.note) if part),
+        note="; ".join(part for part in (note, d.note, _floor_advice(case, metric, d)) if part),
         score=d.score,
     )
+
+
+def _floor_advice(case: Case, metric: str, d: stats.Decision) -> str:
+    """The floor this case's noise needs, as the ``--floor`` of its workload and metric; or that none would help."""
+    return stats.floor_advice(d.floor_need, f"{case.workload}:{metric}") if d.floor_need else ""
 
 
 def _oriented(metric: str, d: stats.Decision) -> stats.Decision:

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -105,6 +105,8 @@ class Decision:
     method: str = ""
     note: str = ""
     score: float | None = None
+    #: When the case's run-to-run noise is why it is inconclusive: the floor that noise needs.
+    floor_need: FloorNeed | None = None
 
 
 # -- summaries ------------------------------------------------------------------------
@@ -382,18 +384,44 @@ def ab_decision(
         note = f"the interval crosses the floor band {1 / floor:.2f}-{floor:.2f}; more repeats or runs would narrow it"
         if noise is not None and not noise.runs:
             note += f"; run-to-run noise assumed {noise.sd:.0%} until this case has {MIN_RUNS_FOR_NOISE} runs"
-        elif noise is not None and suggested_floor(noise, confidence) > floor:  # the noise is why
-            note += (f"; this case's run-to-run noise ({noise.runs} runs) needs a floor of at least "
-                     f"{suggested_floor(noise, confidence):.2f} (--floor WORKLOAD:METRIC=...)")  # fmt: skip
-    return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note)
+    need = None
+    if verdict == "inconclusive" and noise is not None and noise.runs and suggested_floor(noise, confidence) > floor:
+        need = FloorNeed(suggested_floor(noise, confidence), noise)  # the noise is why
+    return Decision(verdict, interval.ratio, interval.low, interval.high, interval.method, note, floor_need=need)
 
 
 def suggested_floor(noise: RunNoise, confidence: float = CONFIDENCE) -> float:
     """The smallest floor (rounded up to 0.05) that two runs of a case with this run-to-run
     noise can clear: exp(t x sqrt(2) x sd), the half-width the noise alone gives a two-run
-    ratio. 2% sd from 10 runs (t = 2.262): exp(0.064) = 1.066 -> 1.10."""
+    ratio. 2% sd from 10 runs (t = 2.262): exp(0.064) = 1.066 -> 1.10. Unbounded noise: inf."""
     quantile = student_t_ppf(0.5 + confidence / 2.0, max(noise.runs - 1, 1))
-    return max(1.05, math.ceil(math.exp(quantile * math.sqrt(2.0) * noise.sd) * 20 - 1e-9) / 20)
+    exponent = quantile * math.sqrt(2.0) * noise.sd
+    if not exponent < 700.0:  # unbounded noise (or beyond a float): no floor clears it
+        return math.inf
+    return max(1.05, math.ceil(math.exp(exponent) * 20 - 1e-9) / 20)
+
+
+#: A floor above this says "no change smaller than 2x counts": no floor would help such a case.
+USEFUL_FLOOR = 2.0
+
+
+@dataclass(frozen=True)
+class FloorNeed:
+    """The floor a case's run-to-run ``noise`` needs before two runs of it can be told apart
+    (`suggested_floor`; inf when no floor would)."""
+
+    floor: float
+    noise: RunNoise
+
+
+def floor_advice(need: FloorNeed, target: str) -> str:
+    """What to do about ``need``, naming the ``--floor`` of ``target`` (``wordcount:runtime_s``, from
+    the caller: this module knows no workload), or saying plainly when no floor would help."""
+    if need.floor <= USEFUL_FLOOR:
+        return (f"this case's run-to-run noise ({need.noise.sd:.1%} from {need.noise.runs} runs) needs a floor of "
+                f"at least {need.floor:.2f}: --floor {target}={need.floor:.2f}")  # fmt: skip
+    noise = f"{need.noise.sd:.1%}" if math.isfinite(need.noise.sd) else "unbounded"
+    return f"no floor would help: this case's run-to-run noise is {noise}; use daskbench ab (lockstep) or more repeats"
 
 
 def _single_repeat_decision(base: float, cand: float, floor: float) -> Decision:
@@ -480,3 +508,18 @@ def _non_positive_decision(base: Sequence[float], cand: Sequence[float]) -> Deci
     if len({*base, *cand}) == 1:
         return Decision("unchanged", 1.0, method="exact", note=f"every value is {base[0]:g}")
     return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")
+
+
+def within_min_change(decision: Decision, base: Sequence[float], cand: Sequence[float], metric: str) -> Decision:
+    """A change smaller than the metric's ``min_change`` (in its unit) is no change: a regressed
+    or improved verdict whose medians differ by less is unchanged; so is an inconclusive one when
+    every value of both sides lies within ``min_change`` of every other. The note says so."""
+    least = catalog.get(metric).min_change
+    if least <= 0 or decision.verdict not in ("regressed", "improved", "inconclusive") or not (base and cand):
+        return decision
+    values = [*base, *cand]
+    apart = abs(float(np.median(cand)) - float(np.median(base)))
+    if apart >= least or (decision.verdict == "inconclusive" and max(values) - min(values) >= least):
+        return decision
+    said = f"the sides differ by less than the smallest change that counts ({catalog.get(metric).format(least)})"
+    return replace(decision, verdict="unchanged", note=said, floor_need=None)

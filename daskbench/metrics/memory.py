@@ -61,6 +61,7 @@ class MemoryWatch(NannyPlugin):
             self._reset()
             self.started_at = time.time()  # this machine's clock: the offset to the harness's t0
             self._active = True
+        self.idle = self._sample()  # the footprint the window opens on: after restart and warm-up
 
     def stop(self) -> dict[str, Any]:
         with self._lock:
@@ -71,6 +72,7 @@ class MemoryWatch(NannyPlugin):
                 "deaths": list(self.deaths),
                 "memory_limit": self._limit(),
                 "started": getattr(self, "started_at", None),
+                "idle": getattr(self, "idle", None),
             }
 
     def _loop(self) -> None:
@@ -78,20 +80,22 @@ class MemoryWatch(NannyPlugin):
             if self._active:
                 self._sample()
 
-    def _sample(self) -> None:
+    def _sample(self) -> int | None:
+        """Read the worker process's RSS into the window; returns it (None: no worker process)."""
         process = getattr(self.nanny, "process", None)
         pid = getattr(getattr(process, "process", None), "pid", None)
         if pid is None:
-            return
+            return None
         try:
             rss = self._process(pid).memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return
+            return None
         with self._lock:
             if self._active:
                 self.high_water = max(self.high_water, rss)
                 self.samples.append((time.time(), rss))
                 self._pid_high = max(self._pid_high, rss)
+        return int(rss)
 
     def _process(self, pid: int) -> psutil.Process:
         if pid != self._pid:
@@ -135,6 +139,28 @@ class MemorySummary:
     timeline: tuple[tuple[float, int], ...]
     deaths: int
     oom_deaths: int
+    idle: Idle | None = None
+
+
+@dataclass(frozen=True)
+class Idle:
+    """The footprint each worker had when the window opened (after restart and warm-up),
+    and the peaks above it: what the measured work itself added, whatever else the session
+    imported (the idle footprint differs between suites; the peak above it does not)."""
+
+    worker: int  # the largest worker's idle footprint
+    above_cluster: int  # the cluster's peak minus the sum of the idle footprints
+    above_worker: int  # the largest rise of one worker above its own idle footprint
+
+
+def idle_of(reports: list[dict[str, Any]], peak_cluster: int) -> Idle | None:
+    """None when a nanny could not read its worker's footprint at the window's start."""
+    idle = [r.get("idle") for r in reports]
+    if not reports or not all(idle):
+        return None
+    return Idle(worker=max(i for i in idle if i),
+                above_cluster=max(0, peak_cluster - sum(i for i in idle if i)),
+                above_worker=max(max(0, r["high_water"] - r["idle"]) for r in reports))  # fmt: skip
 
 
 class MemoryCollector:
@@ -174,6 +200,12 @@ def collected(summary: MemorySummary) -> Collected:
         "peak_worker_memory_fraction": summary.peak_worker_fraction,
         "worker_restarts": summary.deaths,
     }
+    if summary.idle is not None:
+        metrics |= {
+            "idle_worker_memory_bytes": summary.idle.worker,
+            "peak_memory_above_idle_bytes": summary.idle.above_cluster,
+            "peak_worker_memory_above_idle_bytes": summary.idle.above_worker,
+        }
     return Collected(metrics={k: v for k, v in metrics.items() if v is not None},
                      extra={"oom_deaths": summary.oom_deaths}, timeline=summary.timeline)  # fmt: skip
 
@@ -192,14 +224,16 @@ def summarize(reports: list[dict[str, Any]], t0: float, bin_seconds: float, max_
     total = [sum(column) for column in zip(*filled, strict=True)] if filled else []
     peak_worker, fraction = _peak_worker(reports)
     deaths = [d for r in reports for d in r["deaths"]]
+    peak_cluster = max(total, default=0)
     return MemorySummary(
-        peak_cluster=max(total, default=0),
+        peak_cluster=peak_cluster,
         mean_cluster=int(sum(total) / len(total)) if total else 0,
         peak_worker=peak_worker,
         peak_worker_fraction=fraction,
         timeline=_downsample(total, bin_seconds, max_points),
         deaths=len(deaths),
         oom_deaths=sum(1 for d in deaths if d["fraction"] >= OOM_FRACTION),
+        idle=idle_of(reports, peak_cluster),
     )
 
 
