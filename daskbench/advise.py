@@ -30,7 +30,15 @@ from typing import Any
 from daskbench.judge.stats import median
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import Case, Measurement, Run, TaskMemory
-from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text, slots_text
+from daskbench.text import (
+    compact_bytes,
+    config_key_short,
+    format_bytes,
+    format_usd,
+    plural,
+    saturation_text,
+    slots_count,
+)
 
 TARGET_KEY = "distributed.worker.memory.target"
 #: Dask's default fraction of the memory limit at which a worker starts spilling to disk.
@@ -67,9 +75,9 @@ class Config:
         """``1 worker x 2 threads, 4GiB, sat 1.1 (3 slots), memory.target=0.6``."""
         spec = self.case.cluster
         text = (
-            f"{spec.n_workers} worker{'s' if spec.n_workers != 1 else ''} x {spec.threads_per_worker} "
-            f"thread{'s' if spec.threads_per_worker != 1 else ''}, {compact_bytes(spec.memory_per_worker)}, "
-            f"sat {saturation_text(spec.worker_saturation)} ({slots_text(spec.task_slots)} slots)"
+            f"{plural(spec.n_workers, 'worker')} x {plural(spec.threads_per_worker, 'thread')}, "
+            f"{compact_bytes(spec.memory_per_worker)}, "
+            f"sat {saturation_text(spec.worker_saturation)} ({slots_count(spec.task_slots)})"
         )
         return text + "".join(f", {config_key_short(k)}={v}" for k, v in sorted(spec.config.items()))
 
@@ -174,7 +182,7 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
         needed = math.ceil(size * threads / target)
         shape = prices.cheapest(threads, needed)
         priced = (f"; cheapest shape {shape.name} ({shape.vcpus} vCPU, {format_bytes(shape.memory_bytes)}, "
-                  f"${shape.usd_per_hour:g}/h, prices of {prices.as_of})" if shape else
+                  f"{format_usd(shape.usd_per_hour)}/h, prices of {prices.as_of})" if shape else
                   "; no priced instance is that large")  # fmt: skip
         seen = [
             (c.median_of("peak_worker_memory_bytes"), c)
@@ -183,18 +191,18 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
         ]
         observed = max(seen, key=lambda pair: pair[0] or 0.0, default=None)
         whole = (
-            f"; measured whole-worker peak at {threads} thread(s): {format_bytes(observed[0])} (tasks plus "
+            f"; measured whole-worker peak at {plural(threads, 'thread')}: {format_bytes(observed[0])} (tasks plus "
             "the worker itself)"
             if observed
             else ""
         )
         cites = (peak.config.cite(), *((observed[1].cite(),) if observed and observed[1] is not peak.config else ()))
-        lines.append(Line("worker memory", f"at {threads} thread(s) a worker needs >= {format_bytes(needed)} "
+        lines.append(Line("worker memory", f"at {plural(threads, 'thread')} a worker needs >= {format_bytes(needed)} "
                           f"({format_bytes(size)} x {threads} / {target:g}){priced}{whole}", cites))  # fmt: skip
     for memory in sorted({c.case.cluster.memory_per_worker for c in configs if c.case.cluster.memory_per_worker}):
         allowed = math.floor(memory * target / size)
-        lines.append(Line("threads", f"a {compact_bytes(memory)} worker holds {allowed} such task(s) at once below "
-                          f"the spill threshold, so up to {allowed} thread(s)", (peak.config.cite(),)))  # fmt: skip
+        lines.append(Line("threads", f"a {compact_bytes(memory)} worker holds {plural(allowed, 'such task')} at once "
+                          f"below the spill threshold, so up to {plural(allowed, 'thread')}", (peak.config.cite(),)))  # fmt: skip
     return lines
 
 
@@ -221,14 +229,15 @@ def _measured_lines(configs: Sequence[Config]) -> list[Line]:
 def _figures(c: Config) -> str:
     runtime, cost = c.median_of("runtime_s") or 0.0, c.median_of("cost_usd") or 0.0
     peak = c.median_of("peak_worker_memory_bytes")
-    return (f"{c.words()}: {runtime:.2f} s, ${cost:.6f} per run, per-worker peak {format_bytes(peak)} "
-            f"(median of {len(c.passed)} repeat(s))")  # fmt: skip
+    return (f"{c.words()}: {runtime:.2f} s, {format_usd(cost)} per run, per-worker peak {format_bytes(peak)} "
+            f"(median of {plural(len(c.passed), 'repeat')})")  # fmt: skip
 
 
 def _failures(c: Config) -> str:
     outcomes = sorted({m.outcome for m in c.failed})
     return (
-        f"{', '.join(outcomes)} in {len(c.failed)} of {len(c.measurements)} repeat(s): this shape is too small or broke"
+        f"{', '.join(outcomes)} in {len(c.failed)} of {plural(len(c.measurements), 'repeat')}: this shape is too small "
+        "or broke"
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from daskbench.errors import DaskbenchError
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.model import Comparison, Verdict
+from daskbench.text import plural, wrap_line
 
 API_ENV = "DASKBENCH_GITHUB_API"
 DEFAULT_API = "https://api.github.com"
@@ -78,27 +79,21 @@ def confirmed(night: Comparison, rerun: Comparison) -> Comparison:
 
 
 def markdown(comparison: Comparison, run_url: str | None = None) -> str:
-    """The job-summary Markdown of the regressions; empty when nothing regressed."""
+    """The job-summary Markdown of the regressions, a list item each (wrapped at 120 columns, so the
+    terminal copy fits too); empty when nothing regressed."""
     found = comparison.regressions
     if not found:
         return ""
     run = comparison.candidate_run
     lines = [
-        f"### daskbench: {len(found)} regression(s) in run `{run.run_id[:8]}` ({run.label})",
+        f"### daskbench: {plural(len(found), 'regression')} in run `{run.run_id[:8]}` ({run.label})",
         "",
         f"Judged against {comparison.baseline_label or comparison.mode}."
         + (f" [Workflow run]({run_url})" if run_url else ""),
         "",
-        "| case | metric | change |",
-        "| --- | --- | --- |",
+        *(f"- `{case_label(v.workload, v.params, v.cluster)}`, {v.metric}: {format_verdict(v)}" for v in found),
     ]
-    lines += [f"| {_cell(case_label(v.workload, v.params, v.cluster))} | {v.metric} | {_cell(format_verdict(v))} |"
-              for v in found]  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return "".join(f"{wrapped}\n" for line in lines for wrapped in wrap_line(line, indent="  "))
 
 
 class GitHub:

@@ -19,12 +19,10 @@ from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement, interrupted_measurement
 from daskbench.model import WRONG_RESULT, Case, Measurement
 from daskbench.session import DaskbenchSession
-from daskbench.text import config_key_short, format_bytes, saturation_text
+from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text, wrap_items, wrap_line
 
 #: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
 QUIET_KEY = pytest.StashKey[set[str]]()
-#: Terminal width every daskbench line fits in.
-_COLUMNS = 120
 
 
 def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
@@ -141,10 +139,10 @@ class Measure:
         try:
             count = store.flag_measurements(run.run_id, self.returned, WRONG_RESULT, detail)
         except DaskbenchError as exc:  # the test has failed anyway; say what the store did not take
-            self._write(f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}"[:_COLUMNS])
+            self._write(f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}")
             return
         self._write(
-            f"daskbench: {count} measurement(s) of {self.node.name} recorded as {WRONG_RESULT}: {detail}"[:_COLUMNS]
+            f"daskbench: {plural(count, 'measurement')} of {self.node.name} recorded as {WRONG_RESULT}: {detail}"
         )
 
     def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
@@ -190,7 +188,12 @@ class Measure:
         """One line per measurement on the terminal (not captured), so long sweeps show progress."""
         self._write(progress_line(case, measurement))
 
-    def _write(self, line: str) -> None:
+    def _write(self, text: str) -> None:
+        """Write ``text`` in lines of at most 120 columns (wrapped between words, never cut)."""
+        for line in (part for whole in text.splitlines() for part in wrap_line(whole)):
+            self._write_line(line)
+
+    def _write_line(self, line: str) -> None:
         """Write a whole line without resetting pytest's file header (which would repeat per test)."""
         plugins = self.node.config.pluginmanager
         reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
@@ -244,19 +247,20 @@ def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
 
 
 def progress_line(case: Case, m: Measurement) -> str:
-    """``daskbench: <workload> <params> sat=.. w=.. r0 passed 1.23s peak/worker 1.1 GiB``, <= 120 columns."""
-    memory = format_bytes(m.peak_worker_memory_bytes)
-    runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
+    """``daskbench: wordcount size=small w=2 t=1 mem=4GiB sat=1.1 memory.target=0.6 r0 passed 1.23s
+    peak/worker 1.1 GiB``: the params and every cluster axis (workers, threads, memory, saturation,
+    config), so no two cases of a sweep read the same; too wide, it wraps between whole items."""
     spec = case.cluster
-    threads = f" t={spec.threads_per_worker}" if spec.threads_per_worker > 1 else ""
-    tail = (
-        f" sat={saturation_text(spec.worker_saturation)} w={spec.n_workers}{threads} r{m.repeat} "
-        f"{m.outcome} {runtime} peak/worker {memory}"
-    )
-    swept = [f"{config_key_short(k)}={v}" for k, v in spec.scheduler_config]
-    head = f"daskbench: {case.workload} " + " ".join([*(f"{k}={v}" for k, v in sorted(case.params.items())), *swept])
-    room = _COLUMNS - len(tail)
-    return (head if len(head) <= room else head[: max(room - 3, 0)] + "...") + tail
+    runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
+    items = [
+        f"daskbench: {case.workload}",
+        *(f"{key}={value}" for key, value in sorted(case.params.items())),
+        f"w={spec.n_workers}", f"t={spec.threads_per_worker}", f"mem={compact_bytes(spec.memory_per_worker)}",
+        f"sat={saturation_text(spec.worker_saturation)}",
+        *(f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config),
+        f"r{m.repeat}", m.outcome, runtime, f"peak/worker {format_bytes(m.peak_worker_memory_bytes)}",
+    ]  # fmt: skip
+    return "\n".join(wrap_items(items))
 
 
 def _extra_info(m: Measurement) -> dict[str, Any]:

@@ -15,7 +15,16 @@ from daskbench.clusters.common import machine_share
 from daskbench.model import ClusterSpec
 from daskbench.redact import redact_url
 from daskbench.session import DaskbenchSession
-from daskbench.text import compact_bytes, config_key_short, saturation_text, slots_text
+from daskbench.text import (
+    compact_bytes,
+    config_key_short,
+    plural,
+    saturation_text,
+    slots_count,
+    slots_text,
+    wrap_items,
+    wrap_line,
+)
 
 
 def spec_id(spec: ClusterSpec, settings: cfg.Settings) -> str:
@@ -38,15 +47,15 @@ def slots_lines(settings: cfg.Settings) -> list[str]:
     for threads in settings.threads_per_worker:
         slots = {sat: ClusterSpec("local", 1, threads, None, sat).task_slots for sat in settings.saturation}
         listed = ", ".join(f"{saturation_text(sat)} -> {slots_text(n)}" for sat, n in slots.items())
-        lines.append(f"daskbench: task slots per worker at {threads} thread(s): {listed}")
+        lines += wrap_line(f"daskbench: task slots per worker at {plural(threads, 'thread')}: {listed}")
         by_slots: dict[int | None, list[float]] = {}
         for sat, n in slots.items():
             by_slots.setdefault(n, []).append(sat)
         for n, same in by_slots.items():
             if len(same) > 1:
                 names = " and ".join(saturation_text(sat) for sat in same)
-                lines.append(
-                    f"daskbench: note: saturation {names} give {slots_text(n)} slots at {threads} thread(s): "
+                lines += wrap_line(
+                    f"daskbench: note: saturation {names} give {slots_count(n)} at {plural(threads, 'thread')}: "
                     "the same schedule, so their cases differ only by noise"
                 )
     return lines
@@ -57,16 +66,12 @@ def repeat_of(item: pytest.Item) -> int:
     return int(callspec.params.get("daskbench_repeat", 0)) if callspec else 0
 
 
-def axes_text(s: cfg.Settings) -> str:
-    """The swept axes beyond workers and saturation, as ``threads=1,2 memory=2GiB,4GiB config ...``."""
-    text = ""
-    if s.threads_per_worker != (1,):
-        text += f" threads={','.join(map(str, s.threads_per_worker))}"
+def axes_items(s: cfg.Settings) -> list[str]:
+    """The swept axes beyond workers and saturation: ``["threads=1,2", "memory=2GiB,4GiB", "KEY=V1,V2"]``."""
+    items = [f"threads={','.join(map(str, s.threads_per_worker))}"] if s.threads_per_worker != (1,) else []
     if s.memory_per_worker != (None,):
-        text += f" memory={','.join(compact_bytes(m) for m in s.memory_per_worker)}"
-    for key, values in s.config or ():
-        text += f" {key}={','.join(values)}"
-    return text
+        items.append(f"memory={','.join(compact_bytes(m) for m in s.memory_per_worker)}")
+    return items + [f"{key}={','.join(values)}" for key, values in s.config or ()]
 
 
 def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
@@ -81,14 +86,15 @@ def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
 
 
 def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
-    """The settings line after "collected N items" (and what the saturations mean in task slots)."""
+    """The settings after "collected N items", wrapped between whole settings at 120 columns (and
+    what the saturations mean in task slots)."""
     s = session.settings
     saturations = ",".join(saturation_text(v) for v in s.saturation)
     workers = "as the scheduler has" if fixed_size else ",".join(map(str, s.workers))
-    axes = "" if fixed_size else axes_text(s)
+    settings = [f"daskbench: cluster={s.cluster}", f"workers={workers}", *([] if fixed_size else axes_items(s)),
+                f"saturation={saturations}", f"size={s.size}", f"repeat={s.repeat}", f"db={redact_url(s.db)}"]  # fmt: skip
     return [
-        f"daskbench: cluster={s.cluster} workers={workers}{axes} saturation={saturations} "
-        f"size={s.size} repeat={s.repeat} db={redact_url(s.db)}",
+        *wrap_items(settings),
         *([] if fixed_size else slots_lines(s)),
         *([] if fixed_size or machine_share() == 1 else [
             f"daskbench: {machine_share()} clusters share this machine (daskbench ab, lockstep): "

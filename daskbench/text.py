@@ -7,11 +7,14 @@ of daskbench, so any module may use it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Binary units, as Dask prints memory.
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: Terminal width every line daskbench prints fits in.
+WIDTH = 120
 
 
 def json_safe(value: Any) -> Any:
@@ -63,6 +66,63 @@ def compact_bytes(n: int | None) -> str:
 def slots_text(slots: int | None) -> str:
     """Task slots per worker: the number, or ``unlimited`` (queuing off)."""
     return "unlimited" if slots is None else str(slots)
+
+
+def slots_count(slots: int | None) -> str:
+    """Task slots per worker with their noun: ``1 slot``, ``3 slots``, ``unlimited slots``."""
+    return "unlimited slots" if slots is None else plural(slots, "slot")
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun: ``1 slot``, ``2 slots``, ``0 slots``; ``many`` for an irregular plural."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def first_few(items: Sequence[str], shown: int = 3) -> str:
+    """A long list by its first items and how many others: ``a, b, c and 5 more``."""
+    rest = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {rest} more" if rest > 0 else "")
+
+
+def wrap_line(text: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
+    """``text`` over lines of at most ``width`` columns, later lines indented; words are never cut
+    (a word longer than a line gets a line of its own), and spaces inside a line are kept."""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def wrap_items(items: Sequence[str], width: int = WIDTH, indent: str = "    ", sep: str = " ") -> list[str]:
+    """Whole ``items`` over lines of at most ``width`` columns, later lines indented: an item is
+    never split (one longer than a line gets a line of its own)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(sep) + len(item) <= width:
+            lines[-1] += sep + item
+        else:
+            lines.append((indent if lines else "") + item)
+    return lines or [""]
+
+
+def fit_items(items: Sequence[str], width: int = WIDTH, sep: str = " ", more: str = " ...") -> str:
+    """Whole ``items`` while they fit in ``width`` columns, then ``more`` when some are left out:
+    a figure is never cut in its middle."""
+    kept: list[str] = []
+    for index, item in enumerate(items):
+        room = width - (len(more) if index < len(items) - 1 else 0)
+        if len(sep.join([*kept, item])) > room:
+            return sep.join(kept) + more
+        kept.append(item)
+    return sep.join(kept)
+
+
+def format_usd(value: float) -> str:
+    """Dollars as people read them, never with an exponent: ``$1,234.50``, ``$0.50``, ``$0.012``,
+    ``$0.000012`` (two significant digits below a dollar)."""
+    rounded = float(f"{value:.2g}")
+    if rounded == 0:
+        return "$0"
+    if abs(rounded) >= 1:
+        return f"${value:,.2f}"
+    return f"${rounded:.{max(2, 1 - math.floor(math.log10(abs(rounded))))}f}"
 
 
 def config_key_short(key: str) -> str:

@@ -31,27 +31,29 @@ def test_memory_needed_and_threads_allowed_follow_peak_times_threads_over_the_sp
     assert (
         "largest per-task peak 600.0 MiB (prefix read-block, 63 tasks, exact, 1 thread)" in topics["per-task memory"][0]
     )
-    assert any(
-        "at 1 thread(s) a worker needs >= 1000.0 MiB (600.0 MiB x 1 / 0.6)" in t for t in topics["worker memory"]
-    )
-    assert any("at 2 thread(s) a worker needs >= 2.0 GiB (600.0 MiB x 2 / 0.6)" in t for t in topics["worker memory"])
+    assert any("at 1 thread a worker needs >= 1000.0 MiB (600.0 MiB x 1 / 0.6)" in t for t in topics["worker memory"])
+    assert any("at 2 threads a worker needs >= 2.0 GiB (600.0 MiB x 2 / 0.6)" in t for t in topics["worker memory"])
     assert topics["threads"] == [
-        "a 2GiB worker holds 2 such task(s) at once below the spill threshold, so up to 2 thread(s)",
-        "a 4GiB worker holds 4 such task(s) at once below the spill threshold, so up to 4 thread(s)",
+        "a 2GiB worker holds 2 such tasks at once below the spill threshold, so up to 2 threads",
+        "a 4GiB worker holds 4 such tasks at once below the spill threshold, so up to 4 threads",
     ]
 
 
 def test_cheapest_and_fastest_are_named_with_their_figures_and_the_trade_off() -> None:
     topics = lines_of([advise_config(1, 2 * GIB, 10.0, 0.002), advise_config(2, 4 * GIB, 6.0, 0.003)])
-    assert topics["cheapest measured"][0].startswith("1 worker x 1 thread, 2GiB, sat 1.1 (2 slots): 10.00 s, $0.002000")
-    assert topics["fastest measured"][0].startswith("1 worker x 2 threads, 4GiB, sat 1.1 (3 slots): 6.00 s, $0.003000")
+    assert topics["cheapest measured"][0].startswith(
+        "1 worker x 1 thread, 2GiB, sat 1.1 (2 slots): 10.00 s, $0.0020 per run"
+    )
+    assert topics["fastest measured"][0].startswith(
+        "1 worker x 2 threads, 4GiB, sat 1.1 (3 slots): 6.00 s, $0.0030 per run"
+    )
     assert topics["trade-off"] == ["the fastest is 1.67x faster and 1.50x dearer than the cheapest"]
 
 
 def test_a_failed_configuration_is_evidence_of_too_small_and_never_picked() -> None:
     topics = lines_of([advise_config(1, 2 * GIB, 10.0, 0.002), advise_config(2, 1 * GIB, 1.0, 0.0001, outcome="oom")])
     assert topics["too small"] == [
-        "1 worker x 2 threads, 1GiB, sat 1.1 (3 slots): oom in 1 of 1 repeat(s): this shape is too small or broke"
+        "1 worker x 2 threads, 1GiB, sat 1.1 (3 slots): oom in 1 of 1 repeat: this shape is too small or broke"
     ]
     assert "fastest measured" in topics and topics["fastest measured"] == ["the same configuration"]
 

@@ -10,7 +10,9 @@ import pytest
 
 from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
+from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
+from daskbench.text import WIDTH
 from tests.github_server import FakeGitHub, serve
 from tests.helpers import add_results, add_run, make_case
 
@@ -65,7 +67,7 @@ def test_four_nights_open_comment_and_close_one_issue(
     assert _writes(github) == [("POST", "/repos/owner/repo/issues")]
     issue = github.issues[1]
     assert f"[daskbench:{SLOW.fingerprint}]" in issue["title"] and issue["labels"] == [{"name": REGRESSION_LABEL}]
-    assert summary.read_text().count("| shuffle[size=small]") == 1 and "slower" in summary.read_text()
+    assert summary.read_text().count("- `shuffle[size=small]") == 1 and "slower" in summary.read_text()
 
     assert _night(store, url, 14, slow=True, summary=summary) == 1
     assert _writes(github)[1:] == [("POST", "/repos/owner/repo/issues/1/comments")]
@@ -134,3 +136,23 @@ def test_a_regression_the_rerun_does_not_confirm_alerts_nothing(
     assert _writes(github) == [] and not summary.exists()
     assert main([*args, "--candidate", night.run_id]) == 1  # unconfirmed, the same night would alert
     assert _writes(github) == [("POST", "/repos/owner/repo/issues")]
+
+
+def test_the_alert_markdown_and_its_terminal_lines_fit_120_columns(
+    nightly: tuple[Store, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regressed case with a long label: one regression, as a Markdown list item wrapped at 120 columns
+    (a table row cannot wrap), the same lines on the terminal and in the job summary."""
+    store, url = nightly
+    spec = ClusterSpec("local", 2, 1, 4 * 2**30, 1.1, scheduler_config=(("distributed.worker.memory.target", "0.6"),))
+    wide = Case("a_workload_with_a_rather_long_name", {"size": "small", "input": "s3://bucket/" + "x" * 30}, spec)
+    for night in range(12):
+        add_results(store, store.run(f"run{night:03d}-night{night:02d}"), wide, 10.0 * (1 + 0.01 * (night % 3)))
+    run = add_run(store, 12, label="night12")
+    add_results(store, run, wide, 20.0)
+    summary = tmp_path / "summary.md"
+    assert main(["alert", "--history", "20", "--summary", str(summary), "--db", url]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("### daskbench: 1 regression in run `run012-n` (night12)")
+    assert all(len(line) <= WIDTH for line in out.splitlines() + summary.read_text().splitlines())
+    assert "a_workload_with_a_rather_long_name" in out and "x slower (z " in " ".join(out.split())

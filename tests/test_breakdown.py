@@ -143,4 +143,4 @@ def test_evidence_writes_files_that_the_report_links(cluster: OpenCluster, tmp_p
                    if v.metric == "runtime_s")  # fmt: skip
     assert f"evidence: candidate {kept['performance_report']}" in runtime.note  # compare links it
     shown = daskbench_cli("show", cand.run_id, "--db", store.url, timeout=60)
-    assert f"evidence (--evidence) of 1 measurement(s) in {folder}" in shown.stdout
+    assert f"evidence (--evidence) of 1 measurement in {folder}" in " ".join(shown.stdout.split())  # wrapped at 120

@@ -8,6 +8,7 @@ import pytest
 
 from daskbench.config import resolve
 from daskbench.errors import DaskbenchError
+from daskbench.text import WIDTH
 
 
 def test_flags_beat_env_beat_pyproject_beat_defaults() -> None:
@@ -46,10 +47,27 @@ def test_env_error_names_the_env_var() -> None:
         resolve({}, env={"DASKBENCH_WORKERS": "two"})
 
 
-def test_unknown_pyproject_key_is_refused() -> None:
-    """A typo in [tool.daskbench] is an error listing the known keys."""
-    with pytest.raises(DaskbenchError, match=r"unknown key.*saturaton"):
+def test_unknown_pyproject_key_is_refused_naming_the_nearest_key() -> None:
+    """A typo in [tool.daskbench] is one line within 120 columns: the key, the one meant, where to see all."""
+    with pytest.raises(DaskbenchError) as info:
         resolve({}, env={}, pyproject={"saturaton": "1.0"})
+    assert str(info.value) == (
+        "[tool.daskbench] has 1 unknown key: saturaton (did you mean saturation?); "
+        "the keys are the flags without --: pytest --help"
+    )
+
+
+def test_unknown_env_vars_are_one_line_naming_the_first_and_how_many_more() -> None:
+    """Three misspelt DASKBENCH_* variables: the first, the count of the others, the nearest name; never the 40 known."""
+    env = {"DASKBENCH_FLOR": "1.2", "DASKBENCH_ZZZ": "1", "DASKBENCH_ZZZZ": "1"}
+    with pytest.raises(DaskbenchError) as info:
+        resolve({}, env=env)
+    message = str(info.value)
+    assert message == (
+        "3 unknown environment variables: DASKBENCH_FLOR and 2 more (did you mean DASKBENCH_FLOOR?); "
+        "the variables: pytest --help"
+    )
+    assert len(message) <= WIDTH
 
 
 def test_memory_sizes_parse_binary_and_decimal_units() -> None:

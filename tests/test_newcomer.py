@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from daskbench import catalog
 from daskbench.cli import main
 from daskbench.config import parse_db
 from daskbench.judge.compare import compare_runs
 from daskbench.judge.format import WIDTH, format_table
-from daskbench.model import SELECT_K, WRONG_RESULT
+from daskbench.model import SELECT_K, WRONG_RESULT, Case, ClusterSpec
 from daskbench.report import render_report
 from daskbench.store import Store
-from tests.helpers import add_results, add_run, make_case, run_pytest
+from tests.helpers import GIB, add_results, add_run, make_case, make_measurement, make_run, run_pytest
 
 WRONG_FILE = """
 import dask
@@ -178,7 +179,39 @@ def test_cases_outside_a_k_selection_are_one_missing_line(tmp_path: Path) -> Non
     lines = format_table(comparison).splitlines()
     missing = [line for line in lines if "missing" in line and not line.startswith("summary")]
     assert missing == [
-        "missing: 3 case(s) outside this run's selection (-k 'shuffle'), not compared: join_big, ocean_anomaly, wordcount"
+        "missing: 3 cases outside this run's selection (-k 'shuffle'), not compared: join_big, ocean_anomaly, wordcount"
     ]
     html = render_report(store, baseline=base.run_id)
     assert 'data-verdict="missing"' not in html and "outside this run&#39;s selection (-k &#39;shuffle&#39;)" in html
+
+
+def _every_shown_metric() -> dict[str, float]:
+    """A plausible value of each metric ``show`` has a column for (a small cost: $0.000012)."""
+    by_unit = {"s": 12.3, "bytes": int(1.1 * GIB), "usd": 1.17e-05, "fraction": 0.85, "count": 1234}
+    return {m.name: by_unit[m.unit] for m in catalog.shown()}
+
+
+def test_show_fits_120_columns_naming_each_case_once_above_its_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A swept case with long params: every line of ``show`` fits 120 columns, the case (with its memory
+    and config) is one line above its two repeats, and every shown metric has a column."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store, run = Store(db), make_run()
+    spec = ClusterSpec(
+        "local", 2, 2, int(11.8 * GIB), 1.1, scheduler_config=(("distributed.worker.memory.target", "0.6"),)
+    )
+    case = Case("a_workload_with_a_long_name", {"size": "small", "input": "s3://bucket/" + "x" * 40}, spec)
+    store.add_run(run)
+    store.add_case(case)
+    for repeat in (0, 1):
+        store.add_measurement(make_measurement(run, case, repeat, **_every_shown_metric()))
+    assert main(["show", run.run_id, "--db", db]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= WIDTH for line in lines), max(lines, key=len)
+    (first,) = [n for n, line in enumerate(lines) if line.startswith("a_workload_with_a_long_name")]
+    label = lines[first] + lines[first + 1]  # wrapped between whole items, the second line indented
+    assert "11.8GiB" in label and "memory.target=0.6" in label and "(3 slots)" in label
+    assert [line.split()[:2] for line in lines[first + 2 :]] == [["r0", "passed"], ["r1", "passed"]]
+    header = " ".join(lines[1:3]).split()
+    assert all(word in header for m in catalog.shown() for word in m.short.split()) and "$0.000012" in lines[-1]

@@ -67,13 +67,13 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
                             "--saturation", "1.1", "--wait-idle", "1", "--db", f"sqlite:///{db}")  # fmt: skip
         assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout[-3000:] + result.stderr[-3000:]
         errors = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(errors) == 1 and "running 1 task(s) of other clients after waiting 1 s" in errors[0]
+        assert len(errors) == 1 and "running 1 task of other clients after waiting 1 s" in errors[0]
         assert "--wait-idle SECONDS" in errors[0] and not db.exists()
         assert foreign.status == "pending"  # still running: nothing of theirs was cancelled or restarted
         told = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                           "--saturation", "1.1", "--allow-busy-cluster", "--db", f"sqlite:///{db}")  # fmt: skip
         assert told.returncode == 0, told.stdout[-3000:] + told.stderr[-3000:]
         (measured,) = Store(f"sqlite:///{db}").measurements()
-        assert "running 1 task(s) of other clients" in measured.extra["shared_cluster_busy"]
+        assert "running 1 task of other clients" in measured.extra["shared_cluster_busy"]
         assert foreign.status in ("pending", "finished")  # measured beside it, never restarted, cancelled or lost
         foreign.cancel()

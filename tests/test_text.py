@@ -6,7 +6,22 @@ import math
 
 import pytest
 
-from daskbench.text import flatten, format_bytes, inf_or_number, json_safe, one_line, saturation_text
+from daskbench.text import (
+    WIDTH,
+    first_few,
+    fit_items,
+    flatten,
+    format_bytes,
+    format_usd,
+    inf_or_number,
+    json_safe,
+    one_line,
+    plural,
+    saturation_text,
+    slots_count,
+    wrap_items,
+    wrap_line,
+)
 
 
 def test_json_safe_turns_nan_into_null_and_infinities_into_text() -> None:
@@ -77,3 +92,61 @@ def test_one_line_of_an_error_without_a_message_is_its_type_name() -> None:
 def test_format_bytes_moves_up_a_unit_when_rounding_reaches_1024() -> None:
     """Just under a MiB reads ``1.0 MiB``, never ``1024.0 KiB``."""
     assert format_bytes(2**20 - 1) == "1.0 MiB"
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "many", "expected"),
+    [(1, "slot", None, "1 slot"), (2, "slot", None, "2 slots"), (0, "regression", None, "0 regressions"),
+     (1, "entry", "entries", "1 entry"), (3, "entry", "entries", "3 entries")],
+)  # fmt: skip
+def test_plural_puts_the_noun_in_the_plural_unless_the_count_is_one(
+    count: int, noun: str, many: str | None, expected: str
+) -> None:
+    assert plural(count, noun, many) == expected
+
+
+def test_slots_count_reads_one_slot_and_unlimited_slots() -> None:
+    assert (slots_count(1), slots_count(3), slots_count(None)) == ("1 slot", "3 slots", "unlimited slots")
+
+
+def test_first_few_names_three_items_and_counts_the_rest() -> None:
+    assert first_few(["a", "b", "c", "d", "e"]) == "a, b, c and 2 more"
+    assert first_few(["a", "b", "c"]) == "a, b, c"
+    assert first_few(["a", "b", "c", "d"], shown=1) == "a and 3 more"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(1.17e-05, "$0.000012"), (0.00116, "$0.0012"), (0.01234, "$0.012"), (0.5, "$0.50"), (0.0999, "$0.10"),
+     (1.0, "$1.00"), (1234.5, "$1,234.50"), (0.0, "$0")],
+)  # fmt: skip
+def test_format_usd_gives_two_significant_digits_and_never_an_exponent(value: float, expected: str) -> None:
+    assert format_usd(value) == expected
+
+
+def test_wrap_line_keeps_every_word_whole_and_each_line_within_the_width() -> None:
+    """A 150-column line of 11-character figures wraps between figures, later lines indented."""
+    words = [f"{n:06d}.5GiB" for n in range(14)]
+    lines = wrap_line(" ".join(words), indent="  ")
+    assert len(lines) == 2 and all(len(line) <= WIDTH for line in lines)
+    assert lines[1].startswith("  ") and " ".join(lines).split() == words
+
+
+def test_wrap_line_leaves_a_word_longer_than_the_width_whole_on_its_own_line() -> None:
+    long = "x" * (WIDTH + 10)
+    assert wrap_line(f"a {long} b") == ["a", f"    {long}", "    b"]
+
+
+def test_fit_items_drops_whole_items_and_says_so_never_cutting_a_figure() -> None:
+    items = ["daskbench:", "shuffle[size=small]", "local", "2w/1t", "11.8GiB", "sat=1.1"]
+    assert fit_items(items, 50) == "daskbench: shuffle[size=small] local 2w/1t ..."
+    assert fit_items(items, 200) == " ".join(items)
+    assert len(fit_items(items, 50)) <= 50
+
+
+def test_wrap_items_breaks_between_items_and_never_inside_one() -> None:
+    """Items with spaces inside ("peak/worker 1.1 GiB") stay on one line; each line fits."""
+    items = ["daskbench: wordcount", "input=" + "p" * 80, "sat=1.1", "r0", "passed", "1.23s", "peak/worker 1.1 GiB"]
+    lines = wrap_items(items)
+    assert lines == ["daskbench: wordcount " + items[1] + " sat=1.1 r0", "    passed 1.23s peak/worker 1.1 GiB"]
+    assert all(len(line) <= WIDTH for line in lines)

@@ -27,6 +27,7 @@ from daskbench.ab.sessions import Side, session_command, stop_session
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential
 from daskbench.judge.stats import Decision
+from daskbench.text import first_few, plural
 
 #: Seconds both sessions get to collect their tests and connect.
 CONNECT_SECONDS = 600.0
@@ -142,7 +143,7 @@ class Lockstep:
         for name, keys in plans.items():
             alone = [key for key in keys if key not in common]
             if alone:
-                self.say(f"ab: {len(alone)} case(s) only side {name} has are not measured: {', '.join(alone)[:80]}")
+                self.say(f"ab: {plural(len(alone), 'case')} only side {name} has, not measured: {first_few(alone, 2)}")
         if not common:
             raise DaskbenchError("sides A and B have no benchmark in common; check the arguments after --")
         for link in links.values():

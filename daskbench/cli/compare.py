@@ -26,6 +26,7 @@ from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.judge.compare import compare
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.model import ACCEPTED_STEP, Comparison
+from daskbench.text import plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,10 +75,13 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="verdicts: what got slower, fatter or dearer than the baseline",
         description="Compare a run (default: the latest) with a baseline (default: the baseline named main; "
-        "without one, each case's last 20 good runs). One row per case and metric, biggest change first.",
+        "without one, each case's last 20 good runs). A row per case and metric that changed (or is "
+        "inconclusive), biggest change first, and the count of the unchanged; --all lists every row.",
         epilog="exit codes: 0 nothing regressed, 1 something regressed or newly fails, 2 could not run",
     )
     add_selection_options(parser)
+    parser.add_argument("--all", dest="every_row", action="store_true",
+                        help="list every verdict, the unchanged ones too (--format json always has every one)")  # fmt: skip
     add_format_option(parser)
     add_db_option(parser)
     parser.set_defaults(func=_compare)
@@ -103,7 +107,8 @@ def _baseline_accept(args: argparse.Namespace) -> int:
         )
     marked = sum(store.flag_measurements(run.run_id, case.fingerprint, ACCEPTED_STEP, args.why) for case in cases)
     print(
-        f"accepted run {run.run_id[:8]} as the new level of {len(cases)} case(s) ({marked} measurement(s)); "
+        f"accepted run {run.run_id[:8]} as the new level of {plural(len(cases), 'case')} "
+        f"({plural(marked, 'measurement')}); "
         "history verdicts of these cases start there"
     )
     return 0
@@ -121,15 +126,18 @@ def _baseline_list(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    return print_comparison(compare(open_store(args), selection(args)), args.format)
+    return print_comparison(compare(open_store(args), selection(args)), args.format, every_row=args.every_row)
 
 
-def print_comparison(comparison: Comparison, output: str, extra: Mapping[str, Any] | None = None) -> int:
-    """Print ``comparison`` as a table or JSON (with ``extra`` keys); a regression raises `RegressionFound` (exit 1)."""
+def print_comparison(
+    comparison: Comparison, output: str, extra: Mapping[str, Any] | None = None, every_row: bool = False
+) -> int:
+    """Print ``comparison`` as a table (every row with ``every_row``) or JSON (with ``extra`` keys);
+    a regression raises `RegressionFound` (exit 1)."""
     if output == "json":
         print_json({**comparison_to_json(comparison), **(extra or {})})
     else:
-        print(format_table(comparison))
+        print(format_table(comparison, every_row))
     sys.stdout.flush()
     if comparison.regressions:
         raise RegressionFound(regression_summary(comparison))

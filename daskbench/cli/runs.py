@@ -7,12 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog
-from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, print_table
+from daskbench.cli.common import (
+    add_db_option,
+    add_format_option,
+    open_store,
+    print_grouped,
+    print_json,
+    print_table,
+    print_wrapped,
+)
 from daskbench.judge import machine
 from daskbench.judge.format import case_label
 from daskbench.model import JSON_VERSION, Case, Measurement, Run
 from daskbench.store import runstatus
-from daskbench.text import compact_bytes, config_key_short, format_bytes, inf_or_number, json_safe
+from daskbench.text import format_bytes, inf_or_number, json_safe, plural, wrap_items
 
 
 def register(subparsers: Any) -> None:
@@ -136,40 +144,30 @@ def cmd_show(args: argparse.Namespace) -> int:
         summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
-    print(f"run {run.run_id}  label={run.label}  started={run.started_at}  dask={run.versions.get('dask', '?')}  "
-          f"cpu probe={_probe(machine.speed(measurements))}")  # fmt: skip
+    head = [f"run {run.run_id}", f"label={run.label}", f"started={run.started_at}",
+            f"dask={run.versions.get('dask', '?')}", f"cpu probe={_probe(machine.speed(measurements))}"]  # fmt: skip
+    print("\n".join(wrap_items(head, sep="  ")))
     columns = catalog.shown()
-    axes = swept_axes(rows)
-    print_table(
-        ["workload", "params", "sat", "slots", "workers", *(title for title, _ in axes), "rep", "outcome",
-         *(metric.short for metric in columns)],
-        [_show_cells(r, columns, axes) for r in rows],
-    )  # fmt: skip
+    print_grouped(["rep", "outcome", *(metric.short for metric in columns)], _show_groups(measurements, cases, rows))
     kept = [r for r in rows if r["evidence"]]
     if kept:
         folders = sorted({str(Path(path).parent) for r in kept for path in r["evidence"].values()})
-        print(f"evidence (--evidence) of {len(kept)} measurement(s) in {', '.join(folders)}")
+        print_wrapped(f"evidence (--evidence) of {plural(len(kept), 'measurement')} in {', '.join(folders)}")
     return 0
 
 
-def swept_axes(rows: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    """The cluster axes beyond saturation and workers whose value varies across the rows (or
-    is not the default), as (column title, cell function): threads, memory, each config key."""
-    axes: list[tuple[str, Any]] = []
-    if {r["threads_per_worker"] for r in rows} - {1}:
-        axes.append(("threads", lambda r: str(r["threads_per_worker"])))
-    if len({r["memory_per_worker"] for r in rows}) > 1:
-        axes.append(("memory", lambda r: compact_bytes(r["memory_per_worker"])))
-    for key in sorted({key for r in rows for key in r["config"]}):
-        axes.append((config_key_short(key), lambda r, key=key: str(r["config"].get(key, "-"))))
-    return axes
-
-
-def _show_cells(r: dict[str, Any], columns: tuple[catalog.Metric, ...], axes: list[tuple[str, Any]]) -> list[str]:
-    params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()))
-    head = [str(r["workload"]), params, str(r["worker_saturation"]), str(r["task_slots"]), str(r["n_workers"])]
-    head += [cell(r) for _, cell in axes]
-    return [*head, str(r["repeat"]), r["outcome"], *(metric.format(r[metric.name]) for metric in columns)]
+def _show_groups(
+    measurements: list[Measurement], cases: dict[str, Case], rows: list[dict[str, Any]]
+) -> list[tuple[str, list[list[str]]]]:
+    """Per case (as `case_label` reads it: params and every cluster axis), the cells of its measurements."""
+    groups: dict[str, list[list[str]]] = {}
+    for m, r in zip(measurements, rows, strict=True):
+        case = cases.get(m.fingerprint)
+        label = case_label(case.workload, case.params, case.cluster.identity()) if case else f"case {m.fingerprint}"
+        groups.setdefault(label, []).append(
+            [f"r{r['repeat']}", r["outcome"], *(metric.format(r[metric.name]) for metric in catalog.shown())]
+        )
+    return list(groups.items())
 
 
 # -- show --tasks: per-task peak memory (--task-memory) ----------------------------------
@@ -223,7 +221,7 @@ def cmd_show_tasks(args: argparse.Namespace) -> int:
     for fingerprint in dict.fromkeys(r["fingerprint"] for r in rows):
         case = cases[fingerprint]
         print()
-        print(case_label(case.workload, case.params, case.cluster.identity())[:_COLUMNS])
+        print_wrapped(case_label(case.workload, case.params, case.cluster.identity()))
         print_table(["  rep", "prefix", "tasks", "peak", "p95", "input", "concurrency"],
                     [_task_cells(r) for r in rows if r["fingerprint"] == fingerprint])  # fmt: skip
     if any(r["concurrency"] > 1 for r in rows):
@@ -231,8 +229,7 @@ def cmd_show_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Width every line of ``show --tasks`` fits in (a task prefix is cut to fit).
-_COLUMNS = 120
+#: A task prefix is cut to this width, so a row of ``show --tasks`` fits in 120 columns.
 _PREFIX_WIDTH = 60
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
+from daskbench.text import first_few, plural
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -27,6 +28,11 @@ SATURATION_KEY = "distributed.scheduler.worker-saturation"
 
 def no_preflight(target: str) -> None:
     """For backends with nothing to check before they start (their start fails clearly)."""
+
+
+def any_keywords(target: str) -> list[str] | None:
+    """For backends whose ``--cluster-kwargs`` are not checked ahead (None: any keyword)."""
+    return None
 
 
 def close_client_and_cluster(client: Client, cluster: Any) -> None:
@@ -49,6 +55,8 @@ class Backend:
     both. ``fixed_size``: the harness cannot choose the worker count (it is whatever the
     scheduler has), so only one count is requested. ``records_target``: whether the
     ``--cluster`` value is kept as the spec's ``target`` (it carries nothing for local).
+    ``keywords(target)``: the ``--cluster-kwargs`` names its cluster takes (None: any), checked
+    before it starts.
     """
 
     name: str
@@ -57,6 +65,7 @@ class Backend:
     start: Callable[[ClusterSpec, dict[str, Any]], tuple[Client, Any]]
     preflight: Callable[[str], None] = no_preflight
     close: Callable[[Client, Any], None] = close_client_and_cluster
+    keywords: Callable[[str], list[str] | None] = any_keywords
     fixed_size: bool = False
     records_target: bool = True
 
@@ -120,31 +129,32 @@ def load_kwargs(path: str | None) -> dict[str, Any]:
     return data
 
 
-def check_kwargs(cluster: str, kwargs: dict[str, Any]) -> None:
-    """For ``module:ClassName``: the class imports and accepts every keyword, checked before it starts."""
-    import importlib
+def check_kwargs(cluster: str, kwargs: dict[str, Any], keywords: Callable[[str], list[str] | None]) -> None:
+    """Every ``--cluster-kwargs`` keyword is one the backend's cluster takes (``keywords(cluster)``, None:
+    any), checked before it starts: a wrong one would only fail inside the worker processes."""
+    accepted = keywords(cluster) if kwargs else None
+    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+    if accepted is not None and unknown:
+        raise DaskbenchError(
+            f"--cluster-kwargs: {cluster} does not take {first_few(unknown)}; it accepts {first_few(accepted, 6) or 'none'}"
+        )
+
+
+def keywords_of(*chain: Any) -> list[str] | None:
+    """The keyword names a call of ``chain[0]`` takes, following its ``**kwargs`` into the next of ``chain``
+    (``LocalCluster`` passes them to the nanny, which passes them to the worker...); None: any."""
     import inspect
 
-    if not kwargs and ":" not in cluster:
-        return
-    module_name, colon, class_name = cluster.partition(":")
-    if not colon or "//" in cluster:
-        return
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-        params = inspect.signature(cls).parameters.values()
-    except (ImportError, AttributeError) as exc:
-        raise DaskbenchError(f"--cluster {cluster}: cannot import {class_name} from {module_name} ({exc})") from None
-    except (TypeError, ValueError):
-        return  # no signature to check against
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
-    unknown = sorted(set(kwargs) - {p.name for p in params})
-    if unknown:
-        raise DaskbenchError(
-            f"--cluster-kwargs: {cluster} takes no keyword(s) {', '.join(unknown)}; "
-            f"it accepts {', '.join(p.name for p in params) or 'none'}"
-        )
+    names: list[str] = []
+    for target in chain:
+        try:
+            params = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):
+            return None  # no signature to check against
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names
+    return None
 
 
 def _scheduler_facts(dask_scheduler: Any) -> dict[str, Any]:
@@ -246,7 +256,7 @@ def busy_message(target: str, busy: int, waited: float) -> str:
     """The one line for a shared scheduler busy with other clients' work."""
     after = f" after waiting {waited:g} s" if waited else ""
     return (
-        f"the scheduler at {target} is running {busy} task(s) of other clients{after}; measuring now would "
+        f"the scheduler at {target} is running {plural(busy, 'task')} of other clients{after}; measuring now would "
         "measure their load and slow them: try again when it is idle, or wait for it with --wait-idle SECONDS"
     )
 

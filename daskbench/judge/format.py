@@ -9,20 +9,30 @@ infinity: those become ``null`` or the strings ``"inf"``/``"-inf"``.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
 from daskbench.judge import stats
 from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, ClusterSpec, Comparison, Run, Verdict
-from daskbench.text import compact_bytes, config_key_short, json_safe, slots_text
+from daskbench.text import (
+    WIDTH,
+    compact_bytes,
+    config_key_short,
+    first_few,
+    fit_items,
+    json_safe,
+    plural,
+    slots_count,
+    wrap_line,
+)
 
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
+#: The terminal table fits `WIDTH` columns: rows are grouped under a line naming their case, a
+#: line too wide wraps between whole items, and notes are printed once below, referenced as ``[n]``.
 _HEADERS = ["verdict", "metric", "baseline", "candidate", "change"]
-#: The terminal table fits this many columns: rows are grouped under a line naming their case,
-#: and notes are printed once below the table, referenced as ``[n]``.
-WIDTH = 120
+#: What the table says of the rows it leaves out (``every_row`` lists them).
+EVERY_ROW_HINT = "daskbench compare --all shows every row"
 
 
 def format_verdict(v: Verdict) -> str:
@@ -66,25 +76,29 @@ def slots_suffix(cluster: Mapping[str, Any]) -> str:
         spec = ClusterSpec.from_dict({"backend": "?", "n_workers": 1, **cluster})
     except (KeyError, TypeError, ValueError):
         return ""
-    return f" ({slots_text(spec.task_slots)} slots)"
+    return f" ({slots_count(spec.task_slots)})"
 
 
 def format_value(metric: str, value: float) -> str:
-    """A metric value with its unit: ``12.3s``, ``1.5 GiB``, ``$0.0123`` (`catalog.Metric.format`)."""
+    """A metric value with its unit: ``12.3s``, ``1.5 GiB``, ``$0.012`` (`catalog.Metric.format`)."""
     return catalog.get(metric).format(value)
 
 
-def format_table(comparison: Comparison) -> str:
-    """The terminal report: who is compared, counts, one row per verdict, then what differs."""
+def format_table(comparison: Comparison, every_row: bool = False) -> str:
+    """The terminal report: who is compared, counts, a row per verdict that is not ``unchanged``
+    (with ``every_row``, a row per verdict), the unchanged as one count line, then what differs."""
     if not comparison.verdicts and not comparison.baseline_runs:  # nothing to compare yet: say why, once
         return "\n".join(f"daskbench compare: {note}" for note in comparison.notes) or "daskbench compare: no cases"
-    shown, outside = outside_selection(comparison)
+    listed, outside = outside_selection(comparison)
+    shown = listed if every_row else [v for v in listed if v.verdict != "unchanged"]
     notes: list[str] = []
-    lines = [*_header(comparison), "", *_grouped_rows(shown, notes)]
+    lines = [*_header(comparison), "", *(_grouped_rows(shown, notes) if shown else [])]
+    if len(shown) < len(listed):
+        lines += [f"{len(listed) - len(shown)} unchanged ({EVERY_ROW_HINT})"]
     if outside:
-        lines += ["", _fit(outside_line(comparison.candidate_run, outside))]
+        lines += ["", *wrap_line(outside_line(comparison.candidate_run, outside))]
     if notes:
-        lines += ["", *(wrapped for n, note in enumerate(notes, 1) for wrapped in _wrap(f"[{n}] {note}"))]
+        lines += ["", *(wrapped for n, note in enumerate(notes, 1) for wrapped in wrap_line(f"[{n}] {note}"))]
     for title, found in (
         ("versions", comparison.version_diff),
         ("dask config", comparison.config_diff),
@@ -96,16 +110,28 @@ def format_table(comparison: Comparison) -> str:
 
 def _header(c: Comparison) -> list[str]:
     mode = "A/B" if c.mode == "ab" else "history"
-    base = ", ".join(_run_brief(run) for run in c.baseline_runs) if c.mode == "ab" else f"{len(c.baseline_runs)} runs"
+    counts = {kind: sum(v.verdict == kind for v in c.verdicts) for kind in VERDICTS}
     lines = [
         f"daskbench compare ({mode})",
         f"candidate: {_run_brief(c.candidate_run)}",
-        f"baseline:  {c.baseline_label} ({base})" if base else f"baseline:  {c.baseline_label}",
+        f"baseline:  {c.baseline_label}{_baseline_runs(c)}",
+        *(f"note: {note}" for note in c.notes),
+        "summary: " + (", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no cases"),
     ]
-    lines += [f"note: {note}" for note in c.notes]
-    counts = {kind: sum(v.verdict == kind for v in c.verdicts) for kind in VERDICTS}
-    lines.append("summary: " + (", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "no cases"))
-    return lines
+    return [wrapped for line in lines for wrapped in wrap_line(line)]
+
+
+def _baseline_runs(c: Comparison) -> str:
+    """`` (run000-a nightly 2026-01-01T00:00:00+00:00)`` for one baseline run, several by a few ids
+    and a count (``--format json`` lists them all), a history by its count."""
+    runs = c.baseline_runs
+    if not runs:
+        return ""
+    if c.mode != "ab":
+        return f" ({plural(len(runs), 'run')})"
+    if len(runs) == 1:
+        return f" ({_run_brief(runs[0])})"
+    return f" ({plural(len(runs), 'run')}: {first_few([run.run_id[:8] for run in runs])}; all: --format json)"
 
 
 def _run_brief(run: Run) -> str:
@@ -114,7 +140,8 @@ def _run_brief(run: Run) -> str:
 
 
 def _grouped_rows(verdicts: Sequence[Verdict], notes: list[str]) -> list[str]:
-    """One line per case (in the order of its biggest effect), its verdicts indented below it."""
+    """One line per case (in the order of its biggest effect), its verdicts indented below it;
+    a line wider than `WIDTH` wraps between whole items."""
     by_case: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_case.setdefault(v.fingerprint, []).append(v)
@@ -123,7 +150,7 @@ def _grouped_rows(verdicts: Sequence[Verdict], notes: list[str]) -> list[str]:
         first = group[0]
         table.append([case_label(first.workload, first.params, first.cluster)])
         table += [["", *_row(v, notes)] for v in group]
-    return [_fit(line) for line in _render(table)]
+    return _render(table)
 
 
 def _row(v: Verdict, notes: list[str]) -> list[str]:
@@ -155,16 +182,7 @@ def outside_line(run: Run, outside: Sequence[Verdict]) -> str:
         f"{flag} {run.tags[key]!r}" for flag, key in (("-k", SELECT_K), ("-m", SELECT_M)) if key in run.tags
     )
     names = ", ".join(dict.fromkeys(v.workload for v in outside))
-    return f"missing: {len(outside)} case(s) outside this run's selection ({selection}), not compared: {names}"
-
-
-def _wrap(text: str) -> list[str]:
-    """A note over lines of `WIDTH`, continuation lines indented: notes are read in full."""
-    return textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False) or [""]
-
-
-def _fit(line: str) -> str:
-    return line if len(line) <= WIDTH else line[: WIDTH - 3] + "..."
+    return f"missing: {plural(len(outside), 'case')} outside this run's selection ({selection}), not compared: {names}"
 
 
 def _summary(metric: str, values: Sequence[float]) -> str:
@@ -172,15 +190,19 @@ def _summary(metric: str, values: Sequence[float]) -> str:
 
 
 def _render(rows: list[list[str]]) -> list[str]:
-    """Aligned columns; a one-cell row (a case's line) spans the table and sets no width."""
+    """Aligned columns; a one-cell row (a case's line) spans the table and sets no width. A row
+    too wide wraps its last cell below itself; a case's line wraps indented."""
     full = [row for row in rows if len(row) > 1]
     widths = [max(len(row[i]) for row in full) for i in range(len(full[0]))] if full else []
-    return [
-        row[0]
-        if len(row) == 1
-        else "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
+    last = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
+    return [line for row in rows for line in (wrap_line(row[0]) if len(row) == 1 else _aligned(row, widths, last))]
+
+
+def _aligned(row: list[str], widths: list[int], indent: str) -> list[str]:
+    """One row's cells padded to ``widths``; too wide, its last cell wraps to lines indented under it."""
+    return wrap_line(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), indent=indent
+    )
 
 
 def _diff_section(title: str, found: Mapping[str, tuple[Any, Any]]) -> list[str]:
@@ -197,15 +219,16 @@ def _shown(value: Any) -> str:
 
 
 def regression_summary(comparison: Comparison) -> str:
-    """One line (<= `WIDTH`) for a failing exit: how many regressions, and the biggest; the table has the rest."""
+    """One line (<= `WIDTH`) for a failing exit: how many regressions, and the biggest, cut
+    between whole items when it is too wide; the output above has every one."""
     found = comparison.regressions
-    first = found[0] if found else None
-    if first is None:
+    if not found:
         return f"daskbench: no regression against {comparison.baseline_label}"
+    first = found[0]
     effect = catalog.get(first.metric).effect(first.ratio) if first.ratio is not None else first.verdict
-    more = f" (and {len(found) - 1} more above)" if len(found) > 1 else ""
-    head = f"daskbench: {len(found)} regression(s) against {comparison.baseline_label}{more}: "
-    return _fit(head + f"{effect}: {case_label(first.workload, first.params, first.cluster)}")
+    head = f"daskbench: {plural(len(found), 'regression')} against {comparison.baseline_label}"
+    head += " (every one is in the output above); the biggest:" if len(found) > 1 else ":"
+    return fit_items([head, f"{effect}:", *case_label(first.workload, first.params, first.cluster).split(" ")], WIDTH)
 
 
 def verdicts_to_json(comparison: Comparison) -> list[dict[str, Any]]:

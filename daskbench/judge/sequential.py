@@ -45,6 +45,7 @@ import numpy as np
 
 from daskbench.judge.stats import Decision, student_t_ppf
 from daskbench.model import VerdictKind
+from daskbench.text import plural
 
 #: Total chance of calling a change that is not there, over all looks of one comparison.
 ALPHA = 0.05
@@ -133,7 +134,10 @@ def sequential_decision(
     interval = sequential_interval(logs, max(max_rounds, len(logs)))
     if interval is None:
         return Decision(
-            "inconclusive", ratio, method=method, note=f"{len(logs)} round(s): the first look is at {MIN_ROUNDS}"
+            "inconclusive",
+            ratio,
+            method=method,
+            note=f"{plural(len(logs), 'round')}: the first look is at {MIN_ROUNDS}",
         )
     low, high = interval
     verdict, note = classify(low, high, floor)

@@ -20,7 +20,7 @@ from daskbench.judge.compare import OUTCOME_METHOD
 from daskbench.judge.matching import same_host
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
-from daskbench.text import compact_bytes, config_key_short, saturation_text, slots_text
+from daskbench.text import compact_bytes, config_key_short, plural, saturation_text, slots_count
 
 #: How many runs of each case the history charts show when the comparison does not say.
 DEFAULT_HISTORY_WINDOW = 30
@@ -76,12 +76,11 @@ class CaseView:
 
     @property
     def label(self) -> str:
-        workers = "worker" if self.n_workers == 1 else "workers"
         spec = self.case.cluster
-        parts = [f"{self.n_workers} {workers}"]
+        parts = [plural(self.n_workers, "worker")]
         parts += [f"{spec.threads_per_worker} threads"] if spec.threads_per_worker > 1 else []
         parts += [compact_bytes(spec.memory_per_worker)] if spec.memory_per_worker else []
-        parts.append(f"sat {saturation_text(self.saturation)} ({slots_text(spec.task_slots)} slots)")
+        parts.append(f"sat {saturation_text(self.saturation)} ({slots_count(spec.task_slots)})")
         parts += [f"{config_key_short(k)}={v}" for k, v in sorted(spec.config.items())]
         return " · ".join(parts)
 

@@ -18,7 +18,7 @@ from bokeh.plotting import figure
 from daskbench.report.data import CaseView, Section
 from daskbench.report.style import Palette, draw, new_figure, note_if_empty, style_legend
 from daskbench.report.tradeoffs import median_of
-from daskbench.text import format_bytes
+from daskbench.text import format_bytes, format_usd
 
 MIB = 2**20
 
@@ -47,7 +47,7 @@ def frontier_figure(section: Section, palette: Palette) -> figure:
     for view, (runtime, cost), index in zip(views, points, range(len(points)), strict=True):
         color, marker = palette.color(view.saturation), palette.marker(view.n_workers)
         source = ColumnDataSource({"x": [runtime], "y": [cost], "series": [config_label(view)],
-                                   "rt": [f"{runtime:.3g} s"], "usd": [f"${cost:.6f}"],
+                                   "rt": [f"{runtime:.3g} s"], "usd": [format_usd(cost)],
                                    "best": ["on the frontier" if index in best else "dominated"]})  # fmt: skip
         glyph = Scatter(x="x", y="y", marker=marker, size=11, line_color=color, line_width=1.8,
                         fill_color=color if index in best else "white")  # fmt: skip

@@ -20,7 +20,7 @@ from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
 from daskbench import catalog
-from daskbench.text import saturation_text
+from daskbench.text import format_usd, plural, saturation_text
 
 #: Okabe & Ito's colour-blind-safe palette without its greens and reds (those mean verdicts).
 SATURATION_PALETTE = ("#0072B2", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#D55E00", "#999999")
@@ -56,7 +56,7 @@ class Unit:
         if value is None:
             return "-"
         scaled = value / self.scale
-        return f"${scaled:.4f}" if self.symbol == "USD" else f"{scaled:.3g} {self.symbol}"
+        return format_usd(scaled) if self.symbol == "USD" else f"{scaled:.3g} {self.symbol}"
 
 
 def unit_of(metric: str) -> Unit:
@@ -146,4 +146,4 @@ def percent(ratio: float | None) -> float | None:
 
 
 def workers_text(n: int) -> str:
-    return f"{n} worker" if n == 1 else f"{n} workers"
+    return plural(n, "worker")

@@ -20,7 +20,7 @@ from daskbench.judge.format import format_value, format_verdict, outside_line, o
 from daskbench.model import VERDICTS, Comparison, Run, Verdict
 from daskbench.report.data import ReportData, Section
 from daskbench.report.style import percent
-from daskbench.text import compact_bytes, config_key_short, format_bytes, saturation_text
+from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text
 
 #: Versions always shown in the runs table; others only when they differ (all are under "all versions").
 KEY_PACKAGES = ("dask", "distributed", "python")
@@ -282,7 +282,7 @@ def headline(rows: Mapping[str, list[Row]]) -> list[str]:
     """What got worse, e.g. ``["1 case newly failing", "runtime: 6 regressed"]``."""
     first = next(iter(rows.values()), [])
     failing = sum(row.case_level and row.verdict == "newly-failing" for row in first)
-    found = [f"{failing} {'case' if failing == 1 else 'cases'} newly failing"] if failing else []
+    found = [f"{plural(failing, 'case')} newly failing"] if failing else []
     for metric, title in metric_titles():
         regressed = sum(not row.case_level and row.verdict == "regressed" for row in rows.get(metric, []))
         if regressed:

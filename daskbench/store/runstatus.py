@@ -24,6 +24,7 @@ import psutil
 from daskbench.errors import DaskbenchError
 from daskbench.model import Run
 from daskbench.store.facade import Store
+from daskbench.text import plural
 
 RUNNING, FINISHED, INTERRUPTED, CRASHED = "running", "finished", "interrupted", "crashed"
 #: Statuses the session writes; the newest of them in a run's events decides its status.
@@ -135,7 +136,7 @@ def finished_only(store: Store, runs: Sequence[Run], what: str) -> tuple[list[Ru
         if found[run.run_id] != FINISHED:
             counts[found[run.run_id]] = counts.get(found[run.run_id], 0) + 1
     detail = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return kept, [f"{what} skips {len(runs) - len(kept)} unfinished run(s) ({detail})"]
+    return kept, [f"{what} skips {plural(len(runs) - len(kept), 'unfinished run')} ({detail})"]
 
 
 def partial_notes(store: Store, runs: Sequence[Run], role: str) -> list[str]:
