@@ -32,6 +32,7 @@ from daskbench.fixture import QUIET_KEY, Measure, benchmark_fixture_of
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
 from daskbench.session import DaskbenchSession
+from daskbench.text import plural, wrap_line
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 #: A settings error found while collecting, raised only if a daskbench test is selected.
@@ -180,11 +181,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """The settings line, after "collected N items", only when a selected test uses daskbench."""
+    """The settings line, after "collected N items", only when a selected test uses daskbench;
+    and, when the run's label fell back to ``local``, why (`DaskbenchSession.label_lines`)."""
     state = config.stash.get(SESSION_KEY, None)
     if state is None or not any(_uses_daskbench(item) for item in items):
         return []
-    return sweep.header_lines(state, backend_named(state.backend).fixed_size)
+    return [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *state.label_lines()]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -220,9 +222,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or state.run is None:
         return
     terminalreporter.section("daskbench")
-    terminalreporter.write_line(
-        f"run {state.run.run_id} ({state.run.label}): {state.count} measurement(s) stored in {state.store_display}"
-    )
+    count = plural(state.count, "measurement")
+    stored = f"run {state.run.run_id} ({state.run.label}): {count} stored in {state.store_display}"
+    for line in wrap_line(stored):
+        terminalreporter.write_line(line)
     terminalreporter.write_line(f"see them with: daskbench show {state.run.run_id[:8]}")
     for line in state.summary_lines:
         terminalreporter.write_line(line)

@@ -88,13 +88,21 @@ def git_sha() -> str | None:
     return sha
 
 
-def default_label() -> str:
+def default_label() -> tuple[str, str | None]:
+    """The run's label when none is given: the CI or git branch (no reason); else ``local`` and why,
+    which the session header says so that a run is never labelled ``local`` silently."""
     branch = (
         os.environ.get("GITHUB_HEAD_REF")
         or os.environ.get("GITHUB_REF_NAME")
         or git("rev-parse", "--abbrev-ref", "HEAD")
     )
-    return branch if branch and branch != "HEAD" else "local"
+    if branch == "HEAD":
+        return "local", "detached HEAD, no branch"
+    if branch:
+        return branch, None
+    if git("rev-parse", "--git-dir") is None:
+        return "local", "not in a git repository"
+    return "local", "no git commit here"
 
 
 def ci_url() -> str | None:

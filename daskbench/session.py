@@ -20,13 +20,13 @@ from daskbench.clusters.common import (
     typed_config,
     wait_until_idle,
 )
-from daskbench.errors import DaskbenchError
+from daskbench.errors import DaskbenchError, check_writable
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.redact import redact_url
 from daskbench.store import Store
-from daskbench.text import one_line
+from daskbench.text import one_line, plural
 
 #: The least time a cluster may take to start (a cloud cluster takes minutes); --timeout above it raises it.
 CLUSTER_START_SECONDS = 600.0
@@ -53,10 +53,26 @@ class DaskbenchSession:
     claims: dict[tuple[str, int], str] = field(default_factory=dict)
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
+    #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
+    _label: tuple[str, str | None] | None = None
 
     @property
     def store_display(self) -> str:
         return redact_url(self.settings.db)
+
+    def label(self) -> tuple[str, str | None]:
+        """The run's label: ``--label`` (or ``DASKBENCH_LABEL``), else `provenance.default_label`, with
+        the reason when that fell back to ``local`` (None otherwise)."""
+        if self._label is None:
+            from daskbench import provenance
+
+            self._label = (self.settings.label, None) if self.settings.label else provenance.default_label()
+        return self._label
+
+    def label_lines(self) -> list[str]:
+        """The header's note when the label fell back to ``local``: the label, why, and how to name the run."""
+        label, why = self.label()
+        return [f"daskbench: label={label} ({why}; --label NAME or DASKBENCH_LABEL names the run)"] if why else []
 
     def requested_specs(self) -> list[ClusterSpec]:
         """One spec per combination of the sweep axes (saturation x workers x threads x memory x
@@ -82,9 +98,19 @@ class DaskbenchSession:
         backend_named(self.backend).preflight(self.settings.cluster)
         if backend_named(self.backend).fixed_size:
             self._check_idle()
-        check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs))
+        check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs),
+                     backend_named(self.backend).keywords)  # fmt: skip
         if self.settings.compare:
             self._check_compare_target(self.settings.compare)
+        if self.settings.evidence:
+            self._check_evidence_root()
+
+    def _check_evidence_root(self) -> None:
+        """--evidence keeps files only if their folder can be written: say so now, not by losing them."""
+        from daskbench.evidence import evidence_root
+
+        flag = "--evidence-dir" if self.settings.evidence_dir else "--evidence (beside --db)"
+        check_writable(evidence_root(self.settings.db, self.settings.evidence_dir), flag, folder=True)
 
     def _check_idle(self) -> None:
         """A shared scheduler busy with other clients' work is refused before any run row (after
@@ -133,7 +159,7 @@ class DaskbenchSession:
             self.store = Store(self.settings.db)
             self.run = Run(
                 run_id=str(uuid.uuid4()),
-                label=self.settings.label or provenance.default_label(),
+                label=self.label()[0],
                 started_at=now_iso(),
                 git_sha=provenance.git_sha(),
                 ci_url=provenance.ci_url(),
@@ -165,12 +191,14 @@ class DaskbenchSession:
         return self.cluster
 
     def _evidence_folder(self, run: Run) -> Path | None:
-        """With ``--evidence``, this run's evidence folder; else None (nothing kept)."""
+        """With ``--evidence``, this run's evidence folder, marked as this store's (so a ``daskbench gc``
+        of another store sharing the folder leaves it alone); else None (nothing kept)."""
         if not self.settings.evidence:
             return None
-        from daskbench.evidence import evidence_root
+        from daskbench.evidence import claim_folder, evidence_root
 
-        return evidence_root(self.settings.db, self.settings.evidence_dir) / run.run_id
+        folder = evidence_root(self.settings.db, self.settings.evidence_dir) / run.run_id
+        return claim_folder(folder, self.settings.db)
 
     def recover(self) -> None:
         """After a harness error (workers would not restart), start this spec's cluster afresh."""
@@ -223,7 +251,7 @@ class DaskbenchSession:
         assert self.store is not None and self.run is not None
         status = runstatus.INTERRUPTED if interrupted else runstatus.FINISHED
         self.store.finish_run(self.run.run_id)
-        self.store.record_event(self.run.run_id, status, f"{self.count} measurement(s) stored")
+        self.store.record_event(self.run.run_id, status, f"{plural(self.count, 'measurement')} stored")
         if interrupted:
             if self.settings.compare:
                 self.summary_lines.append(

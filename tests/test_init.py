@@ -7,20 +7,41 @@ this venv's Python, in an empty temporary folder, against a real LocalCluster an
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from daskbench.cli.init import BENCHMARK, WORKFLOW
+from daskbench import provenance
+from daskbench.cli.init import BENCHMARK, LOCAL_WARNING, WORKFLOW, install_requirement
 from daskbench.store import Store
+from tests.helpers import daskbench_cli
 
 PLAIN_TEST = """
 def test_arithmetic():
     assert 1 + 1 == 2
 """
+
+
+TINY_BENCHMARK = """
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_tiny_sum(measure):
+    assert measure(dask.delayed(sum)([1, 2]), name="tiny_sum", params={"n": 2}) == 3
+"""
+Capsys = pytest.CaptureFixture[str]
+ROOT = Path(__file__).resolve().parent.parent
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -155,3 +176,195 @@ def test_plain_pytest_run_is_unaffected_by_daskbench(tmp_path: Path) -> None:
     assert "daskbench:" not in result.stdout and "daskbench" not in result.stderr
     off = run(tmp_path, "pytest", "-p", "no:daskbench", env=_env(DASKBENCH_SATURATION="abc"))
     assert off.returncode == 0 and "daskbench" not in off.stdout
+
+
+# -- what the workflow installs: daskbench's own install record (PEP 610 direct_url.json) ----
+
+
+@pytest.mark.parametrize(
+    ("record", "requirement"),
+    [
+        ({"url": "https://git.example/org/daskbench", "vcs_info": {"vcs": "git", "commit_id": COMMIT,
+          "requested_revision": "main"}}, f"daskbench @ git+https://git.example/org/daskbench@{COMMIT}"),
+        ({"url": "https://git.example/org/tools", "subdirectory": "daskbench", "vcs_info": {"vcs": "git",
+          "commit_id": COMMIT}}, f"daskbench @ git+https://git.example/org/tools@{COMMIT}#subdirectory=daskbench"),
+        ({"url": "https://files.example/daskbench-0.1.0-py3-none-any.whl", "archive_info": {"hashes": {}}},
+         "daskbench @ https://files.example/daskbench-0.1.0-py3-none-any.whl"),
+        ({"url": "http://files.example/daskbench-0.1.0.tar.gz", "archive_info": {}},
+         "daskbench @ http://files.example/daskbench-0.1.0.tar.gz"),
+        (None, "daskbench==0.1.0"),
+    ],
+    ids=["vcs-pinned-to-its-commit", "vcs-subdirectory", "wheel-url", "sdist-url", "from-an-index"],
+)  # fmt: skip
+def test_install_requirement_reinstalls_a_reachable_source_without_warning(
+    record: dict[str, Any] | None, requirement: str
+) -> None:
+    """A git install is pinned to its recorded commit, an http(s) archive is its URL, an index install its version."""
+    assert install_requirement(record, "0.1.0") == (requirement, None)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"url": "file:///home/me/daskbench", "dir_info": {}},
+        {"url": "file:///home/me/daskbench", "dir_info": {"editable": True}},
+        {"url": "file:///home/me/dist/daskbench-0.1.0-py3-none-any.whl", "archive_info": {}},
+        {"url": "file:///home/me/daskbench", "vcs_info": {"vcs": "git", "commit_id": COMMIT}},
+    ],
+    ids=["directory", "editable-directory", "local-wheel", "local-git-clone"],
+)
+def test_install_requirement_of_a_local_path_keeps_it_and_warns(record: dict[str, Any]) -> None:
+    """A local source still gets its line (CI cannot reach it), with the one warning saying how to fix it."""
+    requirement, warning = install_requirement(record, "0.1.0")
+    assert requirement.startswith("daskbench @ ") and "/home/me/" in requirement
+    assert warning == LOCAL_WARNING
+    assert "local path" in warning and "CI cannot reach" in warning and "--install 'daskbench @ git+https://" in warning
+    assert len(f"warning: {warning}") <= 120
+
+
+def test_init_from_a_local_checkout_warns_once_and_comments_the_workflow(tmp_path: Path) -> None:
+    """This venv's daskbench is an editable install of this checkout: one warning line, a comment at the line."""
+    result = init(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [f"warning: {LOCAL_WARNING}"]
+    checkout = ROOT.as_uri()
+    lines = (tmp_path / WORKFLOW).read_text().splitlines()
+    install = lines.index(f"          python -m pip install 'daskbench @ {checkout}'")
+    assert "CI cannot reach this local path" in lines[install - 2] and "git+https://" in lines[install - 2]
+    assert f"workflow installs: daskbench @ {checkout}" in result.stdout
+    actionlint = str(Path(sys.executable).parent / "actionlint")
+    linted = subprocess.run([actionlint, str(tmp_path / WORKFLOW)], capture_output=True, text=True, timeout=60)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def test_install_flag_overrides_the_record_and_does_not_warn(tmp_path: Path, capsys: Capsys) -> None:
+    spec = f"daskbench @ git+https://git.example/org/daskbench@{COMMIT}"
+    result = daskbench_cli("init", str(tmp_path), "--install", spec, capsys=capsys)
+    assert result.returncode == 0 and result.stderr == ""
+    text = (tmp_path / WORKFLOW).read_text()
+    assert f"python -m pip install 'daskbench @ git+https://git.example/org/daskbench@{COMMIT}'\n" in text
+    assert "CI cannot reach" not in text
+
+
+# -- results/ in .gitignore ------------------------------------------------------------------
+
+
+def test_init_ignores_results_once(tmp_path: Path, capsys: Capsys) -> None:
+    """A new .gitignore gets results/ and the summary says so; a second init (--force) adds nothing."""
+    first = daskbench_cli("init", str(tmp_path), capsys=capsys)
+    assert (tmp_path / ".gitignore").read_text() == "results/\n"
+    assert "added results/ to .gitignore" in first.stdout
+    second = daskbench_cli("init", str(tmp_path), "--force", capsys=capsys)
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / ".gitignore").read_text() == "results/\n"
+    assert ".gitignore" not in second.stdout
+
+
+@pytest.mark.parametrize("line", ["/results/", "results", "/results", "results/"])
+def test_init_leaves_a_gitignore_that_already_ignores_results(tmp_path: Path, line: str, capsys: Capsys) -> None:
+    own = f"*.pyc\n  {line}\n.venv/\n"
+    (tmp_path / ".gitignore").write_text(own)
+    result = daskbench_cli("init", str(tmp_path), capsys=capsys)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".gitignore").read_text() == own and ".gitignore" not in result.stdout
+
+
+def test_init_appends_results_to_a_gitignore_without_a_final_newline(tmp_path: Path, capsys: Capsys) -> None:
+    (tmp_path / ".gitignore").write_text("*.pyc\nresults.txt")
+    assert daskbench_cli("init", str(tmp_path), capsys=capsys).returncode == 0
+    assert (tmp_path / ".gitignore").read_text() == "*.pyc\nresults.txt\nresults/\n"
+
+
+# -- the run's label in a repository with no commit ------------------------------------------
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=folder,
+                   check=True, capture_output=True, timeout=60)  # fmt: skip
+
+
+@pytest.fixture
+def no_ci_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A folder git does not look above, with no GitHub branch variables: what default_label sees locally."""
+    for name in ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "GIT_DIR", "GIT_WORK_TREE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def test_default_label_says_why_it_falls_back_to_local(no_ci_branch: Path) -> None:
+    """Outside git, in a repository with no commit, on a detached HEAD: ``local`` and the reason; a branch: its name."""
+    assert provenance.default_label() == ("local", "not in a git repository")
+    _git(no_ci_branch, "init", "-q", "-b", "trunk")
+    assert provenance.default_label() == ("local", "no git commit here")
+    _git(no_ci_branch, "commit", "-q", "--allow-empty", "-m", "first")
+    assert provenance.default_label() == ("trunk", None)
+    _git(no_ci_branch, "checkout", "-q", "--detach")
+    assert provenance.default_label() == ("local", "detached HEAD, no branch")
+
+
+def test_default_label_is_the_ci_branch(no_ci_branch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_REF_NAME", "release-2")
+    assert provenance.default_label() == ("release-2", None)
+
+
+def test_header_says_the_label_in_a_repository_with_no_commit(tmp_path: Path) -> None:
+    """In a fresh `git init` + `daskbench init`: the header names the fallback label and how to set one;
+    the run is stored as ``local`` and git does not see results/. A given label gets no note."""
+    _git(tmp_path, "init", "-q")
+    assert init(tmp_path, "--install", "daskbench==0.1.0").returncode == 0
+    (tmp_path / "benchmarks" / "test_tiny.py").write_text(TINY_BENCHMARK)
+    env = _env(GIT_CEILING_DIRECTORIES=str(tmp_path.parent))
+    result = run(tmp_path, "pytest", "-m", "benchmark", "benchmarks/test_tiny.py", "--workers", "1",
+                 "--saturation", "inf", "--size", "tiny", env=env)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    note = "daskbench: label=local (no git commit here; --label NAME or DASKBENCH_LABEL names the run)"
+    assert note in result.stdout.splitlines()
+    (stored,) = Store(f"sqlite:///{tmp_path / 'results' / 'daskbench.db'}").runs()
+    assert stored.label == "local"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True, timeout=60, env=env).stdout  # fmt: skip
+    assert "results/" not in status and ".gitignore" in status
+    named = run(tmp_path, "pytest", "-m", "benchmark", "benchmarks/test_tiny.py", "--collect-only",
+                env={**env, "DASKBENCH_LABEL": "nightly"})  # fmt: skip
+    assert named.returncode == 0 and "daskbench: cluster=" in named.stdout and "label=" not in named.stdout
+
+
+# -- the README's install lines, run as written ----------------------------------------------
+
+README_SECTION = "## Using daskbench in your own repository"
+
+
+def readme_install_lines() -> list[str]:
+    """The README section's first bash block, up to and including `daskbench init`."""
+    section = (ROOT / "README.md").read_text().split(README_SECTION, 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None, f"no bash block under {README_SECTION!r}"
+    lines = block.group(1).splitlines()
+    return lines[: next(i for i, line in enumerate(lines) if line.startswith("daskbench init")) + 1]
+
+
+def test_readme_install_lines_work_as_written(tmp_path: Path) -> None:
+    """The lines run verbatim in bash with a fresh venv first on PATH and the clone where they say
+    (``~/daskbench``, a copy of this working tree): pip installs it, and init warns that CI cannot reach it.
+
+    The fresh venv sees this venv's packages (a .pth file) so only daskbench itself is installed."""
+    lines = readme_install_lines()
+    assert lines[0].startswith("DASKBENCH_CHECKOUT=~/daskbench ") and "pip install daskbench" not in "\n".join(lines)
+    home, project, venv = tmp_path / "home", tmp_path / "project", tmp_path / "venv"
+    shutil.copytree(ROOT, home / "daskbench", ignore=shutil.ignore_patterns(
+        ".venv", ".git", "results", "build", "*.egg-info", "*_cache", "__pycache__"))  # fmt: skip
+    project.mkdir()
+    subprocess.run([Path(sys.base_prefix) / "bin" / "python3", "-m", "venv", venv], check=True, timeout=120)
+    (next((venv / "lib").glob("python3*/site-packages")) / "parent.pth").write_text(sysconfig.get_paths()["purelib"])
+    env = _env(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(["bash", "-euc", "\n".join(lines)], cwd=project, capture_output=True, text=True,
+                          timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Successfully installed daskbench" in done.stdout
+    assert f"warning: {LOCAL_WARNING}" in done.stderr.splitlines()
+    checkout = (home / "daskbench").as_uri()
+    assert f"python -m pip install 'daskbench @ {checkout}'" in (project / WORKFLOW).read_text()

@@ -130,7 +130,7 @@ def test_pytest_benchmark_json_carries_runtime_and_memory(
         ("--size", "huge", "--size: 'huge' is not a size"),
         ("--cluster", "kubernetes", "--cluster 'kubernetes' is not a cluster spec"),
         ("--cluster", "tcp://127.0.0.1:9", "cannot reach the scheduler at tcp://127.0.0.1:9"),
-        ("--cluster", "coiled", "--cluster coiled needs the coiled package: pip install 'daskbench[coiled]'"),
+        ("--cluster", "coiled", "--cluster coiled needs the coiled package: pip install 'coiled>=1.0'"),
         ("-k", "no_such_workload", "no benchmark matches -k 'no_such_workload'; list them with"),
     ],
 )

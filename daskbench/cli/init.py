@@ -1,23 +1,29 @@
 """``daskbench init [DIR]``: an example benchmark, settings and a nightly workflow for a repository.
 
 Writes ``benchmarks/test_daskbench_example.py`` and ``.github/workflows/daskbench-nightly.yml``
-(an existing one is replaced only with ``--force``) and appends ``[tool.daskbench]`` and
+(an existing one is replaced only with ``--force``), appends ``[tool.daskbench]`` and
 ``[tool.pytest.ini_options]`` to ``pyproject.toml`` (created if missing) where the repository
-has no such settings yet. Settings a repository already has are never touched: what to add
-by hand is printed instead. Everything is checked before the first file is written.
+has no such settings yet, and ``results/`` to ``.gitignore`` unless a line ignores it already.
+Settings a repository already has are never touched: what to add by hand is printed instead.
+Everything is checked before the first file is written. The workflow installs daskbench from
+where this one was installed from (`install_requirement`), unless ``--install`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from daskbench.errors import DaskbenchError
+from daskbench.errors import DaskbenchError, check_writable
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
 WORKFLOW = Path(".github", "workflows", "daskbench-nightly.yml")
@@ -26,9 +32,20 @@ PYPROJECT = "pyproject.toml"
 #: when empty). pytest takes the first it finds, pyproject.toml before tox.ini and setup.cfg,
 #: so a pytest table added to pyproject.toml would silently override these.
 OTHER_PYTEST_FILES = (("pytest.ini", None), (".pytest.ini", None), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+GITIGNORE = ".gitignore"
+#: .gitignore lines that already keep results/ (the store, the report) out of git.
+IGNORES_RESULTS = frozenset({"results", "results/", "/results", "/results/"})
+#: The one line printed when daskbench came from a local path (the workflow's comment says it too).
+LOCAL_WARNING = (
+    "daskbench came from a local path CI cannot reach; rerun with --force --install 'daskbench @ git+https://...'"
+)
+LOCAL_COMMENT = (
+    "# CI cannot reach this local path: put 'daskbench @ git+https://...' or a wheel URL here,",
+    "# or run daskbench init --force --install SPEC (this is where daskbench was installed from)",
+)
 DESCRIPTIONS = {
     BENCHMARK: "an example benchmark (ocean anomaly, its result checked at every size)",
-    WORKFLOW: "nightly: pytest -m benchmark, daskbench compare, daskbench report (uploaded)",
+    WORKFLOW: "nightly: pytest -m benchmark, daskbench compare and report (uploaded)",
 }
 
 
@@ -53,9 +70,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("dir", nargs="?", default=".", metavar="DIR",
                         help="the repository's top folder (default: the current one; created if missing)")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace an existing example benchmark or workflow")
-    parser.add_argument("--install", default="daskbench", metavar="SPEC",
-                        help="what the workflow pip-installs as daskbench (default: daskbench; "
-                        "e.g. daskbench==0.1.0 or a git+https:// URL)")  # fmt: skip
+    parser.add_argument("--install", metavar="SPEC",
+                        help="what the workflow pip-installs as daskbench (default: where this daskbench was "
+                        "installed from; e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)")  # fmt: skip
     parser.set_defaults(func=run_init)
 
 
@@ -63,17 +80,65 @@ def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if root.exists() and not root.is_dir():
         raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")
+    for path in (root, root / BENCHMARK, root / WORKFLOW):  # the folder first: the shorter line
+        check_writable(path, "daskbench init", folder=path == root)
     pyproject = _read_pyproject(root)
-    files = {BENCHMARK: _template("test_daskbench_example.py.tmpl"), WORKFLOW: _workflow(root, pyproject, args.install)}
+    install, warning = (args.install, None) if args.install is not None else _installed_requirement()
+    workflow = _workflow(root, pyproject, install, warning)
+    files = {BENCHMARK: _template("test_daskbench_example.py.tmpl"), WORKFLOW: workflow}
     replaced = _check_overwrite(root, files, force=args.force)
     plan = _plan_settings(root, pyproject)
+    ignore = _gitignore_text(root)
+    _write(root, files, plan, ignore)
+    _print_summary(root, files, replaced, plan, install.strip(), ignored=ignore is not None)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _write(root: Path, files: dict[Path, str], plan: SettingsPlan, ignore: str | None) -> None:
+    """The files, pyproject.toml's new text and .gitignore's (None: unchanged), once all are checked."""
     for relative, text in files.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
     if plan.text is not None:
         (root / PYPROJECT).write_text(plan.text)
-    _print_summary(root, files, replaced, plan)
-    return 0
+    if ignore is not None:
+        (root / GITIGNORE).write_text(ignore, encoding="utf-8", errors="surrogateescape")
+
+
+def install_requirement(record: Mapping[str, Any] | None, version: str) -> tuple[str, str | None]:
+    """What a workflow pip-installs to get this daskbench again, from its PEP 610 install record
+    (``direct_url.json``; None: installed from an index), and `LOCAL_WARNING` when CI cannot reach it.
+
+    A VCS install is pinned to its recorded commit, an archive is its URL; a local directory, file
+    or clone (``file://``) keeps its line, which only works on this machine, hence the warning."""
+    if record is None or not record.get("url"):
+        return f"daskbench=={version}", None
+    url = str(record["url"])
+    local = urlsplit(url).scheme in ("file", "")
+    vcs = record.get("vcs_info")
+    if isinstance(vcs, Mapping):
+        revision = vcs.get("commit_id") or vcs.get("requested_revision")
+        url = f"{vcs.get('vcs', 'git')}+{url}" + (f"@{revision}" if revision else "")
+    if record.get("subdirectory"):
+        url += f"#subdirectory={record['subdirectory']}"
+    return f"daskbench @ {url}", LOCAL_WARNING if local else None
+
+
+def _installed_requirement() -> tuple[str, str | None]:
+    """`install_requirement` of the daskbench running now."""
+    try:
+        dist = metadata.distribution("daskbench")
+    except metadata.PackageNotFoundError:
+        raise DaskbenchError(
+            "daskbench is not installed as a package here, so init cannot tell where CI gets it; give --install SPEC"
+        ) from None
+    try:
+        record = json.loads(dist.read_text("direct_url.json") or "null")
+    except ValueError:
+        record = None
+    return install_requirement(record if isinstance(record, Mapping) else None, dist.version)
 
 
 def _template(name: str) -> str:
@@ -91,11 +156,12 @@ def _read_pyproject(root: Path) -> dict[str, Any] | None:
         raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix it, then run daskbench init again") from None
 
 
-def _workflow(root: Path, pyproject: dict[str, Any] | None, install: str) -> str:
-    """The nightly workflow; it also installs the repository itself when it is a Python package."""
+def _workflow(root: Path, pyproject: dict[str, Any] | None, install: str, warning: str | None) -> str:
+    """The nightly workflow; it also installs the repository itself when it is a Python package.
+    An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
     if not install.strip() or "\n" in install:
         raise DaskbenchError(f"--install: {install!r} is not a pip requirement (example: --install daskbench==0.1.0)")
-    lines = [f"python -m pip install {shlex.quote(install.strip())}"]
+    lines = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
     if (root / "setup.py").is_file() or "project" in (pyproject or {}):
         lines.append("python -m pip install .")
     return _template("daskbench-nightly.yml.tmpl").replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
@@ -153,13 +219,28 @@ def _appended(path: Path, snippets: list[str]) -> str:
     return text
 
 
-def _print_summary(root: Path, files: dict[Path, str], replaced: list[Path], plan: SettingsPlan) -> None:
+def _gitignore_text(root: Path) -> str | None:
+    """``.gitignore`` with ``results/`` (the store, the report) appended; None when a line ignores it already."""
+    path = root / GITIGNORE
+    if path.exists() and not path.is_file():
+        raise DaskbenchError(f"{path} is not a file; move it away, then run daskbench init again")
+    old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else ""
+    if any(line.strip() in IGNORES_RESULTS for line in old.splitlines()):
+        return None
+    return old + ("\n" if old and not old.endswith("\n") else "") + "results/\n"
+
+
+def _print_summary(root: Path, files: dict[Path, str], replaced: list[Path], plan: SettingsPlan, install: str,
+                   *, ignored: bool) -> None:  # fmt: skip
     print(f"daskbench init: in {root.resolve()}")
     for relative in files:
         verb = "replaced" if relative in replaced else "wrote"
         print(f"  {verb} {relative}: {DESCRIPTIONS[relative]}")
+    print(f"  workflow installs: {install}")
     if plan.added:
         print(f"  added {' and '.join(plan.added)} to {PYPROJECT}")
+    if ignored:
+        print(f"  added results/ to {GITIGNORE}")
     for note, snippet in plan.manual:
         print(f"  not changed: {note}:")
         print("".join(f"    {line}\n" for line in snippet.splitlines()), end="")

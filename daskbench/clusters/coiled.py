@@ -28,7 +28,7 @@ def check_available(target: str = "coiled") -> None:
     try:
         import coiled  # noqa: F401
     except ImportError:
-        raise DaskbenchError("--cluster coiled needs the coiled package: pip install 'daskbench[coiled]'") from None
+        raise DaskbenchError("--cluster coiled needs the coiled package: pip install 'coiled>=1.0'") from None
     if not (dask.config.get("coiled.token", None) or os.environ.get("DASK_COILED__TOKEN")):
         raise DaskbenchError("no Coiled credentials found: run `coiled login` or set DASK_COILED__TOKEN")
 
