@@ -8,6 +8,9 @@ cluster starts.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import json
 import math
 import os
 import re
@@ -21,7 +24,8 @@ from urllib.parse import urlsplit
 from daskbench import catalog
 from daskbench.clusters import forms as cluster_forms
 from daskbench.errors import DaskbenchError
-from daskbench.redact import redact_url
+from daskbench.redact import redact_text, redact_url
+from daskbench.text import WIDTH, first_few, plural
 from daskbench.workloads.base import SIZES
 
 DEFAULT_DB = "sqlite:///results/daskbench.db"
@@ -30,6 +34,9 @@ DEFAULT_DB = "sqlite:///results/daskbench.db"
 LIMITS: dict[str, float] = {"workers": 256, "repeat": 100, "timeout": 24 * 3600, "clusters": 64}
 #: --memory-per-worker above this is refused (it would make costs meaningless).
 MAX_MEMORY_PER_WORKER = 16 * 2**40
+#: --memory-per-worker below this is refused: an idle Dask worker process takes ~150-200 MiB, so with
+#: less it is restarted for ever and the cluster never starts (the session would wait out its start limit).
+MIN_MEMORY_PER_WORKER = 256 * 2**20
 #: --timeout below this cannot measure anything.
 MIN_TIMEOUT = 1.0
 #: ``DASKBENCH_*`` variables read outside `OPTIONS` (alerts, ab, CI scripts, tests); others are typos.
@@ -119,8 +126,14 @@ def parse_threads_list(text: str) -> tuple[int, ...]:
 
 
 def parse_memory_list(text: str) -> tuple[int | None, ...]:
-    """``"2GiB,4GiB"`` -> bytes each; ``auto`` (None) splits this machine's memory."""
-    return tuple(dict.fromkeys(parse_bytes(item) for item in _split(text)))
+    """``"2GiB,4GiB"`` -> bytes each, at least `MIN_MEMORY_PER_WORKER`; ``auto`` (None) splits this machine's memory."""
+    items = _split(text)
+    values = [parse_bytes(item) for item in items]
+    for item, value in zip(items, values, strict=True):
+        if value is not None and value < MIN_MEMORY_PER_WORKER:
+            least = f"{item!r} is less than {MIN_MEMORY_PER_WORKER // 2**20} MiB, too little for a Dask worker to start"
+            raise Shortened(f"{least} (it takes ~200 MiB idle); give e.g. 2GiB or auto", f"{least}; give e.g. 2GiB")
+    return tuple(dict.fromkeys(values))
 
 
 #: Dask config keys that have their own option (``--config`` would fight it).
@@ -149,7 +162,83 @@ def parse_config_sweep(text: str) -> ConfigSweep:
         if key in sweeps:
             raise ValueError(f"{key} is given twice; give its values once: {key}=V1,V2")
         sweeps[key] = tuple(dict.fromkeys(_split(values)))
+        _check_config_values(key, sweeps[key])
     return tuple(sweeps.items())
+
+
+def _check_config_values(key: str, values: tuple[str, ...]) -> None:
+    """Each value, read as YAML as it will be applied, is one Dask's config schema allows for ``key``
+    (type, enum, bounds): a wrong one would only fail when the workers start."""
+    import yaml
+
+    schema = _schema_of(key)
+    for text in values if schema else ():
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        if not _fits(schema, value):
+            raise Shortened(f"{text!r} is not a value {key} takes (its default: {_default_text(key)})")
+
+
+def _default_text(key: str) -> str:
+    import dask
+
+    return json.dumps(dask.config.get(key), default=str)
+
+
+@functools.cache
+def _config_schema() -> dict[str, Any]:
+    """The JSON schemas dask and distributed ship for their config, as one."""
+    import importlib.resources
+
+    import yaml
+
+    found: dict[str, Any] = {}
+    for package, name in (("dask", "dask-schema.yaml"), ("distributed", "distributed-schema.yaml")):
+        found.update(yaml.safe_load(importlib.resources.files(package).joinpath(name).read_text())["properties"])
+    return {"properties": found}
+
+
+def _schema_of(key: str) -> dict[str, Any]:
+    """The schema of ``key`` (``{}`` where dask and distributed declare none)."""
+    node = _config_schema()
+    for part in key.split("."):
+        children = node.get("properties", {})
+        node = children.get(part) or children.get(part.replace("_", "-")) or {}
+    return node
+
+
+def _fits(schema: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` passes the parts of a JSON schema Dask's use: oneOf/anyOf, enum, type, bounds."""
+    branches = schema.get("oneOf") or schema.get("anyOf")
+    if branches:
+        return any(_fits(branch, value) for branch in branches)
+    if "enum" in schema and not any(_same(value, item) for item in schema["enum"]):
+        return False
+    types = schema.get("type", [])
+    if types and not any(_is_type(value, name) for name in ([types] if isinstance(types, str) else types)):
+        return False
+    return not isinstance(value, int | float) or isinstance(value, bool) or _in_bounds(schema, value)
+
+
+def _same(value: Any, item: Any) -> bool:
+    return bool(value == item) and isinstance(value, bool) == isinstance(item, bool)
+
+
+def _is_type(value: Any, name: str) -> bool:
+    """A JSON schema type test; a number passes for ``string`` too (Dask reads a timeout of 30 as 30 s)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    kinds = {"number": number, "integer": number and float(value).is_integer(), "boolean": isinstance(value, bool),
+             "string": isinstance(value, str) or number, "null": value is None, "array": isinstance(value, list),
+             "object": isinstance(value, dict)}  # fmt: skip
+    return kinds.get(name, True)
+
+
+def _in_bounds(schema: dict[str, Any], value: float) -> bool:
+    low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+    above, below = schema.get("exclusiveMinimum", -math.inf), schema.get("exclusiveMaximum", math.inf)
+    return bool(low <= value <= high and above < value < below)
 
 
 def _check_config_key(key: str) -> None:
@@ -163,8 +252,26 @@ def _check_config_key(key: str) -> None:
     if dask.config.get(key, default=missing) is missing:
         parent = key.rsplit(".", 1)[0]
         near = dask.config.get(parent, default=None)
-        hint = f"; {parent} has {', '.join(sorted(near)[:8])}" if isinstance(near, dict) and near else ""
-        raise ValueError(f"{key} is not a Dask config key{hint} (see: dask config list)")
+        raise Shortened(*_unknown_key_forms(key, parent, sorted(near) if isinstance(near, dict) else []))
+
+
+class Shortened(ValueError):
+    """A bad value's message in several forms, the most informative first: the error line shows
+    the first that fits in `WIDTH` columns after where the value came from."""
+
+    def __init__(self, *forms: str) -> None:
+        super().__init__(forms[0])
+        self.forms = forms
+
+
+def _unknown_key_forms(key: str, parent: str, siblings: list[str]) -> list[str]:
+    """What to say of an unknown config key: the key meant (a near spelling), else the first few
+    keys of its section and how many more, and the command that lists them all."""
+    head, where = f"{key} is not a Dask config key", f"(dask config get {parent})" if siblings else "(dask config list)"
+    meant = difflib.get_close_matches(key.rsplit(".", 1)[-1], siblings, n=1)
+    forms = [f"{head}; did you mean {parent}.{meant[0]}?", f"{head}; did you mean {meant[0]}?"] if meant else []
+    forms += [f"{head}; {parent} has {first_few(siblings, shown)} {where}" for shown in (3, 2, 1) if siblings]
+    return [*forms, f"{head} {where}", head]
 
 
 def parse_size(text: str) -> str:
@@ -223,6 +330,14 @@ def parse_bool(text: str) -> bool:
 
 def parse_text(text: str) -> str:
     return text.strip()
+
+
+def parse_name(text: str) -> str:
+    """A baseline name or run id: at most 200 characters (run ids are 36), shown cut short when longer."""
+    value = text.strip()
+    if len(value) > 200:
+        raise Shortened(f"{value[:12]!r}... is {len(value)} characters long; names and run ids have at most 200")
+    return value
 
 
 def parse_label(text: str) -> str:
@@ -285,16 +400,35 @@ _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def _known_dialect(url: str) -> str:
-    """``url`` if SQLAlchemy can parse it and knows its dialect (checked here, before any cluster)."""
+    """``url`` if SQLAlchemy can parse it and knows its dialect, and a SQLite one names a file
+    (checked here, before any cluster); the URL is shown with its password masked."""
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:
-        sa.engine.make_url(url).get_dialect()
+        parsed = sa.engine.make_url(url)
+    except (ArgumentError, ValueError):
+        shown = redact_text(url)
+        raise Shortened(f"{shown!r} is not a database URL like postgresql://user@host:5432/db",
+                        f"{shown!r} is not a database URL") from None  # fmt: skip
+    try:
+        parsed.get_dialect()
     except (ArgumentError, NoSuchModuleError, ModuleNotFoundError):
         scheme = url.split("://", 1)[0]
         raise ValueError(f"{scheme!r} is not a database SQLAlchemy knows (sqlite, postgresql, ...)") from None
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_url(url, parsed.host, parsed.database or "", parsed.query.get("mode"))
     return url
+
+
+def _check_sqlite_url(url: str, host: str | None, database: str, mode: Any) -> None:
+    """A SQLite URL names a file: not a host (two slashes), not an in-memory database (lost at exit)."""
+    if host:
+        raise Shortened(f"{url!r} names a host, not a file; a SQLite file takes three slashes: sqlite:///{host}",
+                        f"{url!r} names no file; use three slashes: sqlite:///{host}")  # fmt: skip
+    if database in ("", ":memory:") or database.startswith("file::memory:") or mode == "memory":
+        raise Shortened(*(f"{start} loses every result when the session ends; give a file: {DEFAULT_DB}"
+                          for start in (f"{url} is in memory and", "an in-memory store")))  # fmt: skip
 
 
 def parse_db(text: str) -> str:
@@ -310,6 +444,12 @@ def parse_db(text: str) -> str:
     example = f"sqlite:///{(path / 'daskbench.db') if path.is_dir() else path.with_suffix('.db')}"
     if path.is_dir():
         raise ValueError(f"{value!r} is a directory; name a file in it: {example}")
+    scheme, colon, rest = value.partition(":")
+    if colon and scheme.split("+")[0].lower() in ("sqlite", "postgresql", "postgres"):
+        if "@" in value:  # user:password@host without the //: nothing after the scheme is shown
+            raise Shortened(f"'{scheme}:...' lacks the // of a URL; write {scheme}://user@host/db")
+        meant = f"sqlite:///{rest}" if scheme.lower().startswith("sqlite") else f"{scheme}://{rest.lstrip('/')}"
+        raise Shortened(f"{value!r} lacks the // of a URL; did you mean {meant}?")
     if path.suffix.lower() in _SQLITE_SUFFIXES:
         return f"sqlite:///{path.resolve()}"
     raise ValueError(f"{value!r} is neither a database URL nor a .db file path")
@@ -392,7 +532,7 @@ OPTIONS: tuple[Option, ...] = (
            "--s3-endpoint http://127.0.0.1:5555"),
     Option("prices", parse_text, None, "JSON price table (shape of daskbench/metrics/prices.json) for cost",
            "--prices my-prices.json"),
-    Option("compare", parse_text, None, "after the session, compare this run against this baseline name",
+    Option("compare", parse_name, None, "after the session, compare this run against this baseline name",
            "--compare main"),
     Option("floor", parse_floors, None,
            "minimum effect that counts, by kind (runtime, memory, cost, work) or metric name, for every case or "
@@ -495,10 +635,10 @@ def resolve(
     """Layer the sources and parse every value; raises `DaskbenchError` naming the source."""
     env = os.environ if env is None else env
     pyproject = pyproject or {}
-    unknown = set(pyproject) - {option.key for option in OPTIONS}
+    unknown = sorted(set(pyproject) - {option.key for option in OPTIONS})
     if unknown:
-        known = ", ".join(option.key for option in OPTIONS)
-        raise DaskbenchError(f"[tool.daskbench] has unknown key(s) {', '.join(sorted(unknown))}; known keys: {known}")
+        said = _unknown_names("key", unknown, [option.key for option in OPTIONS])
+        raise DaskbenchError(f"[tool.daskbench] has {said}; the keys are the flags without --: pytest --help")
     _check_env_names(env)
     values = {option.name: _resolve_one(option, flags, env, pyproject) for option in OPTIONS}
     settings = Settings(**values)
@@ -511,9 +651,16 @@ def _check_env_names(env: Mapping[str, str]) -> None:
     known = {option.env for option in OPTIONS} | OTHER_ENV
     unknown = sorted(name for name in env if name.startswith("DASKBENCH_") and name not in known)
     if unknown:
-        raise DaskbenchError(
-            f"unknown environment variable(s) {', '.join(unknown)}; daskbench reads {', '.join(sorted(known))}"
-        )
+        said = _unknown_names("environment variable", unknown, sorted(known))
+        raise DaskbenchError(f"{said}; the variables: pytest --help")
+
+
+def _unknown_names(what: str, unknown: list[str], known: list[str]) -> str:
+    """``3 unknown keys: flor and 2 more (did you mean floors?)``: the first, how many more, the name meant."""
+    meant = difflib.get_close_matches(unknown[0], known, n=1)
+    return f"{plural(len(unknown), f'unknown {what}')}: {first_few(unknown, 1)}" + (
+        f" (did you mean {meant[0]}?)" if meant else ""
+    )
 
 
 def _check_limits(settings: Settings) -> None:
@@ -554,7 +701,16 @@ def _resolve_one(option: Option, flags: Mapping[str, Any], env: Mapping[str, str
     try:
         return option.parse(raw)
     except ValueError as exc:
-        raise DaskbenchError(f"{source}: {exc} (example: {option.example})") from None
+        raise DaskbenchError(_error_line(source, exc, option.example)) from None
+
+
+def _error_line(source: str, exc: ValueError, example: str) -> str:
+    """``SOURCE: message (example: ...)``; a `Shortened` message in its most informative form that
+    fits in `WIDTH` columns, with the example when that fits too."""
+    if not isinstance(exc, Shortened):  # one form: the example shows the fix, whatever the width
+        return f"{source}: {exc} (example: {example})"
+    lines = [line for form in exc.forms for line in (f"{source}: {form} (example: {example})", f"{source}: {form}")]
+    return next((line for line in lines if len(line) <= WIDTH), lines[-1])
 
 
 def _as_text(value: Any, option: Option) -> str:

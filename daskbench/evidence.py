@@ -10,7 +10,9 @@ the same bytes are never written twice and a path says which content it holds. T
 paths go into ``Measurement.extra["evidence"]``; the seconds the keeping took (its own
 cost, outside the timed compute phase) into ``extra["evidence_seconds"]``.
 ``daskbench gc`` removes the folders of runs the store no longer has, or of old runs no
-baseline names (`find_garbage`, `remove_garbage`).
+baseline names (`find_garbage`, `remove_garbage`). Several stores may share one evidence folder
+(``--evidence-dir``; ``results/evidence`` for every non-SQLite store), so each run folder names
+its store in `OWNER_FILE` (`claim_folder`) and gc touches only folders provably its own.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from daskbench.text import json_safe, one_line
 
 DEFAULT_DIR = Path("results/evidence")
+#: In each run folder: the store it belongs to (`store_identity`).
+OWNER_FILE = ".daskbench-store"
 _HASH_CHARS = 16
 
 
@@ -43,6 +47,25 @@ def evidence_root(db: str, evidence_dir: str | None) -> Path:
         database = Path(url.database).expanduser().resolve()
         return database.with_name(database.name + ".evidence")
     return DEFAULT_DIR.resolve()
+
+
+def store_identity(db: str) -> str:
+    """The store a run folder belongs to, as written in `OWNER_FILE`: a SQLite file's absolute path,
+    else the URL without password or query (so it holds no secret)."""
+    url = make_url(db)
+    if url.get_backend_name() == "sqlite" and url.database:
+        return f"sqlite:///{Path(url.database).expanduser().resolve()}"
+    plain = URL.create(url.drivername, url.username, None, url.host, url.port, url.database)
+    return plain.render_as_string(hide_password=False)
+
+
+def claim_folder(folder: Path, db: str) -> Path:
+    """Make a run's evidence ``folder`` and mark it as the store ``db``'s; the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    owner = folder / OWNER_FILE
+    if not owner.exists():
+        owner.write_text(store_identity(db) + "\n", encoding="utf-8")
+    return folder
 
 
 def keep_file(folder: Path, kind: str, suffix: str, content: bytes) -> Path:
@@ -117,30 +140,55 @@ _RUN_FOLDER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 
 @dataclass(frozen=True)
 class Garbage:
-    """What `find_garbage` found: run folders to remove (with the reason) and their size."""
+    """What `find_garbage` found: run folders to remove (with the reason), their size, and how many
+    run folders it left alone as another store's."""
 
     folders: tuple[tuple[Path, str], ...]
     partial_files: tuple[Path, ...]
     size_bytes: int
+    others: int = 0
 
 
-def find_garbage(root: Path, runs_started: dict[str, str], protected: set[str], before: str | None) -> Garbage:
-    """Evidence under ``root`` no run needs: folders of runs the store no longer has, and with
-    ``before`` (an ISO time) of runs started earlier that no baseline names; plus ``.part``
-    files a crash left. ``runs_started`` maps every run id in the store to its start time."""
-    folders = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else ():
-        if not folder.is_dir() or not _RUN_FOLDER.match(folder.name):
-            continue
-        started = runs_started.get(folder.name)
-        if started is None:
-            folders.append((folder, "run not in the store"))
-        elif before is not None and started < before and folder.name not in protected:
-            folders.append((folder, f"run started {started[:10]}"))
-    removed = {folder for folder, _ in folders}
-    partial = tuple(p for p in root.glob("*/*.part") if p.parent not in removed) if root.is_dir() else ()
+def find_garbage(root: Path, runs_started: dict[str, str], protected: set[str], before: str | None,
+                 db: str) -> Garbage:  # fmt: skip
+    """Evidence under ``root`` of the store ``db`` that no run needs: folders of runs the store no
+    longer has, and with ``before`` (an ISO time) of runs started earlier that no baseline names;
+    plus ``.part`` files a crash left. ``runs_started`` maps every run id in the store to its start
+    time. Only folders that are the store's (`is_ours`) are looked at."""
+    folders = [f for f in sorted(root.iterdir()) if f.is_dir() and _RUN_FOLDER.match(f.name)] if root.is_dir() else []
+    ours = [folder for folder in folders if is_ours(folder, db, folder.name in runs_started)]
+    found = [(f, why) for f in ours if (why := _why_remove(runs_started.get(f.name), f.name in protected, before))]
+    removed = {folder for folder, _ in found}
+    partial = tuple(p for folder in ours if folder not in removed for p in folder.glob("*.part"))
     size = sum(f.stat().st_size for folder in removed for f in folder.rglob("*") if f.is_file())
-    return Garbage(tuple(folders), partial, size + sum(p.stat().st_size for p in partial))
+    return Garbage(tuple(found), partial, size + sum(p.stat().st_size for p in partial), len(folders) - len(ours))
+
+
+def is_ours(folder: Path, db: str, known: bool) -> bool:
+    """Whether a run folder is the store ``db``'s: its `OWNER_FILE` names the store; without one (kept
+    before stores were named), when the store has the run or the folder is under the store's own root
+    (beside its SQLite file, where no other store's default puts evidence)."""
+    try:
+        return (folder / OWNER_FILE).read_text(encoding="utf-8").strip() == store_identity(db)
+    except FileNotFoundError:
+        return known or folder.parent == _own_root(db)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _own_root(db: str) -> Path | None:
+    """The evidence root only the store ``db`` uses by default: beside its SQLite file (else None)."""
+    root = evidence_root(db, None)
+    return None if root == DEFAULT_DIR.resolve() else root
+
+
+def _why_remove(started: str | None, protected: bool, before: str | None) -> str | None:
+    """Why a run folder of this store goes (None: it stays)."""
+    if started is None:
+        return "run not in the store"
+    if before is not None and started < before and not protected:
+        return f"run started {started[:10]}"
+    return None
 
 
 def remove_garbage(garbage: Garbage) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.store import Store
+from daskbench.store.exchange import export_lines
 from tests.helpers import BENCH_FILE, daskbench_cli, make_case, make_measurement, make_run, run_pytest
 
 #: Files a bad input may point at, written into each test's folder.
@@ -24,7 +26,8 @@ FILES = {
     "list.yaml": "- 1\n- 2\n",
     "intkeys.yaml": "1: 2\n",
     "unknown.yaml": "bogus_keyword: 1\n",
-    "mycluster.py": "class Mine:\n    def __init__(self, n_workers=1):\n        self.n_workers = n_workers\n",
+    "mycluster.py": "class Mine:\n    def __init__(self, n_workers=1):\n        self.n_workers = n_workers\n\n"
+    "    def scale(self, n):\n        self.n_workers = n\n\n\nclass Plain:\n    pass\n",
     "afile": "not a folder\n",
     "negative-prices.json": NEGATIVE_PRICES,
     "nan-prices.json": NEGATIVE_PRICES.replace('"usd_per_hour": -1', '"usd_per_hour": NaN', 1),
@@ -172,3 +175,151 @@ def test_report_into_a_folder_writes_report_html_there(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "report.html").stat().st_size > 0
     assert f"wrote {tmp_path / 'out' / 'report.html'}" in result.stdout
+
+
+# -- settings that would lose results or hang, and inputs that used to end in a traceback (issue 20, 5 and 6) --
+
+#: The header line of an export file, with its version replaced.
+HEADER = '{{"format": "daskbench-export", "version": {version}, "exported_at": "2026-01-01T00:00:00+00:00"}}\n'
+#: The password in URLs below: no output may show it.
+SECRET = "hunter2-db-secret"
+#: A run id 100 KB long.
+HUGE_ID = "a" * 100_000
+
+EXPORT_FILES = {
+    "version-words.jsonl": HEADER.format(version='"two"'),
+    "version-infinite.jsonl": HEADER.format(version="Infinity"),
+    "version-fraction.jsonl": HEADER.format(version="1.5"),
+    "version-zero.jsonl": HEADER.format(version="0"),
+    "row-without-run-id.jsonl": HEADER.format(version="2") + '{"kind": "run", "row": {"label": "x"}}\n',
+    "metric-not-a-number.jsonl": HEADER.format(version="2") + '{"kind": "measurement", "row": {"run_id": "r", '
+    '"fingerprint": "f", "repeat": 0, "outcome": "passed", "message": "", "phases": "{}", "timeline": "[]", '
+    '"extra": "{}", "recorded_at": "2026-01-01", "metrics": {"runtime_s": "fast"}}}\n',
+}
+#: A well-formed measurement of a run neither the file nor the store has.
+EXPORT_FILES["run-unknown.jsonl"] = EXPORT_FILES["metric-not-a-number.jsonl"].replace('"fast"', "1.5")
+
+#: (id, flags, the text the error line must contain) of sessions refused before anything starts.
+SESSION_CASES: list[tuple[str, list[str], str]] = [
+    ("db-in-memory", ["--db", "sqlite:///:memory:"], "loses every result"),
+    ("db-in-memory-no-path", ["--db", "sqlite://"], "loses every result"),
+    ("memory-1kib", ["--memory-per-worker", "1KiB"], "--memory-per-worker"),
+    ("memory-one-too-small", ["--memory-per-worker", "2GiB,100MB"], "'100MB'"),
+    ("evidence-dir-under-a-file", ["--evidence", "--evidence-dir", "{dir}/afile/evidence"], "--evidence-dir"),
+    ("evidence-dir-unwritable", ["--evidence", "--evidence-dir", "/proc/daskbench-none/evidence"], "--evidence-dir"),
+    ("evidence-dir-is-a-file", ["--evidence", "--evidence-dir", "{dir}/afile"], "--evidence-dir"),
+    ("config-value-words", ["--config", "distributed.worker.memory.target=abc"], "'abc'"),
+    ("config-value-out-of-range", ["--config", "distributed.worker.memory.target=0.6,5"], "'5'"),
+    ("config-bool-words", ["--config", "distributed.scheduler.work-stealing=maybe"], "'maybe'"),
+    ("cluster-names-a-module", ["--cluster", "os:path"], "os:path"),
+    ("cluster-class-not-a-cluster", ["--cluster", "mycluster:Plain"], "mycluster:Plain"),
+    ("local-kwargs-unknown", ["--cluster", "local", "--cluster-kwargs", "unknown.yaml"], "bogus_keyword"),
+    ("compare-100kb-name", ["--compare", HUGE_ID], "--compare"),
+]
+
+#: (id, CLI arguments, the text the error line must contain); {db} is an existing store (its bytes must not
+#: change), {new} a store that must not be created, {dir} the test folder, {export} a good export file.
+COMMAND_CASES: list[tuple[str, list[str], str]] = [
+    ("import-into-memory", ["import", "{export}", "--db", "sqlite:///:memory:"], "loses every result"),
+    ("import-into-memory-no-path", ["import", "{export}", "--db", "sqlite://"], "loses every result"),
+    ("import-into-empty-sqlite-path", ["import", "{export}", "--db", "sqlite:///"], "loses every result"),
+    (
+        "import-into-memory-uri",
+        ["import", "{export}", "--db", "sqlite:///file:x?mode=memory&uri=true"],
+        "loses every result",
+    ),
+    ("db-two-slashes", ["import", "{export}", "--db", "sqlite://r2.db"], "sqlite://r2.db"),
+    ("db-scheme-without-slashes", ["import", "{export}", "--db", "sqlite:r2.db"], "sqlite:r2.db"),
+    ("db-port-not-a-number", ["runs", "--db", f"postgresql://u:{SECRET}@h:notaport/db"], "is not a database URL"),
+    ("db-unclosed-ipv6", ["runs", "--db", f"postgresql://u:{SECRET}@[::1/db"], "is not a database URL"),
+    ("import-binary-file", ["import", "{dir}/binary.jsonl", "--db", "{new}"], "binary.jsonl"),
+    ("import-binary-into-store", ["import", "{dir}/binary.jsonl", "--db", "{db}"], "binary.jsonl"),
+    ("import-good-then-binary", ["import", "{export}", "{dir}/binary.jsonl", "--db", "{new}"], "binary.jsonl"),
+    ("import-version-words", ["import", "{dir}/version-words.jsonl", "--db", "{new}"], "'two'"),
+    ("import-version-infinite", ["import", "{dir}/version-infinite.jsonl", "--db", "{new}"], "version"),
+    ("import-version-fraction", ["import", "{dir}/version-fraction.jsonl", "--db", "{new}"], "1.5"),
+    ("import-version-zero", ["import", "{dir}/version-zero.jsonl", "--db", "{db}"], "version"),
+    ("import-row-without-run-id", ["import", "{dir}/row-without-run-id.jsonl", "--db", "{db}"], "run_id"),
+    ("import-metric-not-a-number", ["import", "{dir}/metric-not-a-number.jsonl", "--db", "{db}"], "runtime_s"),
+    ("import-measurement-of-unknown-run", ["import", "{dir}/run-unknown.jsonl", "--db", "{db}"], "nothing merged"),
+    ("report-unwritable", ["report", "--db", "{db}", "-o", "/proc/daskbench-none/report.html"], "-o"),
+    ("report-in-proc", ["report", "--db", "{db}", "-o", "/proc/report.html"], "-o"),
+    ("export-under-a-file", ["export", "--db", "{db}", "-o", "{dir}/afile/x.jsonl"], "afile"),
+    ("export-unwritable", ["export", "--db", "{db}", "-o", "/proc/daskbench-none/x.jsonl"], "-o"),
+    ("export-onto-a-folder", ["export", "--db", "{db}", "-o", "{dir}"], "folder"),
+    ("publish-under-a-file", ["publish", "--db", "{db}", "-o", "{dir}/afile/site"], "afile"),
+    ("publish-onto-a-file", ["publish", "--db", "{db}", "-o", "{dir}/afile"], "afile"),
+    ("publish-unwritable", ["publish", "--db", "{db}", "-o", "/proc/daskbench-none/site"], "-o"),
+    ("init-unwritable", ["init", "/proc/daskbench-none"], "/proc/daskbench-none"),
+    ("init-under-a-file", ["init", "{dir}/afile/repo"], "afile"),
+    ("show-100kb-run-id", ["show", HUGE_ID, "--db", "{db}"], "run id"),
+    ("compare-100kb-candidate", ["compare", "--db", "{db}", "--candidate", HUGE_ID], "run id"),
+    ("baseline-set-100kb-run-id", ["baseline", "set", "main", HUGE_ID, "--db", "{db}"], "run id"),
+    ("advise-100kb-run-id", ["advise", HUGE_ID, "--db", "{db}"], "run id"),
+    ("compare-100kb-baseline", ["compare", "--db", "{db}", "--baseline", HUGE_ID], "--baseline"),
+    ("compare-100kb-ab-group", ["compare", "--db", "{db}", "--ab", HUGE_ID], "--ab"),
+    ("report-100kb-baseline", ["report", "--db", "{db}", "--baseline", HUGE_ID, "-o", "{dir}/r.html"], "--baseline"),
+]
+
+
+@pytest.fixture
+def stores(folder: Path) -> dict[str, str]:
+    """An existing store with one measured run, its export, and the bad export files; the values to fill in."""
+    store, run, case = Store(f"sqlite:///{folder / 'r.db'}"), make_run(), make_case()
+    store.add_run(run)
+    store.add_case(case)
+    store.add_measurement(make_measurement(run, case))
+    (folder / "good.jsonl").write_text("".join(line + "\n" for line in export_lines(store)))
+    store.close()
+    (folder / "binary.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" + bytes(range(256)))
+    for name, text in EXPORT_FILES.items():
+        (folder / name).write_text(text)
+    return {"db": store.url, "new": f"sqlite:///{folder / 'new.db'}", "dir": str(folder),
+            "export": str(folder / "good.jsonl")}  # fmt: skip
+
+
+def _one_error_line(out: str, err: str) -> str:
+    """The one non-empty line a refused command printed (there must be exactly one, and no traceback)."""
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert "Traceback" not in out + err and SECRET not in out + err, out + err
+    assert len(lines) == 1, out + err
+    return lines[0]
+
+
+@pytest.mark.parametrize(("flags", "names"), [pytest.param(f, n, id=i) for i, f, n in SESSION_CASES])
+def test_session_setting_that_would_lose_results_or_hang_is_one_usage_error(
+    folder: Path, flags: list[str], names: str
+) -> None:
+    """Refused with pytest's usage error (4): one line naming the value, no traceback, no store, nothing run."""
+    db = folder / "r.db"
+    default_db = [] if "--db" in flags else ["--db", f"sqlite:///{db}"]
+    result = run_pytest(folder, "-m", "benchmark", "-p", "no:benchmark", "--workers", "1", "--saturation", "1.1",
+                        *default_db, *_fill(flags, dir=str(folder)), timeout=120)  # fmt: skip
+    line = _one_error_line("", result.stderr)
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    assert line.startswith("ERROR: ") and names in line and len(line.replace(str(folder), "DIR")) <= 200, line
+    assert "Traceback" not in result.stdout and " passed" not in result.stdout
+    assert not db.exists() and not (folder / "afile").is_dir()
+
+
+@pytest.mark.parametrize(("args", "names"), [pytest.param(a, n, id=i) for i, a, n in COMMAND_CASES])
+def test_command_input_that_used_to_end_in_a_traceback_is_one_line_and_exit_2(
+    folder: Path,
+    stores: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    names: str,
+) -> None:
+    """Exit 2 with one line naming the value (never a password), no traceback; no store created or changed."""
+    monkeypatch.chdir(folder)  # a relative path a bad --db would create lands here, where it is seen
+    store_file = folder / "r.db"
+    before = (hashlib.sha256(store_file.read_bytes()).hexdigest(), sorted(p.name for p in folder.iterdir()))
+    capsys.readouterr()
+    result = daskbench_cli(*_fill(args, **stores), capsys=capsys)
+    line = _one_error_line(result.stdout, result.stderr)
+    assert result.returncode == 2, line
+    assert line.startswith("error: ") and names in line and len(line.replace(str(folder), "DIR")) <= 200, line
+    after = (hashlib.sha256(store_file.read_bytes()).hexdigest(),
+             sorted(p.name for p in folder.iterdir() if not p.name.startswith("r.db-")))  # fmt: skip
+    assert after == before

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from daskbench import config
 from daskbench.judge.selection import Selection
 from daskbench.store import Store
+from daskbench.text import wrap_line
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +89,41 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in rows:
-        cells = [c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True)]
-        print("  ".join(cells).rstrip())
+        print(_aligned(row, widths))
+
+
+def print_grouped(headers: list[str], groups: Sequence[tuple[str, list[list[str]]]]) -> None:
+    """An aligned table within 120 columns: a title wider than its column's values over two lines,
+    each group's rows indented under a line naming the group (wrapped, never cut)."""
+    rows = [row for _, found in groups for row in found]
+    titles = [_two_lines(title, max((len(row[i]) for row in rows), default=0)) for i, title in enumerate(headers)]
+    widths = [max(len(part) for part in (*titles[i], *(row[i] for row in rows))) for i in range(len(headers))]
+    for line in zip(*titles, strict=True):
+        if any(line):
+            print_wrapped("  " + _aligned(list(line), widths))
+    for label, found in groups:
+        print_wrapped(label)
+        for row in found:
+            print_wrapped("  " + _aligned(row, widths))
+
+
+def print_wrapped(text: str) -> None:
+    """Print ``text`` in lines of at most 120 columns, wrapped between words (never cut)."""
+    print("\n".join(wrap_line(text)))
+
+
+def _two_lines(title: str, room: int) -> tuple[str, str]:
+    """A column title on one line, or split at its middle space when it is wider than ``room``."""
+    spaces = [i for i, char in enumerate(title) if char == " "]
+    if len(title) <= room or not spaces:
+        return title, ""
+    cut = min(spaces, key=lambda i: abs(len(title) - 2 * i))
+    return title[:cut], title[cut + 1 :]
+
+
+def _aligned(row: list[str], widths: list[int]) -> str:
+    """Cells padded to ``widths``: numbers right-aligned, text left-aligned."""
+    return "  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
 
 
 def _numeric(cell: str) -> bool:

@@ -10,7 +10,7 @@ import argparse
 
 from daskbench import config, inputs
 from daskbench.cli.common import settings
-from daskbench.text import format_bytes
+from daskbench.text import format_bytes, plural
 from daskbench.workloads.datasets import GENERATORS
 
 
@@ -47,7 +47,7 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 
 def _progress_line(prepared: inputs.Prepared) -> str:
-    size = f"{format_bytes(prepared.input_bytes)} in {len(prepared.files)} files"
+    size = f"{format_bytes(prepared.input_bytes)} in {plural(len(prepared.files), 'file')}"
     if prepared.reused:
         return f"  reused {prepared.name}: {size}"
     return f"  wrote  {prepared.name}: {size} in {prepared.seconds:.1f} s"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench.cli.common import add_db_option, open_store
+from daskbench.errors import check_writable
 from daskbench.store import exchange
 
 
@@ -42,6 +43,8 @@ def register(subparsers: Any) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     since = exchange.parse_since(args.since)
+    if args.output != "-":
+        check_writable(Path(args.output), "-o")
     store = open_store(args)
     if args.output == "-":
         counts = exchange.write_export(store, sys.stdout, since)
@@ -56,7 +59,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    files = [(file, exchange.read_file(file)) for file in args.files]  # all checked before the store is opened
     store = open_store(args)
-    for file in args.files:
-        print(f"{file}: {exchange.import_file(store, file).summary()}")
+    for file, grouped in files:
+        print(f"{file}: {exchange.import_rows(store, grouped, file).summary()}")
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 from daskbench import config
 from daskbench.cli.common import add_db_option, open_store, settings, whole_number
 from daskbench.evidence import evidence_root, find_garbage, remove_garbage
-from daskbench.text import format_bytes
+from daskbench.text import format_bytes, plural
 
 
 def register(subparsers: Any) -> None:
@@ -18,7 +18,8 @@ def register(subparsers: Any) -> None:
         help="remove kept evidence of runs the store no longer has, or of old runs",
         description="Remove the evidence folders (--evidence: performance reports, task streams) of runs the "
         "store no longer has, and with --older-than DAYS of runs started earlier, except runs a baseline names; "
-        "also half-written files a crash left. Nothing else in the folder is touched.",
+        "also half-written files a crash left. Nothing else in the folder is touched, nor the run folders "
+        "of another store sharing it (each names its store).",
         epilog="examples: daskbench gc --dry-run | daskbench gc --older-than 30",
     )
     add_db_option(parser)
@@ -36,7 +37,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     runs = {run.run_id: run.started_at for run in store.runs()}
     protected = {run_id for ids in store.baselines().values() for run_id in ids}
     before = (datetime.now(UTC) - timedelta(days=args.older_than)).isoformat() if args.older_than else None
-    garbage = find_garbage(root, runs, protected, before)
+    garbage = find_garbage(root, runs, protected, before, resolved.db)
     verb = "would remove" if args.dry_run else "removed"
     for folder, reason in garbage.folders:
         print(f"{verb} {folder} ({reason})")
@@ -44,7 +45,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
         remove_garbage(garbage)
     count = len(garbage.folders)
     print(
-        f"daskbench gc: {verb} {count} run folder(s) and {len(garbage.partial_files)} partial file(s), "
+        f"daskbench gc: {verb} {plural(count, 'run folder')} and {plural(len(garbage.partial_files), 'partial file')}, "
         f"{format_bytes(garbage.size_bytes)}, under {root}"
     )
+    if garbage.others:
+        print(f"kept {plural(garbage.others, 'run folder')} of other stores sharing the folder (not this store's)")
     return 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from daskbench.cli.common import add_db_option, history_runs, open_store
+from daskbench.errors import check_writable
 from daskbench.site import publish
 
 
@@ -28,6 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    check_writable(Path(args.output), "-o", folder=True)
     store = open_store(args)
     store.latest_run()  # an empty store is a one-line error before anything is written
     print(f"publishing {store.display_url} to {args.output}")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
+from daskbench.errors import check_writable
 from daskbench.report import write_report
 from daskbench.text import format_bytes
 
@@ -52,6 +53,7 @@ def output_path(text: str) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_writable(args.output, "-o")
     path = write_report(open_store(args), args.output, selection(args))
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from daskbench.clusters.common import Backend, default_memory_per_worker
+from daskbench.clusters.common import Backend, default_memory_per_worker, keywords_of
 from daskbench.model import ClusterSpec
 
 if TYPE_CHECKING:
@@ -39,4 +39,13 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     return Client(cluster), cluster
 
 
-LOCAL = Backend("local", r"local", "local (worker processes on this machine)", start, records_target=False)
+def keywords(target: str) -> list[str] | None:
+    """What --cluster-kwargs may give: LocalCluster's keywords, and those it passes on to each nanny and worker."""
+    from distributed import LocalCluster, Nanny, Worker
+    from distributed.node import ServerNode
+
+    return keywords_of(LocalCluster, Nanny, Worker, ServerNode)
+
+
+LOCAL = Backend("local", r"local", "local (worker processes on this machine)", start, records_target=False,
+                keywords=keywords)  # fmt: skip

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field, replace
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 
+#: The longest run id, baseline name or A/B group name a selection takes (run ids are 36 characters).
+MAX_NAME = 200
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -44,6 +47,10 @@ class Selection:
             raise DaskbenchError("give either --baseline or --history, not both")
         if self.history is not None and self.history < 1:
             raise DaskbenchError(f"--history needs a number of runs >= 1, got {self.history}")
+        for flag, value in (("--candidate", self.candidate), ("--baseline", self.baseline), ("--ab", self.ab_group)):
+            if value is not None and len(value) > MAX_NAME:
+                raise DaskbenchError(f"{flag} {value[:12]!r}... is {len(value)} characters long; run ids and names "
+                                     f"have at most {MAX_NAME} (see: daskbench runs)")  # fmt: skip
 
     @property
     def mode(self) -> str:

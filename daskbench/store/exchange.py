@@ -21,8 +21,10 @@ Import is an idempotent merge keyed on ids every store shares: runs by run id, c
 fingerprint, measurements by (run id, fingerprint, repeat), baselines by (name,
 created_at, run ids), tags by (run id, key), task peaks by (run id, fingerprint, repeat,
 prefix), events and flags by their full content.
-Rows already present are skipped, so importing twice adds nothing. A reader refuses a
-file of a newer version with one line.
+Rows already present are skipped, so importing twice adds nothing. A file is read and checked
+whole (UTF-8, its header's whole-number version, each row's required keys) before the store is
+opened, and merged in one transaction, so a bad file is one line and leaves the store as it was;
+a reader refuses a file of a newer version with one line.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from typing import Any, TextIO
 from daskbench.errors import DaskbenchError
 from daskbench.model import now_iso
 from daskbench.store.facade import Store
+from daskbench.store.schema import baselines, cases, measurements, run_events, run_tags, runs, task_memory
+from daskbench.text import first_few
 
 FORMAT_NAME = "daskbench-export"
 FORMAT_VERSION = 2
@@ -111,18 +115,47 @@ def read_rows(lines: Iterable[str], source: str) -> dict[str, list[dict[str, Any
             raise DaskbenchError(
                 f"{source} line {number} is not a daskbench export row; re-export it with: daskbench export"
             ) from None
+        problem = _row_problem(record["kind"], grouped[record["kind"]][-1])
+        if problem:
+            raise DaskbenchError(f"{source} line {number}: {problem}; re-export it with: daskbench export")
     return grouped
+
+
+def _needed() -> dict[str, tuple[str, ...]]:
+    """The keys each kind of row must have: its table's required columns (a flag names its measurement)."""
+    tables = {"run": runs, "tag": run_tags, "event": run_events, "case": cases, "measurement": measurements,
+              "task_peak": task_memory, "baseline": baselines}  # fmt: skip
+    needed = {kind: tuple(c.name for c in table.columns if not c.nullable and c.name != "id")
+              for kind, table in tables.items()}  # fmt: skip
+    return {**needed, "flag": ("run_id", "fingerprint", "repeat", "flag", "at", "detail")}
+
+
+def _row_problem(kind: str, row: dict[str, Any]) -> str | None:
+    """What a row lacks (a required key, a number for a metric), or None when it can be merged."""
+    missing = [key for key in _needed()[kind] if row.get(key) is None]
+    if missing:
+        return f"a {kind} row without {first_few(missing)}"
+    metrics = row.get("metrics", {})
+    if not isinstance(metrics, dict):
+        return f"a {kind} row whose metrics are not a mapping of name to number"
+    bad = [name for name, value in metrics.items() if isinstance(value, bool) or not isinstance(value, int | float)]
+    return f"a {kind} row whose metric {first_few(bad)} is not a number" if bad else None
 
 
 def _check_header(line: str, source: str) -> None:
     try:
         header = json.loads(line)
         ok = header.get("format") == FORMAT_NAME
-        version = int(header["version"])
-    except (ValueError, KeyError, TypeError, AttributeError):
-        ok, version = False, 0
+    except (ValueError, AttributeError):
+        ok = False
     if not ok:
         raise DaskbenchError(f"{source} is not a daskbench export (no header line); write one with: daskbench export")
+    version = header.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise DaskbenchError(
+            f"{source}: its header's version {version!r:.20} is not a whole number >= 1; "
+            "re-export it with: daskbench export"
+        )
     if version > FORMAT_VERSION:
         raise DaskbenchError(
             f"{source} uses export format {version}, newer than this daskbench reads ({FORMAT_VERSION}); "
@@ -130,20 +163,34 @@ def _check_header(line: str, source: str) -> None:
         )
 
 
-def import_rows(store: Store, grouped: dict[str, list[dict[str, Any]]]) -> Merged:
-    """Merge rows into the store, parents first, one transaction per kind."""
+def import_rows(store: Store, grouped: dict[str, list[dict[str, Any]]], source: str = "the rows") -> Merged:
+    """Merge rows into the store, parents first, in one transaction: all of ``source`` or nothing."""
+    try:
+        counts = store.merge_rows({kind: grouped[kind] for kind in KINDS if grouped.get(kind)})
+    except DaskbenchError as exc:
+        raise DaskbenchError(f"{source}: {exc}") from None
     merged = Merged()
-    for kind in KINDS:
-        if grouped.get(kind):
-            merged.added[kind], merged.skipped[kind] = store.merge_rows(kind, grouped[kind])
+    for kind, (added, skipped) in counts.items():
+        merged.added[kind], merged.skipped[kind] = added, skipped
     return merged
 
 
-def import_file(store: Store, path: str | Path) -> Merged:
-    """Read and merge one export file (``-`` is not accepted: an import names its file)."""
+def read_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """The checked rows of one export file (``-`` is not accepted: an import names its file)."""
     file = Path(path)
     if not file.is_file():
         raise DaskbenchError(f"no export file {str(file)!r}; write one with: daskbench export -o {file}")
-    with file.open(encoding="utf-8") as lines:
-        grouped = read_rows(lines, str(file))
-    return import_rows(store, grouped)
+    try:
+        with file.open(encoding="utf-8") as lines:
+            return read_rows(lines, str(file))
+    except UnicodeDecodeError:
+        raise DaskbenchError(
+            f"{file} is not a daskbench export (not UTF-8 text); write one with: daskbench export"
+        ) from None
+    except OSError as exc:
+        raise DaskbenchError(f"cannot read {file} ({exc.strerror or exc}); check the file") from None
+
+
+def import_file(store: Store, path: str | Path) -> Merged:
+    """Read and merge one export file."""
+    return import_rows(store, read_file(path), str(path))

@@ -67,6 +67,10 @@ from daskbench.store.schema import (
     schema_meta,
     task_memory,
 )
+from daskbench.text import first_few, plural
+
+#: The longest text taken as a run id or prefix (daskbench's own are UUIDs, 36 characters).
+MAX_RUN_ID = 200
 
 
 class Store:
@@ -98,7 +102,7 @@ class Store:
             engine = sa.create_engine(parsed)
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             raise DaskbenchError(
-                f"no driver for {self.display_url} ({exc}); for PostgreSQL: pip install 'daskbench[postgres]'"
+                f"no driver for {self.display_url} ({exc}); for PostgreSQL: pip install 'psycopg[binary]>=3.1'"
             ) from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", sqlite_pragmas)
@@ -246,7 +250,9 @@ class Store:
             )
             clash = {key for key, value in tags.items() if key in have and have[key] != value}
             if clash:
-                raise DaskbenchError(f"run {run_id[:8]} already has tag(s) {', '.join(sorted(clash))} set differently")
+                raise DaskbenchError(
+                    f"run {run_id[:8]} already has {plural(len(clash), 'tag')} set differently: {first_few(sorted(clash))}"
+                )
             new = {key: value for key, value in tags.items() if key not in have}
             if new:
                 conn.execute(run_tags.insert(), tag_rows(run_id, new))
@@ -371,6 +377,9 @@ class Store:
 
     def run(self, run_id: str) -> Run:
         """The run with this id or unique id prefix."""
+        if len(run_id) > MAX_RUN_ID:
+            raise DaskbenchError(f"run id {run_id[:12]!r}... is {len(run_id)} characters long; a run id has at most "
+                                 f"{MAX_RUN_ID} (see: daskbench runs)")  # fmt: skip
         with self._tx() as conn:
             rows = (
                 conn.execute(sa.select(runs).where(runs.c.run_id.startswith(run_id, autoescape=True))).mappings().all()
@@ -469,9 +478,16 @@ class Store:
         yield from (("baseline", row) for row in base_rows)
 
     @retry_busy
-    def merge_rows(self, kind: str, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-        """Insert the rows of one kind this store lacks, in one transaction; returns (added, skipped)."""
-        merge = MERGERS[kind]
-        with self._tx(write=True) as conn:
-            added = merge(conn, rows)
-        return added, len(rows) - added
+    def merge_rows(self, groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, tuple[int, int]]:
+        """Insert the rows this store lacks, kind by kind in the order given (parents first), in one
+        transaction, so rows that do not fit (a measurement of a run neither has) change nothing;
+        returns (added, skipped) per kind."""
+        counts: dict[str, tuple[int, int]] = {}
+        try:
+            with self._tx(write=True) as conn:
+                for kind, rows in groups.items():
+                    added = MERGERS[kind](conn, rows)
+                    counts[kind] = (added, len(rows) - added)
+        except IntegrityError as exc:
+            raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
+        return counts
