@@ -53,8 +53,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker; resolve the settings now only if a daskbench flag was given."""
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
+    _refuse_side_by_side(config)
     if any(value is not None for value in _flags(config).values()):
         _require_state(config)
+
+
+def _refuse_side_by_side(config: pytest.Config) -> None:
+    """Benchmarks under pytest-xdist (``-n N``) would measure side by side on one machine, each
+    in the other's load: refused in one line before anything starts."""
+    markexpr = config.getoption("markexpr", "") or ""
+    selects_benchmarks = "benchmark" in markexpr and "not benchmark" not in markexpr
+    workers = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
+    if selects_benchmarks and workers and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(
+            f"-n {workers} (pytest-xdist) would measure benchmarks side by side, each in the other's load; "
+            "run them without -n"
+        )
 
 
 def _flags(config: pytest.Config) -> dict[str, Any]:

@@ -124,3 +124,16 @@ def test_the_comparison_names_the_runs_that_taught_the_noise_and_never_a_later_o
     (note,) = [note for note in comparison.notes if note.startswith("run-to-run noise")]
     assert runs[0].run_id[:8] in note and runs[1].run_id[:8] in note
     assert runs[2].run_id[:8] not in note and runs[3].run_id[:8] not in note
+
+
+def test_benchmarks_under_pytest_xdist_are_refused_in_one_line(tmp_path: Path) -> None:
+    """`pytest -m benchmark -n 2` would measure two cases at once on one machine: usage error, no run."""
+    (tmp_path / "test_one.py").write_text(TWIN)
+    db = tmp_path / "d.db"
+    done = run_pytest(tmp_path, "-m", "benchmark", "-n", "2", "--db", f"sqlite:///{db}", timeout=120)
+    assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "ERROR: -n 2 (pytest-xdist) would measure benchmarks side by side, each in the other's load; run them without -n"
+    ]
+    assert not db.exists()
