@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from daskbench import catalog
-from daskbench.model import Measurement, Verdict
+from daskbench.model import Measurement, Verdict, group_measurements
 from daskbench.text import plural
 
 #: Run speeds further apart than this ratio are "a different machine" for time verdicts.
@@ -54,29 +54,30 @@ def guard(
 
     Each case is judged against the machine's speed during that case's own measurements (the load
     of a shared machine comes and goes within a run); the note names the runs' speeds."""
-    base_by, cand_by = _by_case(base_ms), _by_case(cand_ms)
+    base_by, cand_by = group_measurements(base_ms, "fingerprint"), group_measurements(cand_ms, "fingerprint")
     kept = [_guarded(v, speed(base_by.get(v.fingerprint, [])), speed(cand_by.get(v.fingerprint, []))) for v in verdicts]
     explained = sum(1 for old, new in zip(verdicts, kept, strict=True) if old is not new)
     return kept, _notes(speed(base_ms), speed(cand_ms), explained)
 
 
-def _by_case(measurements: Iterable[Measurement]) -> dict[str, list[Measurement]]:
-    found: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        found.setdefault(m.fingerprint, []).append(m)
-    return found
+def _apart(base: float | None, cand: float | None) -> tuple[float, float] | None:
+    """Both speeds when they differ beyond `TOLERANCE`; None when either is unknown or they agree."""
+    if base is None or cand is None or 1 / TOLERANCE <= cand / base <= TOLERANCE:
+        return None
+    return base, cand
 
 
 def _guarded(v: Verdict, base: float | None, cand: float | None) -> Verdict:
-    if base is None or cand is None or 1 / TOLERANCE <= cand / base <= TOLERANCE or not explained_by(v, cand / base):
+    speeds = _apart(base, cand)
+    if speeds is None or not explained_by(v, speeds[1] / speeds[0]):
         return v
-    return _set_aside(v, speed_note(base, cand))
+    return _set_aside(v, speed_note(*speeds))
 
 
 def _notes(base: float | None, cand: float | None, explained: int) -> list[str]:
     """The run-level speed note (when the runs differ beyond `TOLERANCE`) and what was set aside."""
-    differs = base is not None and cand is not None and not 1 / TOLERANCE <= cand / base <= TOLERANCE
-    run_note = speed_note(base, cand) if differs and base and cand else ""
+    speeds = _apart(base, cand)
+    run_note = speed_note(*speeds) if speeds else ""
     if not explained:
         return [run_note] if run_note else []
     lead = run_note or "the machine's speed changed during some cases (CPU probe of each case)"

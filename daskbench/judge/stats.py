@@ -518,7 +518,7 @@ def within_min_change(decision: Decision, base: Sequence[float], cand: Sequence[
     if least <= 0 or decision.verdict not in ("regressed", "improved", "inconclusive") or not (base and cand):
         return decision
     values = [*base, *cand]
-    apart = abs(float(np.median(cand)) - float(np.median(base)))
+    apart = abs(median(cand) - median(base))
     if apart >= least or (decision.verdict == "inconclusive" and max(values) - min(values) >= least):
         return decision
     said = f"the sides differ by less than the smallest change that counts ({catalog.get(metric).format(least)})"
