@@ -10,8 +10,9 @@ from daskbench.store import Store
 from tests.helpers import GIB, add_run, make_case, make_measurement
 
 
-def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.0) -> None:
-    """Three baseline runs at probe 30 ms; a candidate whose runtime is ``slower_code`` x and whose probe is ``probe`` s."""
+def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.0, waiting: float = 0.0) -> None:
+    """Three baseline runs at probe 30 ms; a candidate whose runtime is ``slower_code`` x and whose probe is ``probe`` s;
+    ``waiting`` is the share of each measurement's thread-seconds its tasks spent off the CPU (sleeping)."""
     case = make_case("wordcount", n_workers=1)
     store.add_case(case)
     sides = ((1.0, 0.030, 1.0), (1.01, 0.030, 1.0), (0.99, 0.030, 1.0), (slower_code, probe, memory))
@@ -19,8 +20,10 @@ def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.
         run = add_run(store, index)
         for repeat in range(3):
             runtime = factor * (1.0 + 0.01 * repeat)
+            breakdown = {"time_breakdown": {"compute-noncpu": waiting * runtime}, "thread_seconds": runtime}
             store.add_measurement(make_measurement(run, case, repeat, runtime_s=runtime, cost_usd=runtime / 100,
-                                                   cpu_probe_s=seconds, peak_memory_bytes=int(2 * GIB * mem)))  # fmt: skip
+                                                   cpu_probe_s=seconds, peak_memory_bytes=int(2 * GIB * mem),
+                                                   extra=breakdown))  # fmt: skip
     store.set_baseline("main", ["run000-nightly", "run001-nightly", "run002-nightly"])
 
 
@@ -85,3 +88,28 @@ def test_a_load_during_one_case_only_sets_that_cases_time_aside_and_leaves_a_rea
     assert runtime["a"].verdict == "inconclusive" and "3.00x slower during the candidate" in runtime["a"].note
     assert runtime["b"].verdict == "regressed"
     assert any("2 time verdicts the speed during its case could explain" in note for note in comparison.notes)
+
+
+def test_a_sleeping_case_made_slower_on_a_slower_machine_is_the_codes() -> None:
+    """A case whose tasks sleep 97% of the time: a 1.36x slower CPU can stretch only the other 3%,
+    so a 1.42x slowdown is not the machine's (the e2e workload of test_regression_e2e, planted)."""
+    assert machine.reach(1.36, share=0.03) < 1.03
+    assert machine.reach(1.36) == 1.36**machine.CONTENTION_EXPONENT
+
+
+def test_the_cpu_share_is_the_time_not_spent_waiting_inside_tasks(store: Store) -> None:
+    run, case = add_run(store, 0), make_case("wordcount")
+    sleeping = make_measurement(run, case, extra={"time_breakdown": {"compute-noncpu": 0.9}, "thread_seconds": 1.0})
+    unknown = make_measurement(run, case)
+    assert round(machine.cpu_share([sleeping]), 6) == 0.1
+    assert machine.cpu_share([unknown]) == 1.0  # older runs without a breakdown: the whole time may stretch
+
+
+def test_a_slowdown_of_sleeping_tasks_on_a_slower_machine_stands(store: Store) -> None:
+    _two_runs(store, slower_code=1.4, probe=0.041, waiting=0.97)
+    assert _by_metric(store)["runtime_s"].verdict == "regressed"
+
+
+def test_the_same_slowdown_of_cpu_bound_tasks_on_that_machine_is_set_aside(store: Store) -> None:
+    _two_runs(store, slower_code=1.4, probe=0.041, waiting=0.0)
+    assert _by_metric(store)["runtime_s"].verdict == "inconclusive"

@@ -8,7 +8,13 @@ faster) during the candidate's measurements of a case than during the baseline's
 the machine, not the code: such verdicts are not called ``regressed`` or
 ``improved`` but ``inconclusive``, with both speeds in the note. A change against the machine's
 direction, or beyond what its speed explains, stands; memory verdicts stand (memory does not
-depend on the CPU's speed). Pure: records in, records out.
+depend on the CPU's speed).
+
+Only the part of a case's time spent on a CPU stretches on a slower machine: a task that sleeps or
+waits on I/O (``compute-noncpu`` of the time breakdown, `daskbench.metrics.breakdown`) waits as long
+on a loaded machine. So the reach of a speed ratio ``s`` is ``1 + cpu_share * (s ** CONTENTION_EXPONENT - 1)``,
+``cpu_share`` read off the measurements made on the faster machine (on the slower one, time spent
+waiting for a core also reads as non-CPU). Pure: records in, records out.
 """
 
 from __future__ import annotations
@@ -47,6 +53,29 @@ def speed_note(base: float, cand: float) -> str:
     return f"the machine was {shown:.2f}x {word} during the candidate (CPU probe {cand * 1e3:.1f} ms against {base * 1e3:.1f} ms)"
 
 
+def cpu_share(measurements: Iterable[Measurement]) -> float:
+    """The median share of a measurement's thread-seconds that was not spent waiting inside tasks
+    (1 minus ``compute-noncpu`` over ``thread_seconds``); 1.0 (all of it) when none was broken down.
+    Waits for the GIL count as waiting, so for multi-threaded pure-Python tasks this is a lower bound."""
+    shares = [_cpu_share(m) for m in measurements]
+    known = [share for share in shares if share is not None]
+    return statistics.median(known) if known else 1.0
+
+
+def _cpu_share(m: Measurement) -> float | None:
+    seconds = m.extra.get("thread_seconds") or 0.0
+    waiting = (m.extra.get("time_breakdown") or {}).get("compute-noncpu")
+    if seconds <= 0 or waiting is None:
+        return None
+    return 1.0 - min(1.0, max(0.0, float(waiting) / float(seconds)))
+
+
+def reach(slower: float, share: float = 1.0) -> float:
+    """How much slower a case whose time is ``share`` CPU can run on a machine ``slower`` times slower
+    (below 1 on a faster machine)."""
+    return 1.0 + share * (slower**CONTENTION_EXPONENT - 1.0)
+
+
 def guard(
     verdicts: Sequence[Verdict], base_ms: Sequence[Measurement], cand_ms: Sequence[Measurement]
 ) -> tuple[list[Verdict], list[str]]:
@@ -55,7 +84,7 @@ def guard(
     Each case is judged against the machine's speed during that case's own measurements (the load
     of a shared machine comes and goes within a run); the note names the runs' speeds."""
     base_by, cand_by = group_measurements(base_ms, "fingerprint"), group_measurements(cand_ms, "fingerprint")
-    kept = [_guarded(v, speed(base_by.get(v.fingerprint, [])), speed(cand_by.get(v.fingerprint, []))) for v in verdicts]
+    kept = [_guarded(v, base_by.get(v.fingerprint, []), cand_by.get(v.fingerprint, [])) for v in verdicts]
     explained = sum(1 for old, new in zip(verdicts, kept, strict=True) if old is not new)
     return kept, _notes(speed(base_ms), speed(cand_ms), explained)
 
@@ -67,9 +96,12 @@ def _apart(base: float | None, cand: float | None) -> tuple[float, float] | None
     return base, cand
 
 
-def _guarded(v: Verdict, base: float | None, cand: float | None) -> Verdict:
-    speeds = _apart(base, cand)
-    if speeds is None or not explained_by(v, speeds[1] / speeds[0]):
+def _guarded(v: Verdict, base_ms: Sequence[Measurement], cand_ms: Sequence[Measurement]) -> Verdict:
+    speeds = _apart(speed(base_ms), speed(cand_ms))
+    if speeds is None:
+        return v
+    faster = base_ms if speeds[0] < speeds[1] else cand_ms
+    if not explained_by(v, speeds[1] / speeds[0], cpu_share(faster)):
         return v
     return _set_aside(v, speed_note(*speeds))
 
@@ -85,17 +117,17 @@ def _notes(base: float | None, cand: float | None, explained: int) -> list[str]:
     return [f"{lead}: {what} the speed during its case could explain set aside as inconclusive; memory verdicts stand"]
 
 
-def explained_by(v: Verdict, slower: float) -> bool:
+def explained_by(v: Verdict, slower: float, share: float = 1.0) -> bool:
     """Whether a time verdict could be the machine's doing: a regression on a machine ``slower``
-    times slower whose interval, divided by that to `CONTENTION_EXPONENT`, no longer clears the
-    floor (the mirror for an improvement on a faster machine). A change against the machine's direction, or beyond what
-    its speed explains, stands."""
+    times slower whose interval, divided by the `reach` of that speed for a case ``share`` CPU, no
+    longer clears the floor (the mirror for an improvement on a faster machine). A change against
+    the machine's direction, or beyond what its speed explains, stands."""
     if v.verdict not in ("regressed", "improved") or catalog.get(v.metric).kind not in TIME_KINDS:
         return False
-    floor, reach = v.floor or 1.0, slower**CONTENTION_EXPONENT
+    floor, stretch = v.floor or 1.0, reach(slower, share)
     if v.verdict == "regressed":
-        return slower > TOLERANCE and (v.ci_low or v.ratio or 1.0) / reach <= floor
-    return slower < 1 / TOLERANCE and (v.ci_high or v.ratio or 1.0) / reach >= 1 / floor
+        return slower > TOLERANCE and (v.ci_low or v.ratio or 1.0) / stretch <= floor
+    return slower < 1 / TOLERANCE and (v.ci_high or v.ratio or 1.0) / stretch >= 1 / floor
 
 
 def _set_aside(v: Verdict, note: str) -> Verdict:
