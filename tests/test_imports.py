@@ -9,6 +9,8 @@ package's ``__init__`` (Python runs it, but the author did not write that depend
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -105,3 +107,18 @@ def test_model_imports_only_the_bottom_and_modules_built_on_the_bottom_alone(gra
     """`daskbench.model` may use text, errors, and declaration modules that import only those."""
     allowed = set(BOTTOM) | {module for module, deps in graph.items() if deps <= set(BOTTOM)}
     assert graph["daskbench.model"] <= allowed, f"model imports {sorted(graph['daskbench.model'] - allowed)}"
+
+
+#: What the command line does not load to build its parser: each takes a second or more to import,
+#: and only the commands that compute (report, publish, data prepare, the statistics) need them.
+HEAVY = ("scipy", "bokeh", "dask.array", "pandas", "xarray", "daskbench.report", "daskbench.site")
+
+
+def test_the_command_line_parser_loads_none_of_the_heavy_libraries() -> None:
+    """`daskbench COMMAND --help` (every command's parser) starts without scipy, bokeh, dask.array,
+    pandas or xarray: a CLI call in a script or a test pays a fraction of a second, not seconds."""
+    code = "import sys; from daskbench.cli import build_parser; build_parser(); print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert [name for name in HEAVY if name in loaded] == []

@@ -7,11 +7,14 @@ a while to write, and the benchmarks then find them complete and reuse them.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from daskbench import config, inputs
+from daskbench import config
 from daskbench.cli.common import settings
 from daskbench.text import format_bytes, plural
-from daskbench.workloads.datasets import GENERATORS
+
+if TYPE_CHECKING:  # the workloads import dask.array, pandas and xarray: only when inputs are prepared
+    from daskbench.inputs import Prepared
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,8 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.add_argument(
         "--workload",
         action="append",
-        choices=sorted(GENERATORS),
-        help="only this workload's inputs (repeatable; default: all)",
+        type=_workload,
+        metavar="WORKLOAD",
+        help="only this workload's inputs, e.g. wordcount (repeatable; default: all that read inputs)",
     )
     prepare.add_argument(
         "--seed", type=_seed, default=0, help="generator seed, 0 to 2**32-1 (default: 0, as the benchmarks use)"
@@ -36,7 +40,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.set_defaults(func=run_prepare)
 
 
+def _workload(name: str) -> str:
+    """A workload that reads prepared inputs (the choices are read only when the option is given)."""
+    from daskbench.workloads.datasets import GENERATORS
+
+    if name not in GENERATORS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(sorted(GENERATORS))})")
+    return name
+
+
 def run_prepare(args: argparse.Namespace) -> int:
+    from daskbench import inputs
+    from daskbench.workloads.datasets import GENERATORS
+
     options = settings(args)
     location = inputs.resolve_data_location(options.data, options.s3_endpoint)
     print(f"inputs for size {options.size} in {location.root}")
@@ -46,7 +62,7 @@ def run_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_line(prepared: inputs.Prepared) -> str:
+def _progress_line(prepared: Prepared) -> str:
     size = f"{format_bytes(prepared.input_bytes)} in {plural(len(prepared.files), 'file')}"
     if prepared.reused:
         return f"  reused {prepared.name}: {size}"

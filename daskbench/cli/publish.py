@@ -8,7 +8,6 @@ from typing import Any
 
 from daskbench.cli.common import add_db_option, history_runs, open_store
 from daskbench.errors import check_writable
-from daskbench.site import publish
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +33,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     store = open_store(args)
     store.latest_run()  # an empty store is a one-line error before anything is written
     print(f"publishing {store.display_url} to {args.output}")
+    from daskbench.site import publish  # bokeh and jinja: only when a site is written
+
     index = publish(store, args.output, history=args.history, reports=max(args.reports, 0))
     print(f"wrote {index}")
     return 0

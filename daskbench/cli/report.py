@@ -13,7 +13,6 @@ from typing import Any
 
 from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
 from daskbench.errors import check_writable
-from daskbench.report import write_report
 from daskbench.text import format_bytes
 
 DEFAULT_OUTPUT = "results/report.html"
@@ -54,6 +53,8 @@ def output_path(text: str) -> Path:
 
 def cmd_report(args: argparse.Namespace) -> int:
     check_writable(args.output, "-o")
+    from daskbench.report import write_report  # bokeh and jinja: only when a report is written
+
     path = write_report(open_store(args), args.output, selection(args))
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     return 0

@@ -62,7 +62,6 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from daskbench import catalog
 from daskbench.model import VerdictKind
@@ -143,6 +142,8 @@ def student_t_ppf(q: float, df: float) -> float:
     """The q-quantile of Student's t with ``df`` degrees of freedom (real df > 0): scipy ``t.ppf``."""
     if not 0.0 < q < 1.0 or not df > 0:
         raise ValueError(f"student_t_ppf needs 0 < q < 1 and df > 0, got q={q}, df={df}")
+    from scipy import stats as scipy_stats  # here, not at the top: every CLI command imports this module
+
     return float(scipy_stats.t.ppf(q, df))
 
 
