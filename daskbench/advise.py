@@ -29,7 +29,7 @@ from typing import Any
 
 from daskbench.judge.stats import median
 from daskbench.metrics.cost import PriceTable
-from daskbench.model import Case, Measurement, Run, TaskMemory
+from daskbench.model import NOT_RESULTS, Case, Measurement, Run, TaskMemory
 from daskbench.text import (
     compact_bytes,
     config_key_short,
@@ -59,7 +59,8 @@ class Config:
 
     @property
     def failed(self) -> tuple[Measurement, ...]:
-        return tuple(m for m in self.measurements if not m.ok and m.outcome != "interrupted")
+        """The measurements that failed as results of this configuration (not cut by an interrupt or a lost cluster)."""
+        return tuple(m for m in self.measurements if not m.ok and m.outcome not in NOT_RESULTS)
 
     def median_of(self, metric: str) -> float | None:
         values = [getattr(m, metric) for m in self.passed if getattr(m, metric) is not None]

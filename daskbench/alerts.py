@@ -11,6 +11,11 @@ one issue of their own label, never a regression. Nothing regressed: nothing wri
 Only the few REST endpoints used are spoken (list open issues by label, create an issue,
 comment, close), with ``GITHUB_TOKEN``; ``DASKBENCH_GITHUB_API`` overrides the base URL
 (tests point it at a loopback server). The token is sent in a header only, never logged.
+
+Everything of a user's in the Markdown (case labels, run labels, notes, the infrastructure reason) is
+made inert by `daskbench.text`'s rules: a case label as a code span (`markdown_code`), other text as
+escaped prose (`markdown_text`), an issue title as plain text (`unlinked`); none of them keeps raw HTML,
+a live ``@mention`` or ``#reference``, or a control character. The reason is also redacted.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from typing import Any
 from daskbench.errors import DaskbenchError
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.model import Comparison, Verdict
-from daskbench.text import plural, wrap_line
+from daskbench.redact import redact_text
+from daskbench.text import markdown_code, markdown_text, plural, unlinked, wrap_line
 
 API_ENV = "DASKBENCH_GITHUB_API"
 DEFAULT_API = "https://api.github.com"
@@ -86,12 +92,12 @@ def markdown(comparison: Comparison, run_url: str | None = None) -> str:
         return ""
     run = comparison.candidate_run
     lines = [
-        f"### daskbench: {plural(len(found), 'regression')} in run `{run.run_id[:8]}` ({run.label})",
+        f"### daskbench: {plural(len(found), 'regression')} in run `{run.run_id[:8]}` ({markdown_text(run.label)})",
         "",
-        f"Judged against {comparison.baseline_label or comparison.mode}."
+        f"Judged against {markdown_text(comparison.baseline_label or comparison.mode)}."
         + (f" [Workflow run]({run_url})" if run_url else ""),
         "",
-        *(f"- `{case_label(v.workload, v.params, v.cluster)}`, {v.metric}: {format_verdict(v)}" for v in found),
+        *(f"- {_case(v)}, {v.metric}: {markdown_text(format_verdict(v))}" for v in found),
     ]
     return "".join(f"{wrapped}\n" for line in lines for wrapped in wrap_line(line, indent="  "))
 
@@ -138,9 +144,9 @@ class GitHub:
         for page in range(1, 11):
             batch = self.call("GET", f"/issues?state=open&labels={label}&per_page=100&page={page}") or []
             for issue in batch:
-                match = _KEY.search(issue.get("title", ""))
-                if match and "pull_request" not in issue:
-                    found.setdefault(match[1], issue)
+                keys = _KEY.findall(issue.get("title", ""))  # the last: a case label may hold a look-alike
+                if keys and "pull_request" not in issue:
+                    found.setdefault(keys[-1], issue)
             if len(batch) < 100:
                 break
         return found
@@ -172,7 +178,7 @@ def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = No
             done.commented.append(number)
         else:
             first = verdicts[0]
-            title = f"Regression: {case_label(first.workload, first.params, first.cluster)} {alert_key(fingerprint)}"
+            title = f"Regression: {unlinked(case_label(first.workload, first.params, first.cluster))} {alert_key(fingerprint)}"
             done.opened.append(github.create_issue(title, body, [REGRESSION_LABEL]))
     for fingerprint in sorted(set(healthy) & set(existing)):
         number = int(existing[fingerprint]["number"])
@@ -185,7 +191,7 @@ def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = No
 def infrastructure_alert(github: GitHub, reason: str, run_url: str | None = None) -> Alerted:
     """Report a run that could not measure (not a regression) on the one infrastructure issue."""
     done = Alerted()
-    body = f"The nightly could not run{f' ([workflow run]({run_url}))' if run_url else ''}: {reason}"
+    body = f"The nightly could not run{f' ([workflow run]({run_url}))' if run_url else ''}: {reason_markdown(reason)}"
     existing = github.open_issues(INFRA_LABEL).get(INFRA_KEY)
     if existing is not None:
         github.comment(int(existing["number"]), body)
@@ -194,6 +200,17 @@ def infrastructure_alert(github: GitHub, reason: str, run_url: str | None = None
         title = f"Nightly benchmarks could not run {alert_key(INFRA_KEY)}"
         done.opened.append(github.create_issue(title, body, [INFRA_LABEL]))
     return done
+
+
+def reason_markdown(reason: str) -> str:
+    """Why a nightly could not run, as inert Markdown: secrets redacted (an error may quote a URL), then
+    `markdown_text`."""
+    return markdown_text(redact_text(reason))
+
+
+def _case(v: Verdict) -> str:
+    """A verdict's case as an inert Markdown code span (`markdown_code`)."""
+    return markdown_code(case_label(v.workload, v.params, v.cluster))
 
 
 def _recovered_cases(verdicts: Sequence[Verdict], regressed: set[str]) -> dict[str, set[str]]:
@@ -207,11 +224,11 @@ def _recovered_cases(verdicts: Sequence[Verdict], regressed: set[str]) -> dict[s
 
 def _where(comparison: Comparison, run_url: str | None) -> str:
     run = comparison.candidate_run
-    text = f"in run `{run.run_id[:8]}` ({run.label}, {run.started_at}"
+    text = f"in run `{run.run_id[:8]}` ({markdown_text(run.label)}, {run.started_at}"
     text += f", {run.git_sha[:10]}" if run.git_sha else ""
     return text + (f", [workflow run]({run_url}))" if run_url else ")")
 
 
 def _case_body(verdicts: Sequence[Verdict], where: str) -> str:
-    rows = "\n".join(f"- {v.metric}: {format_verdict(v)}" for v in verdicts)
+    rows = "\n".join(f"- {v.metric}: {markdown_text(format_verdict(v))}" for v in verdicts)
     return f"Regressed {where}:\n\n{rows}\n"

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 from daskbench import catalog
 from daskbench.clusters import forms as cluster_forms
 from daskbench.errors import DaskbenchError
-from daskbench.redact import redact_text, redact_url
-from daskbench.text import WIDTH, first_few, plural
+from daskbench.redact import masked_choices, redact_text, redact_url, redact_value
+from daskbench.text import WIDTH, first_few, plural, terminal_safe
 from daskbench.workloads.base import SIZES
 
 DEFAULT_DB = "sqlite:///results/daskbench.db"
@@ -178,7 +178,10 @@ def _check_config_values(key: str, values: tuple[str, ...]) -> None:
         except yaml.YAMLError:
             value = text
         if not _fits(schema, value):
-            raise Shortened(f"{text!r} is not a value {key} takes (its default: {_default_text(key)})")
+            shown = redact_value(text, key)
+            raise Shortened(
+                f"{shown!r} is not a value {key} takes (its default: {redact_value(_default_text(key), key)})"
+            )
 
 
 def _default_text(key: str) -> str:
@@ -362,6 +365,8 @@ def parse_endpoint(text: str) -> str:
         raise ValueError(f"{redact_url(value)!r} is not a URL like http://127.0.0.1:5555")
     if parts.username or parts.password:
         raise ValueError("put credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, not in the endpoint URL")
+    if parts.query or parts.fragment:  # a presigned ?X-Amz-Signature=... is a credential: never echoed
+        raise ValueError(f"{redact_url(value)!r} has a query; an S3 endpoint is http(s)://host[:port] alone")
     del port
     return value
 
@@ -373,6 +378,10 @@ def parse_data(text: str) -> str:
         raise ValueError("give a directory or s3://bucket/prefix")
     if value.startswith("s3://"):
         bucket = value.removeprefix("s3://").split("/", 1)[0]
+        if "@" in bucket:  # s3://key:secret@bucket: never echoed
+            raise ValueError(
+                "put S3 credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, not in --data"
+            )
         if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
             raise ValueError(f"{bucket!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-')")
         return value
@@ -569,6 +578,26 @@ OPTIONS: tuple[Option, ...] = (
 OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
 
 
+def shown_message(text: str) -> str:
+    """A message as daskbench shows it on a terminal, whatever user input it echoes: secrets hidden
+    (`redact_text`, the one redaction rule) and control characters escaped (`terminal_safe`)."""
+    return terminal_safe(redact_text(str(text)))
+
+
+def masked_sweep(sweep: ConfigSweep | None) -> ConfigSweep:
+    """The ``--config`` sweep as it may be shown, stored and put in test ids: a credential-looking
+    key's values as ``***`` or ``***1``, ``***2``... (`redact.masked_choices`)."""
+    return tuple((key, masked_choices(key, values)) for key, values in sweep or ())
+
+
+def unmasked(sweep: ConfigSweep | None, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """A spec's ``(key, value)`` pairs as masked by `masked_sweep`, with each masked value replaced by
+    the value it stands for: what the cluster is started with, never stored or shown."""
+    real = {(key, shown): value for key, values in sweep or () for shown, value in
+            zip(masked_choices(key, values), values, strict=True)}  # fmt: skip
+    return tuple((key, real.get((key, shown), shown)) for key, shown in pairs)
+
+
 @dataclass(frozen=True)
 class Settings:
     cluster: str
@@ -708,9 +737,9 @@ def _error_line(source: str, exc: ValueError, example: str) -> str:
     """``SOURCE: message (example: ...)``; a `Shortened` message in its most informative form that
     fits in `WIDTH` columns, with the example when that fits too."""
     if not isinstance(exc, Shortened):  # one form: the example shows the fix, whatever the width
-        return f"{source}: {exc} (example: {example})"
+        return shown_message(f"{source}: {exc} (example: {example})")
     lines = [line for form in exc.forms for line in (f"{source}: {form} (example: {example})", f"{source}: {form}")]
-    return next((line for line in lines if len(line) <= WIDTH), lines[-1])
+    return shown_message(next((line for line in lines if len(line) <= WIDTH), lines[-1]))
 
 
 def _as_text(value: Any, option: Option) -> str:

@@ -1,4 +1,5 @@
-"""The one user-facing error type, and the signal that a comparison found a regression.
+"""The one user-facing error type (with `StoreFault`, the store's storage failing), and the signal
+that a comparison found a regression.
 
 A `DaskbenchError` message is a single line that says what is wrong and how to fix
 it; the CLI prints it as ``error: ...`` and exits 2, the pytest plugin turns it into
@@ -19,6 +20,11 @@ class DaskbenchError(Exception):
         if "\n" in message:
             raise ValueError("DaskbenchError messages are one line")
         super().__init__(message)
+
+
+class StoreFault(DaskbenchError):
+    """The store could not be read or written for a cause outside it (a full disk, read-only media,
+    permission denied); the message names the cause and the fix. A session stops at the first one."""
 
 
 class RegressionFound(Exception):

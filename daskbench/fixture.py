@@ -15,6 +15,7 @@ import pytest
 from daskbench.ab.turns import Turns
 from daskbench.clusters import OpenCluster, backend_named
 from daskbench.clusters.common import busy_message, wait_until_idle
+from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.measure import call_once, failed_measurement, interrupted_measurement
 from daskbench.model import WRONG_RESULT, Case, Measurement
@@ -128,7 +129,9 @@ class Measure:
         self._feed_pytest_benchmark(results)
         failed = [m for m in results if not m.ok]
         if failed:
-            pytest.fail(f"{failed[0].outcome}: {failed[0].message} (recorded in the store)", pytrace=False)
+            pytest.fail(
+                shown_message(f"{failed[0].outcome}: {failed[0].message} (recorded in the store)"), pytrace=False
+            )
         self.returned = case.fingerprint
         return last
 
@@ -189,8 +192,9 @@ class Measure:
         self._write(progress_line(case, measurement))
 
     def _write(self, text: str) -> None:
-        """Write ``text`` in lines of at most 120 columns (wrapped between words, never cut)."""
-        for line in (part for whole in text.splitlines() for part in wrap_line(whole)):
+        """Write ``text`` in lines of at most 120 columns (wrapped between words, never cut), each
+        `shown_message`: secrets hidden and control characters escaped, whatever the benchmark put in it."""
+        for line in (part for whole in text.split("\n") for part in wrap_line(shown_message(whole))):
             self._write_line(line)
 
     def _write_line(self, line: str) -> None:

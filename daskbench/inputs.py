@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from daskbench.errors import DaskbenchError
-from daskbench.redact import redact_url
+from daskbench.redact import redact_text, redact_url
 from daskbench.text import one_line
 from daskbench.workloads import datasets
 from daskbench.workloads.datasets import Prepared
@@ -125,9 +125,9 @@ def _check_bucket(bucket: str, root: str, options: dict[str, Any]) -> None:
         raise DaskbenchError(
             f"--data {root}: access to bucket {bucket!r} denied{where}; check the credentials' permissions"
         ) from None
-    except OSError as exc:
+    except (OSError, boto.BotoCoreError) as exc:  # botocore's own (a bad endpoint): one line, never a traceback
         raise DaskbenchError(
-            f"--data {root}: cannot use bucket {bucket!r}{where} ({one_line(exc, limit=200)})"
+            f"--data {root}: cannot use bucket {bucket!r}{where} ({redact_text(one_line(exc, limit=200))})"
         ) from None
 
 

@@ -2,8 +2,11 @@
 
 A worker killed for memory, a lost worker, a timeout or a task error are results: they
 become a Measurement with that outcome and whatever was measured up to the failure,
-never an exception out of here. Only a harness failure before the timed region (the
-cluster cannot restart) propagates.
+never an exception out of here. A worker that died for another reason while the work
+still finished (its tasks re-run) makes the outcome ``worker-lost``, its runtime kept but
+never judged by default. Losing the scheduler, in or before the timed region, is the
+outcome ``cluster-lost`` (nothing measured). Only another harness failure before the timed
+region (the cluster cannot restart) propagates.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import dask
 from distributed import Client, KilledWorker
 
 from daskbench import evidence
+from daskbench.clusters.common import scheduler_address, scheduler_lost
 from daskbench.deadline import within
 from daskbench.metrics import collectors
 from daskbench.metrics.breakdown import BreakdownCollector
@@ -28,8 +32,8 @@ from daskbench.metrics.counters import CounterCollector
 from daskbench.metrics.memory import MemoryCollector
 from daskbench.metrics.probe import SpeedProbe
 from daskbench.metrics.taskmemory import TaskMemoryCollector
-from daskbench.model import INTERRUPTED, Case, Measurement, Outcome, now_iso
-from daskbench.text import one_line
+from daskbench.model import CLUSTER_LOST, INTERRUPTED, WORKER_LOST, Case, Measurement, Outcome, now_iso
+from daskbench.text import one_line, plural
 
 Target = Any  # a Dask collection, or a zero-argument callable
 
@@ -82,7 +86,7 @@ def classify(error: BaseException | None, found: Collected) -> tuple[Outcome, st
     """The outcome and a one-line message for what happened in the timed region, given what
     the collectors measured (worker deaths: ``worker_restarts``; ``extra["oom_deaths"]``)."""
     if error is None:
-        return "passed", ""
+        return completed(found)
     message = one_line(error)
     if isinstance(error, TimeoutError):
         return "timeout", message
@@ -90,6 +94,18 @@ def classify(error: BaseException | None, found: Collected) -> tuple[Outcome, st
     if isinstance(error, KilledWorker) or found.metrics.get("worker_restarts", 0) > 0:
         return ("oom" if oom else "worker-lost"), message
     return "failed", message
+
+
+def completed(found: Collected) -> tuple[Outcome, str]:
+    """A compute that finished: ``passed``, or ``worker-lost`` when a worker died in it for a
+    reason other than memory (killed, crashed) and its tasks were re-run, so the runtime holds the re-run."""
+    lost = int(found.metrics.get("worker_restarts", 0)) - int(found.extra.get("oom_deaths", 0))
+    if lost <= 0:
+        return "passed", ""
+    return (
+        WORKER_LOST,
+        f"{plural(lost, 'worker')} died mid-measurement, not for memory: the runtime includes re-run tasks",
+    )
 
 
 @dataclass
@@ -105,8 +121,10 @@ class Measurer:
     restart_workers: bool = True  # False on a shared scheduler (tcp://) without --restart-workers
     task_memory: bool = False  # --task-memory: per-task peak memory per task prefix (Measurement.tasks)
     memory: MemoryCollector = field(init=False)
+    address: str = field(init=False)  # the scheduler's, for the line that says it was lost
 
     def __post_init__(self) -> None:
+        self.address = scheduler_address(self.client)
         self.memory = MemoryCollector(self.n_workers)
         self.memory.install(self.client)
 
@@ -143,19 +161,50 @@ class Measurer:
         extra: dict[str, Any],
         preload: tuple[str, ...] = (),
     ) -> tuple[Measurement, Any]:
-        """Restart, warm up, measure ``target`` once; return the measurement and the result."""
+        """Restart, warm up, measure ``target`` once; return the measurement and the result. The
+        scheduler lost on the way (before, in or after the timed region) is a ``cluster-lost`` measurement."""
+        if scheduler_lost(self.client):  # lost between measurements: calls would wait out the reconnection
+            return self.lost(case, repeat, phases), None
+        try:
+            return self._measure(case, repeat, target, phases, extra, preload)
+        except Exception as exc:
+            if not scheduler_lost(self.client, exc):
+                raise
+            return self.lost(case, repeat, phases), None
+
+    def _measure(
+        self,
+        case: Case,
+        repeat: int,
+        target: Target,
+        phases: dict[str, float],
+        extra: dict[str, Any],
+        preload: tuple[str, ...],
+    ) -> tuple[Measurement, Any]:
         phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
         window = collectors.Window(case)
         errors: dict[str, str] = {}
         started = collectors.start_all(self.client, self._collectors(window), errors)
         with evidence.kept(self.client, self.evidence_dir) as kept:
             attempt = run_target(self.client, target, self.timeout)
+        if scheduler_lost(self.client, attempt.error):  # no collector can be stopped on a lost scheduler
+            return self.lost(case, repeat, {**phases, **attempt.phases}), None
         window.runtime_s = attempt.phases.get("compute", 0.0)
         found = collectors.merge(collectors.stop_all(self.client, started, errors))
+        if scheduler_lost(self.client):  # lost while the collectors stopped: their figures are cut short
+            return self.lost(case, repeat, {**phases, **attempt.phases}), None
         outcome, message = classify(attempt.error, found)
         extra = {**extra, **found.extra, **kept.extra, **({"collector_errors": errors} if errors else {})}
-        measurement = self._record(case, repeat, outcome, message, {**phases, **attempt.phases}, found, extra)
+        runtime = attempt.phases.get("compute") if attempt.error is None else None
+        measurement = self._record(case, repeat, (outcome, message), {**phases, **attempt.phases}, found, extra,
+                                   runtime)  # fmt: skip
         return measurement, attempt.result
+
+    def lost(self, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
+        """The measurement during which the scheduler was lost: ``cluster-lost``, nothing measured, never judged."""
+        return Measurement(run_id=self.run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=CLUSTER_LOST,
+                           message=f"lost the connection to the scheduler at {self.address}; nothing measured",
+                           phases={k: round(v, 6) for k, v in phases.items()}, recorded_at=now_iso())  # fmt: skip
 
     def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
         """One measurement's collectors in start order: the CPU speed probe (outermost, so its
@@ -169,13 +218,14 @@ class Measurer:
         self,
         case: Case,
         repeat: int,
-        outcome: Outcome,
-        message: str,
+        said: tuple[Outcome, str],
         phases: dict[str, float],
         found: Collected,
         extra: dict[str, Any],
+        runtime: float | None,
     ) -> Measurement:
-        runtime = phases.get("compute") if outcome == "passed" else None
+        """The measurement of one finished attempt; ``runtime`` is the compute phase when it ran to the end."""
+        outcome, message = said
         spec = case.cluster
         cost = estimate(self.prices, runtime, spec.n_workers, spec.threads_per_worker, spec.memory_per_worker,
                         found.metrics.get("peak_worker_memory_bytes"))  # fmt: skip

@@ -26,9 +26,20 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-Outcome = Literal["passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result", "interrupted"]
+Outcome = Literal[
+    "passed", "failed", "oom", "timeout", "worker-lost", "error", "wrong-result", "interrupted", "cluster-lost"
+]
 #: The outcome of a measurement cut short by Ctrl-C / SIGTERM: not a result, never judged.
 INTERRUPTED: Outcome = "interrupted"
+#: The outcome of a measurement during which the client lost its scheduler (killed, unreachable):
+#: the cluster failed, not the workload; nothing measured, never judged, and the session stops.
+CLUSTER_LOST: Outcome = "cluster-lost"
+#: The outcome of a measurement during which a worker died for a reason other than memory (killed,
+#: crashed): its runtime, if the tasks were re-run to the end, includes the re-run. Kept out of
+#: verdicts unless asked for (``compare --include-worker-loss`` judges it as the workload's failure).
+WORKER_LOST: Outcome = "worker-lost"
+#: Outcomes that are no result of the workload at all: never judged, whatever is asked.
+NOT_RESULTS: tuple[str, ...] = (INTERRUPTED, CLUSTER_LOST)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]

@@ -27,7 +27,7 @@ from daskbench import config as cfg
 from daskbench import sweep
 from daskbench.ab import turns
 from daskbench.clusters import OpenCluster, backend_named, backend_of
-from daskbench.errors import DaskbenchError
+from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.fixture import QUIET_KEY, Measure, benchmark_fixture_of
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
@@ -105,7 +105,7 @@ def _require_state(config: pytest.Config) -> DaskbenchSession:
     try:
         return _state(config)
     except DaskbenchError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(cfg.shown_message(str(exc))) from None
 
 
 def _uses_daskbench(item: pytest.Item) -> bool:
@@ -148,7 +148,7 @@ def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list
     try:
         link = turns.Turns.from_env()
     except DaskbenchError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(cfg.shown_message(str(exc))) from None
     if link is None:
         return
     config.stash[TURNS_KEY] = link
@@ -191,7 +191,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if "data_location" in used:
             state.data_location()
     except DaskbenchError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(cfg.shown_message(str(exc))) from None
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
@@ -203,13 +203,27 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     return [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *state.label_lines()]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
+    """After a test whose measurement lost the scheduler, stop the session with that one line
+    (pytest's "Interrupted: ..."): the tests after it are not run against a dead cluster."""
+    yield
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.lost and not item.session.shouldstop:
+        item.session.shouldstop = cfg.shown_message(state.lost)
+        state.lost_shown = True  # as pytest's "Interrupted: ..." (it checks shouldstop after every test, the last too)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Record how the run ended; an interrupted session keeps pytest's exit code 2 and gets no compare."""
+    """Record how the run ended; an interrupted session keeps pytest's exit code 2 and gets no compare,
+    and so does a session stopped by a lost cluster (whichever test it was lost in)."""
     state = session.config.stash.get(SESSION_KEY, None)
     if state is None:
         return
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     outcome = state.finish(interrupted=interrupted)
+    if outcome == "cluster-lost":
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
     if interrupted:
         return
     if outcome == "regressed":
@@ -236,13 +250,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state is None or state.run is None:
         return
     terminalreporter.section("daskbench")
-    count = plural(state.count, "measurement")
-    stored = f"run {state.run.run_id} ({state.run.label}): {count} stored in {state.store_display}"
-    for line in wrap_line(stored):
+    for line in (part for whole in _stored_lines(state) for part in wrap_line(whole)):
         terminalreporter.write_line(line)
-    terminalreporter.write_line(f"see them with: daskbench show {state.run.run_id[:8]}")
     for line in state.summary_lines:
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(cfg.shown_message(line))
+
+
+def _stored_lines(state: DaskbenchSession) -> list[str]:
+    """What the store holds of this run, said only of committed rows: after a store fault, its one
+    line first, then the measurements committed before it (each commits alone, so they stay)."""
+    assert state.run is not None
+    run, count = state.run, plural(state.count, "measurement")
+    fault = state.store.fault if state.store is not None else None
+    if fault is None:
+        return [f"run {run.run_id} ({run.label}): {count} stored in {state.store_display}",
+                f"see them with: daskbench show {run.run_id[:8]}"]  # fmt: skip
+    if not state.count:
+        return [f"daskbench: {fault}", f"run {run.run_id[:8]}: nothing stored"]
+    kept = f"run {run.run_id} ({run.label}): stored before that in {state.store_display}: {count}"
+    return [f"daskbench: {fault}", kept, f"see them with: daskbench show {run.run_id[:8]}"]
 
 
 @pytest.fixture(scope="session")
@@ -271,7 +297,7 @@ def daskbench_cluster(
     try:
         opened = daskbench_session.open(daskbench_cluster_spec)
     except DaskbenchError as exc:
-        pytest.exit(f"daskbench: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        pytest.exit(cfg.shown_message(f"daskbench: {exc}"), returncode=pytest.ExitCode.USAGE_ERROR)
     yield opened
     daskbench_session.close_cluster()
 
@@ -318,9 +344,15 @@ def measure(
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """A test that fails after ``measure()`` returned judged its own result wrong: flag its
-    measurements ``wrong-result`` (append-only), so they are never a baseline or history."""
+    measurements ``wrong-result`` (append-only), so they are never a baseline or history. A test
+    whose measurement the store could not take (`StoreFault`) fails with that one line and stops
+    the session: the next measurements would be lost too."""
     outcome = yield
     report = outcome.get_result()
+    if call.excinfo is not None and isinstance(call.excinfo.value, StoreFault):  # the store took no more
+        report.longrepr = f"daskbench: {call.excinfo.value} (this measurement is not stored)"
+        item.session.shouldstop = "daskbench: stopped at the first measurement the store could not take"
+        return
     measured = item.stash.get(MEASURE_KEY, None)
     if report.when != "call" or not report.failed or measured is None or measured.returned is None:
         return

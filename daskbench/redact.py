@@ -7,6 +7,8 @@ the HTML report) passes here first, so a secret is hidden the same way everywher
   (``?password=...``, ``?token=...``, any credential-looking parameter name);
 - the value under a credential-looking key (`is_secret_key`: token, password, secret,
   credential, api key, private key, auth, session/access key);
+- a swept ``--config`` value under a credential-looking key (`masked_choices`): ``***``, or ``***1``,
+  ``***2``... when several are swept, so each case keeps an identity of its own without the secret;
 - credential-looking text inside any string, also in lists and nested mappings:
   ``NAME=value`` or ``NAME: value`` where NAME looks like a credential
   (``AWS_SECRET_ACCESS_KEY=...``, ``GITHUB_TOKEN=...``, ``DB_PASSWORD=...``), AWS access key
@@ -18,7 +20,7 @@ Stdlib only; imports nothing of daskbench, so every layer may use it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -30,10 +32,11 @@ _SECRET_NAME = re.compile(
     r"signature|^sig$",
     re.IGNORECASE,
 )
-#: ``NAME=value`` / ``NAME: value`` in free text, NAME credential-looking; the value runs to whitespace or a quote.
+#: ``NAME=value`` / ``NAME: value`` in free text, NAME credential-looking; the value runs to whitespace or a quote
+#: (a value masked already, ``***`` or ``***2`` of `masked_choices`, is left as it is).
 _ASSIGNMENT = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*(?:token|password|passwd|secret|credential|api[-_]?key|private[-_]?key|"
-    r"access[-_]?key|auth)[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s'\"]+)",
+    r"access[-_]?key|auth)[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>(?!\*{3}\d*(?:[\s'\",-]|$))[^\s'\"]+)",
     re.IGNORECASE,
 )
 #: AWS access key ids (long-term AKIA, temporary ASIA).
@@ -93,3 +96,12 @@ def redact_value(value: Any, key: str = "") -> Any:
     if isinstance(value, list | tuple):
         return type(value)(redact_value(item) for item in value)
     return value
+
+
+def masked_choices(key: str, values: Sequence[str]) -> tuple[str, ...]:
+    """The values swept for a config ``key`` as they may be shown, stored and put in test ids: as given,
+    or for a credential-looking key (`is_secret_key`) ``***`` for one value and ``***1``, ``***2``, ...
+    (their order in the sweep) for several, so their cases stay apart and the values stay hidden."""
+    if not is_secret_key(key):
+        return tuple(values)
+    return (MASK,) if len(values) == 1 else tuple(f"{MASK}{n}" for n in range(1, len(values) + 1))

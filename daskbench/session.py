@@ -7,7 +7,7 @@ At most one cluster is alive at a time: cases that share a cluster spec run back
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from daskbench.clusters.common import (
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
-from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.model import CLUSTER_LOST, Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.redact import redact_url
 from daskbench.store import Store
 from daskbench.text import one_line, plural
@@ -46,6 +46,11 @@ class DaskbenchSession:
     measurer: Measurer | None = None
     requested: ClusterSpec | None = None
     summary_lines: list[str] = field(default_factory=list)
+    #: The one line saying the scheduler was lost, set by the first ``cluster-lost`` measurement: the
+    #: plugin then stops the session, and the run is recorded as cut short by it (`runstatus.CLUSTER_LOST`).
+    lost: str | None = None
+    #: Whether pytest showed `lost` as its reason to stop (it does when a test was left to run).
+    lost_shown: bool = False
     #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
     #: tell a case the run never selected from one that went missing.
     selection: dict[str, str] = field(default_factory=dict)
@@ -84,7 +89,7 @@ class DaskbenchSession:
         ]  # fmt: skip
         return [
             ClusterSpec(self.backend, n, threads, memory, sat, scheduler_config=config, target=target)
-            for config in config_combinations(s.config)
+            for config in config_combinations(cfg.masked_sweep(s.config))  # secret values masked: stored, shown
             for sat in s.saturation
             for n, threads, memory in sizes
         ]
@@ -180,8 +185,10 @@ class DaskbenchSession:
         self.requested = spec
         kwargs = load_kwargs(self.settings.cluster_kwargs)  # before the run row: bad kwargs leave no empty run
         _, run = self.ensure_run()
-        self.cluster = open_cluster(spec, kwargs, max(self.settings.timeout, CLUSTER_START_SECONDS))
-        self._client_config = dask_config_set(typed_config(spec))  # the client side, while the case runs
+        real = replace(spec, scheduler_config=cfg.unmasked(self.settings.config, spec.scheduler_config))
+        opened = open_cluster(real, kwargs, max(self.settings.timeout, CLUSTER_START_SECONDS))
+        self.cluster = replace(opened, spec=replace(opened.spec, scheduler_config=spec.scheduler_config))
+        self._client_config = dask_config_set(typed_config(real))  # the client side, while the case runs
         self.measurer = Measurer(
             self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,
             evidence_dir=self._evidence_folder(run),
@@ -220,16 +227,52 @@ class DaskbenchSession:
         return owner if owner != test else None
 
     def record(self, case: Case, measurement: Measurement) -> None:
+        """Store ``measurement`` (and its case, if new). A ``cluster-lost`` one stops the session on a
+        running scheduler (`lost`, set first so the session stops whatever follows); a cluster the
+        harness started is replaced by a fresh one for the tests after it (`_replace_lost_cluster`)."""
+        lost = measurement.outcome == CLUSTER_LOST
+        address = self._scheduler_address()
+        if lost and self.lost is None and backend_named(self.backend).fixed_size:
+            self.lost = self._lost_line(address)
         store, _ = self.ensure_run()
         store.add_case(case)
         store.add_measurement(measurement)
         self.count += 1
+        if lost and self.lost is None:
+            self._replace_lost_cluster(address, f"{case.workload} r{measurement.repeat}")
+
+    def _scheduler_address(self) -> str:
+        return redact_url(self.measurer.address if self.measurer is not None else self.settings.cluster)
+
+    def _replace_lost_cluster(self, address: str, where: str) -> None:
+        """A cluster the harness started lost its scheduler: a fresh one for the tests after it, said in one
+        summary line; when none starts, the session stops as it does on a lost running scheduler."""
+        try:
+            self.recover()
+        except Exception as exc:  # DaskbenchError or the backend's own: the session stops with one line
+            self.lost = self._lost_line(address, f" and could not start a fresh cluster ({one_line(exc)})")
+            return
+        self.summary_lines.append(
+            f"daskbench: lost the scheduler at {address} during {where}: stored as cluster-lost (never judged); "
+            "the tests after it ran on a fresh cluster"
+        )
+
+    def _lost_line(self, address: str, detail: str = "") -> str:
+        """The one line for a lost scheduler: where it was, what became of the run, what to do."""
+        run = self.run.run_id[:8] if self.run is not None else "of this session"
+        return (
+            f"daskbench: lost the scheduler at {address}{detail}; the session stopped there (the tests after it not "
+            f"run) and run {run} is recorded as cluster-lost, every measurement before it kept: check that the "
+            "scheduler and its workers are up (dask scheduler, dask worker), then run the session again"
+        )
 
     def finish(self, interrupted: bool = False) -> str | None:
-        """Close the cluster, record how the run ended, run --compare unless it was interrupted.
+        """Close the cluster, record how the run ended, run --compare unless it was interrupted or
+        its cluster was lost.
 
-        Returns "regressed", "compare-error", "store-error" or None, for the plugin to turn
-        into the session's exit status; problems become summary lines, never a traceback.
+        Returns "regressed", "compare-error", "store-error", "cluster-lost" or None, for the plugin
+        to turn into the session's exit status; problems become summary lines, never a traceback.
+        ``interrupted``: pytest stopped early (Ctrl-C, or the stop after a lost cluster).
         """
         try:
             self.close_cluster()
@@ -249,9 +292,12 @@ class DaskbenchSession:
         from daskbench.store import runstatus
 
         assert self.store is not None and self.run is not None
-        status = runstatus.INTERRUPTED if interrupted else runstatus.FINISHED
+        status = runstatus.CLUSTER_LOST if self.lost else runstatus.INTERRUPTED if interrupted else runstatus.FINISHED
+        stored = f"{plural(self.count, 'measurement')} stored"
         self.store.finish_run(self.run.run_id)
-        self.store.record_event(self.run.run_id, status, f"{plural(self.count, 'measurement')} stored")
+        self.store.record_event(self.run.run_id, status, f"{stored}; {self.lost}" if self.lost else stored)
+        if self.lost:
+            return self._cut_short()
         if interrupted:
             if self.settings.compare:
                 self.summary_lines.append(
@@ -259,6 +305,18 @@ class DaskbenchSession:
                 )
             return None
         return self._compare() if self.settings.compare else None
+
+    def _cut_short(self) -> str:
+        """The summary of a run its lost cluster cut short: the line (unless pytest showed it as its
+        reason to stop), and no --compare of a partial run."""
+        assert self.lost is not None and self.run is not None
+        if not self.lost_shown:
+            self.summary_lines.append(self.lost)
+        if self.settings.compare:
+            self.summary_lines.append(
+                f"daskbench: run {self.run.run_id[:8]} lost its cluster; --compare not run on a partial run"
+            )
+        return "cluster-lost"
 
     def _compare(self) -> str | None:
         from daskbench.judge.compare import compare

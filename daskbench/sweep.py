@@ -22,6 +22,7 @@ from daskbench.text import (
     saturation_text,
     slots_count,
     slots_text,
+    terminal_safe,
     wrap_items,
     wrap_line,
 )
@@ -36,8 +37,8 @@ def spec_id(spec: ClusterSpec, settings: cfg.Settings) -> str:
         parts.append(f"threads={spec.threads_per_worker}")
     if len(settings.memory_per_worker) > 1:
         parts.append(f"memory={compact_bytes(spec.memory_per_worker)}")
-    parts += [f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config]
-    return "-".join(parts)
+    parts += [f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config]  # secrets masked
+    return terminal_safe("-".join(parts))
 
 
 def slots_lines(settings: cfg.Settings) -> list[str]:
@@ -71,7 +72,7 @@ def axes_items(s: cfg.Settings) -> list[str]:
     items = [f"threads={','.join(map(str, s.threads_per_worker))}"] if s.threads_per_worker != (1,) else []
     if s.memory_per_worker != (None,):
         items.append(f"memory={','.join(compact_bytes(m) for m in s.memory_per_worker)}")
-    return items + [f"{key}={','.join(values)}" for key, values in s.config or ()]
+    return items + [f"{key}={','.join(values)}" for key, values in cfg.masked_sweep(s.config)]
 
 
 def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
@@ -87,14 +88,15 @@ def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
 
 def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
     """The settings after "collected N items", wrapped between whole settings at 120 columns (and
-    what the saturations mean in task slots)."""
+    what the saturations mean in task slots); secrets masked, control characters escaped."""
     s = session.settings
     saturations = ",".join(saturation_text(v) for v in s.saturation)
     workers = "as the scheduler has" if fixed_size else ",".join(map(str, s.workers))
-    settings = [f"daskbench: cluster={s.cluster}", f"workers={workers}", *([] if fixed_size else axes_items(s)),
-                f"saturation={saturations}", f"size={s.size}", f"repeat={s.repeat}", f"db={redact_url(s.db)}"]  # fmt: skip
+    settings = [f"daskbench: cluster={redact_url(s.cluster)}", f"workers={workers}",
+                *([] if fixed_size else axes_items(s)), f"saturation={saturations}", f"size={s.size}",
+                f"repeat={s.repeat}", f"db={redact_url(s.db)}"]  # fmt: skip
     return [
-        *wrap_items(settings),
+        *wrap_items([terminal_safe(item) for item in settings]),
         *([] if fixed_size else slots_lines(s)),
         *([] if fixed_size or machine_share() == 1 else [
             f"daskbench: {machine_share()} clusters share this machine (daskbench ab, lockstep): "

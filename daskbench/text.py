@@ -7,6 +7,7 @@ of daskbench, so any module may use it.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +16,21 @@ from typing import Any
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 #: Terminal width every line daskbench prints fits in.
 WIDTH = 120
+#: Characters a terminal acts on instead of showing: C0 controls (ESC, BEL, CR, LF, TAB...), DEL, C1
+#: controls (CSI, OSC...), and the bidirectional and line-separator formatting characters (they reorder
+#: or break what is shown around them).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: HTML's three specials as entities, for Markdown prose (GitHub passes raw HTML through).
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+#: ASCII punctuation Markdown reads as markup (emphasis, links and images, code, headings, lists,
+#: tables, strikethrough); each gets a backslash, which CommonMark defines for every ASCII punctuation
+#: mark. ``(``, ``)`` and ``!`` make a link or image only after ``[...]``, whose brackets are escaped.
+_MARKDOWN = re.compile(r"([\\`*_\[\]#+\-|~])")
+#: ``@name`` and ``#123`` (or ``owner/repo#123``): GitHub links these after rendering Markdown, so a
+#: backslash does not stop them; a zero-width space after the ``@``/``#`` does (as Dependabot and
+#: Renovate do for changelogs), and shows nothing.
+_GITHUB_REFERENCE = re.compile(r"([@#])(?=[A-Za-z0-9])")
+ZERO_WIDTH_SPACE = "\u200b"
 
 
 def json_safe(value: Any) -> Any:
@@ -138,3 +154,33 @@ def saturation_text(value: float) -> str:
 def inf_or_number(value: float) -> float | str:
     """JSON- and dask-config-safe: the number, or ``"inf"`` when it is infinite."""
     return "inf" if math.isinf(value) else value
+
+
+def terminal_safe(text: str, keep: str = "") -> str:
+    """``text`` inert on a terminal: each control character (`_CONTROL`: ESC, BEL, CR, newline, C1, bidi
+    overrides) shown as its Python escape (``\\x1b``, ``\\x07``, ``\\n``, ``\\u202e``); ordinary unicode kept.
+    ``keep`` names characters left as they are (``"\\n"`` for a whole multi-line text)."""
+    return _CONTROL.sub(lambda m: m[0] if m[0] in keep else m[0].encode("unicode_escape").decode("ascii"), str(text))
+
+
+def unlinked(text: str) -> str:
+    """Plain text GitHub shows without acting on it (an issue title): `terminal_safe`, and a zero-width
+    space after the ``@`` of a mention and the ``#`` of an issue reference, so nobody is notified and no
+    issue is cross-referenced."""
+    return _GITHUB_REFERENCE.sub(lambda m: m[1] + ZERO_WIDTH_SPACE, terminal_safe(text))
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as inert Markdown prose: `unlinked`, HTML's ``<>&`` as entities (GitHub would pass tags
+    through), and Markdown's punctuation escaped with a backslash, so it reads as the text it is."""
+    escaped = "".join(_HTML.get(ch, ch) for ch in terminal_safe(text))
+    return _GITHUB_REFERENCE.sub(lambda m: m[1] + ZERO_WIDTH_SPACE, _MARKDOWN.sub(r"\\\1", escaped))
+
+
+def markdown_code(text: str) -> str:
+    """``text`` as an inert Markdown code span (HTML, emphasis and mentions are not read inside one):
+    `unlinked`, fenced by more backticks than it holds in a row, padded when it starts or ends with one."""
+    inner = unlinked(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", inner)), default=0) + 1)
+    pad = " " if inner.startswith("`") or inner.endswith("`") else ""
+    return f"{fence}{pad}{inner}{pad}{fence}"

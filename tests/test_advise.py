@@ -58,6 +58,12 @@ def test_a_failed_configuration_is_evidence_of_too_small_and_never_picked() -> N
     assert "fastest measured" in topics and topics["fastest measured"] == ["the same configuration"]
 
 
+def test_a_configuration_cut_by_a_lost_cluster_is_no_evidence_of_too_small() -> None:
+    lost = advise_config(2, 1 * GIB, 1.0, 0.0001, outcome="cluster-lost")
+    assert lost.failed == ()
+    assert "too small" not in lines_of([advise_config(1, 2 * GIB, 10.0, 0.002), lost])
+
+
 def test_without_task_memory_or_a_second_value_it_says_which_sweep_to_run() -> None:
     plain = advise_config(1, 2 * GIB, 10.0, 0.002)
     bare = Config(plain.case, (Measurement.of(**{**plain.measurements[0].__dict__, "tasks": ()}),), ADVISE_RUN.run_id)

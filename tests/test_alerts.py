@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,22 +12,10 @@ from daskbench.cli import main
 from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.text import WIDTH
-from tests.github_server import FakeGitHub, serve
-from tests.helpers import add_results, add_run, make_case
+from tests.github_server import FakeGitHub
+from tests.helpers import GITHUB_TEST_TOKEN, add_results, add_run, make_case
 
-TOKEN = "ghs_secret-token-value"
 SLOW, STEADY = make_case("shuffle", size="small"), make_case("groupby", size="small")
-
-
-@pytest.fixture
-def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    server = serve(fake)
-    monkeypatch.setenv("DASKBENCH_GITHUB_API", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    yield fake
-    server.shutdown()
 
 
 @pytest.fixture
@@ -79,7 +66,7 @@ def test_four_nights_open_comment_and_close_one_issue(
         ("PATCH", "/repos/owner/repo/issues/1"),
     ]
     assert github.issues[1]["state"] == "closed" and github.comments[1][1].startswith("Recovered")
-    assert TOKEN not in capsys.readouterr().out + summary.read_text() + json.dumps(github.calls)
+    assert GITHUB_TEST_TOKEN not in capsys.readouterr().out + summary.read_text() + json.dumps(github.calls)
 
 
 def test_infrastructure_failure_gets_its_own_label_and_one_issue(github: FakeGitHub, tmp_path: Path) -> None:
@@ -109,7 +96,7 @@ def test_unreachable_api_is_one_line_without_the_token(
     """A GitHub API that cannot be reached exits 2 with one line naming the URL, never the token."""
     store, url = nightly
     monkeypatch.setenv("DASKBENCH_GITHUB_API", "http://127.0.0.1:9")
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TEST_TOKEN)
     run = add_run(store, 12, label="slow")
     add_results(store, run, SLOW, 20.0)
     add_results(store, run, STEADY, 5.0)
@@ -117,7 +104,7 @@ def test_unreachable_api_is_one_line_without_the_token(
         ["alert", "--history", "20", "--github", "owner/repo", "--summary", str(tmp_path / "s.md"), "--db", url]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "cannot reach the GitHub API at http://127.0.0.1:9" in err and TOKEN not in err
+    assert code == 2 and "cannot reach the GitHub API at http://127.0.0.1:9" in err and GITHUB_TEST_TOKEN not in err
 
 
 def test_a_regression_the_rerun_does_not_confirm_alerts_nothing(

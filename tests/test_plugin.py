@@ -239,15 +239,17 @@ def test_c_gets_a_fresh_cluster(measure):
 """
 
 
-def test_a_cluster_that_breaks_is_recorded_as_error_and_replaced(tmp_path: Path) -> None:
-    """When workers cannot be restarted the measurement is an `error` and the next test gets a new cluster."""
+def test_a_cluster_that_breaks_is_recorded_as_cluster_lost_and_replaced(tmp_path: Path) -> None:
+    """A cluster the harness started that breaks (its scheduler closed): the measurement is `cluster-lost`
+    (never judged), the next test gets a new cluster, and one summary line says so."""
     (tmp_path / "test_bench.py").write_text(BROKEN_FILE)
     db = f"sqlite:///{tmp_path / 'r.db'}"
     result = run_pytest(
         tmp_path, "-m", "benchmark", "--workers", "1", "--saturation", "1.1", "--db", db, "-p", "no:benchmark"
     )
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
-    assert [m.outcome for m in Store(db).measurements()] == ["passed", "error", "passed"]
+    assert [m.outcome for m in Store(db).measurements()] == ["passed", "cluster-lost", "passed"]
+    assert "stored as cluster-lost (never judged); the tests after it ran on a fresh cluster" in result.stdout
 
 
 def test_existing_scheduler_gets_saturation_set_while_idle_and_read_back(

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from daskbench import config as cfg
 from daskbench import provenance
-from daskbench.redact import redact_text, redact_url, redact_value
+from daskbench.redact import masked_choices, redact_text, redact_url, redact_value
 from daskbench.store import Store
 from tests.helpers import BENCH_FILE, daskbench_cli, make_measurement, make_run, run_pytest
 
@@ -88,3 +89,72 @@ def test_provenance_redacts_dask_config_by_the_same_rule() -> None:
     flat = {"a.token": "t", "b.prologue": ["export DB_PASSWORD=p"], "c.link": "http://h/?sig=s"}
     stored = provenance.redacted(flat)
     assert stored == {"a.token": "***", "b.prologue": "['export DB_PASSWORD=***']", "c.link": "http://h/?sig=***"}
+
+
+# -- swept config values under credential-looking keys ------------------------------------------
+
+
+def test_swept_values_of_a_secret_key_are_masked_apart_and_others_kept() -> None:
+    """One secret value is ``***``, several ``***1``, ``***2`` (in sweep order); other keys as given."""
+    assert masked_choices("comm.tls.password", ["a"]) == ("***",)
+    assert masked_choices("myteam.api_token", ["a", "b"]) == ("***1", "***2")
+    assert masked_choices("distributed.worker.memory.target", ["0.6", "0.8"]) == ("0.6", "0.8")
+
+
+def test_a_masked_spec_is_unmasked_to_the_values_it_stands_for() -> None:
+    """`config.unmasked` turns a spec's masked pairs back into the swept values (what the cluster gets)."""
+    sweep = (("myteam.api_token", ("s-one", "s-two")), ("array.chunk-size", ("64MiB",)))
+    shown = cfg.masked_sweep(sweep)
+    assert shown == (("myteam.api_token", ("***1", "***2")), ("array.chunk-size", ("64MiB",)))
+    pairs = (("array.chunk-size", "64MiB"), ("myteam.api_token", "***2"))
+    assert cfg.unmasked(sweep, pairs) == (("array.chunk-size", "64MiB"), ("myteam.api_token", "s-two"))
+
+
+def test_redaction_leaves_a_masked_stand_in_as_it_is() -> None:
+    """``api_token=***2`` stays (the case's identity), ``api_token=hunter2`` is masked."""
+    assert redact_text("x.api_token=***2 r0") == "x.api_token=***2 r0"
+    assert redact_text("x.api_token=hunter2 r0") == "x.api_token=*** r0"
+
+
+# -- errors that echo what the user typed ---------------------------------------------------------
+
+ECHO_SECRET = "s3cr3t-echo-77"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["data", "prepare", "--size", "tiny", "--data", f"s3://AKIDEXAMPLE:{ECHO_SECRET}@bucket/x"],
+        [
+            "data",
+            "prepare",
+            "--size",
+            "tiny",
+            "--data",
+            "s3://bucket/x",
+            "--s3-endpoint",
+            f"http://127.0.0.1:1/?X-Amz-Signature={ECHO_SECRET}",
+        ],
+        ["data", f"s3://AKIDEXAMPLE:{ECHO_SECRET}@bucket/x"],  # argparse: "invalid choice: ..."
+        ["runs", "--db", f"postgresql://u@127.0.0.1:1/db?password={ECHO_SECRET}"],
+        ["runs", "--db", f"postgresql://u:{ECHO_SECRET}@h:notaport/db"],
+        ["alert", "--infrastructure", "x", "--github", f"https://u:{ECHO_SECRET}@github.com/o/r"],
+    ],
+    ids=["s3-user-info", "endpoint-signature", "argparse-choice", "db-query", "db-bad-port", "github-repo"],
+)
+def test_errors_that_echo_a_url_hide_its_credentials(args: list[str], tmp_path: Path) -> None:
+    """The command fails in one line (exit 2, no traceback) without the credential it was given."""
+    done = daskbench_cli(*args, cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and ECHO_SECRET not in said and "Traceback" not in said, said
+    assert "***" in said or "credentials" in said, said
+
+
+def test_a_presigned_endpoint_is_refused_by_the_session_without_echoing_it(tmp_path: Path) -> None:
+    """pytest's usage error for ``--s3-endpoint ...?X-Amz-Signature=`` masks the signature."""
+    (tmp_path / "test_bench.py").write_text(BENCH_FILE)
+    done = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--db", f"sqlite:///{tmp_path / 'r.db'}",
+                      "--data", "s3://bucket/x", "--s3-endpoint", f"http://h:1/?X-Amz-Signature={ECHO_SECRET}")  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR and ECHO_SECRET not in said, said
+    assert "X-Amz-Signature=***" in said and not (tmp_path / "r.db").exists()

@@ -8,6 +8,7 @@ import pytest
 
 from daskbench.text import (
     WIDTH,
+    ZERO_WIDTH_SPACE,
     first_few,
     fit_items,
     flatten,
@@ -15,10 +16,14 @@ from daskbench.text import (
     format_usd,
     inf_or_number,
     json_safe,
+    markdown_code,
+    markdown_text,
     one_line,
     plural,
     saturation_text,
     slots_count,
+    terminal_safe,
+    unlinked,
     wrap_items,
     wrap_line,
 )
@@ -150,3 +155,39 @@ def test_wrap_items_breaks_between_items_and_never_inside_one() -> None:
     lines = wrap_items(items)
     assert lines == ["daskbench: wordcount " + items[1] + " sat=1.1 r0", "    passed 1.23s peak/worker 1.1 GiB"]
     assert all(len(line) <= WIDTH for line in lines)
+
+
+# -- rendering users' text inert: terminal, Markdown, GitHub plain text ---------------------------
+
+#: ESC colour, BEL, an OSC window title, a carriage return, a bidi override, and ordinary unicode.
+PLANTED = "a\x1b[31mb\x07\x1b]0;t\x07\rc\u202ed é 日本"
+
+
+def test_terminal_safe_shows_control_characters_as_escapes_and_keeps_unicode() -> None:
+    assert terminal_safe(PLANTED) == "a\\x1b[31mb\\x07\\x1b]0;t\\x07\\rc\\u202ed é 日本"
+
+
+def test_terminal_safe_escapes_newlines_unless_kept_and_is_idempotent() -> None:
+    assert terminal_safe("a\nb\tc") == "a\\nb\\tc" and terminal_safe("a\nb\tc", keep="\n\t") == "a\nb\tc"
+    assert terminal_safe(terminal_safe(PLANTED)) == terminal_safe(PLANTED)
+
+
+def test_unlinked_breaks_mentions_and_issue_references_with_a_zero_width_space() -> None:
+    z = ZERO_WIDTH_SPACE
+    assert (
+        unlinked("@octocat fixed #12 in org/repo#3, mail a@b\x07")
+        == f"@{z}octocat fixed #{z}12 in org/repo#{z}3, mail a@{z}b\\x07"
+    )
+
+
+def test_markdown_text_escapes_html_markup_and_mentions() -> None:
+    z = ZERO_WIDTH_SPACE
+    shown = markdown_text("<img src=x> & *b* [l](u) `c` @team #4 \x1b")
+    assert shown == f"&lt;img src=x&gt; &amp; \\*b\\* \\[l\\](u) \\`c\\` @{z}team \\#{z}4 \\\\x1b"
+
+
+def test_markdown_code_fences_past_the_backticks_it_holds() -> None:
+    assert markdown_code("a<b>c") == "`a<b>c`"
+    assert markdown_code("x``y") == "```x``y```"
+    assert markdown_code("`x") == "`` `x ``"
+    assert markdown_code("@me\x07") == f"`@{ZERO_WIDTH_SPACE}me\\x07`"

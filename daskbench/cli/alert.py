@@ -55,7 +55,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
     github = _github(args.github)  # a bad repo or missing token fails before the store is read
     url = _run_url()
     if args.infrastructure:
-        text = f"### daskbench: the nightly could not run\n\n{args.infrastructure}\n"
+        text = f"### daskbench: the nightly could not run\n\n{alerts.reason_markdown(args.infrastructure)}\n"
         _write(text, args.summary)
         if github:
             print(alerts.infrastructure_alert(github, args.infrastructure, url).summary())

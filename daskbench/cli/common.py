@@ -3,16 +3,51 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TextIO
 
 from daskbench import config
 from daskbench.judge.selection import Selection
 from daskbench.store import Store
-from daskbench.text import wrap_line
+from daskbench.text import terminal_safe, wrap_line
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors (which echo the argument given: ``invalid choice: ...``)
+    are shown as `config.shown_message` shows every message: secrets hidden, control characters escaped."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(config.shown_message(message))
+
+
+class InertStream:
+    """A text stream that passes everything written through `terminal_safe` (newlines and tabs kept),
+    so nothing a command prints, whatever a run, a case or an import holds, acts on the terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(terminal_safe(text, keep="\n\t"))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def inert_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as `InertStream` while a command runs; restored after."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +81,12 @@ def add_selection_options(parser: argparse.ArgumentParser, verb: str = "judge", 
         action="store_true",
         help="compare runs from different hosts, or with different cluster specs (cases paired by workload)",
     )
+    parser.add_argument(
+        "--include-worker-loss",
+        action="store_true",
+        help="judge a measurement during which a worker died (not for memory) as the workload's failure; "
+        "by default it is set aside as the cluster's",
+    )
 
 
 def selection(args: argparse.Namespace) -> Selection:
@@ -57,6 +98,7 @@ def selection(args: argparse.Namespace) -> Selection:
         ab_group=getattr(args, "ab", None),
         floors=floors(args) or {},
         allow_mixed=args.allow_mixed,
+        include_worker_loss=getattr(args, "include_worker_loss", False),
     )
 
 

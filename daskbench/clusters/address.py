@@ -11,7 +11,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from daskbench.clusters.common import Backend, set_saturation
+from daskbench.clusters.common import Backend, close_client, scheduler_lost, set_saturation
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 
@@ -81,7 +81,15 @@ def _harness_plugins(dask_scheduler: Any) -> list[tuple[str, bool]]:
 def close(client: Client, borrowed: Any) -> None:
     """Leave the shared scheduler as found: its worker-saturation restored and the harness's
     plugins removed (the memory sampler; a task-memory plugin a Ctrl-C left behind); then
-    close the client (never the cluster, which is not ours)."""
+    close the client (never the cluster, which is not ours). A scheduler that is gone has nothing
+    to put back: the client is only closed, without waiting on connection attempts."""
+    if not scheduler_lost(client):
+        _put_back(client, borrowed)
+    close_client(client)
+
+
+def _put_back(client: Client, borrowed: Any) -> None:
+    """Restore the scheduler's worker-saturation and remove the harness's plugins; never raises."""
     if isinstance(borrowed, _Borrowed):
 
         def _restore(dask_scheduler: Any, value: float = borrowed.saturation) -> None:
@@ -93,8 +101,6 @@ def close(client: Client, borrowed: Any) -> None:
         for name, nanny in client.run_on_scheduler(_harness_plugins):
             with contextlib.suppress(Exception):
                 client.unregister_worker_plugin(name, nanny=nanny)
-    with contextlib.suppress(Exception):
-        client.close()
 
 
 ADDRESS = Backend(

@@ -37,8 +37,7 @@ def any_keywords(target: str) -> list[str] | None:
 
 def close_client_and_cluster(client: Client, cluster: Any) -> None:
     """Close the client, then the cluster if the harness started one; closing never raises."""
-    with contextlib.suppress(Exception):
-        client.close()
+    close_client(client)
     if cluster is not None:
         with contextlib.suppress(Exception):
             cluster.close()
@@ -247,9 +246,63 @@ def wait_until_idle(client: Client, seconds: float, poll: float = 0.5) -> int:
     import time
 
     deadline = time.monotonic() + seconds
-    while (busy := int(client.run_on_scheduler(_busy))) and time.monotonic() < deadline:
+    while (busy := _busy_now(client)) and time.monotonic() < deadline:
         time.sleep(poll)
     return busy
+
+
+def _busy_now(client: Client) -> int:
+    """The shared scheduler's tasks under way; 0 once it is lost (the measurement that follows
+    finds that and records it as ``cluster-lost``, instead of a traceback here)."""
+    try:
+        return 0 if scheduler_lost(client) else int(client.run_on_scheduler(_busy))
+    except Exception as exc:
+        if scheduler_lost(client, exc):
+            return 0
+        raise
+
+
+#: Why a client cancels its futures when the connection to its scheduler breaks.
+CONNECTION_LOST = "scheduler-connection-lost"
+#: Client states once its scheduler is gone: reconnecting, or given up and closed.
+LOST_STATES = ("connecting", "closing", "closed")
+
+
+def scheduler_lost(client: Client, error: BaseException | None = None, grace: float = 2.0) -> bool:
+    """Whether ``client`` has lost its scheduler (killed, unreachable), judged from ``error`` (a
+    future cancelled for the lost connection, a closed comm) and the client's state. After a closed
+    comm the client is given up to ``grace`` seconds to notice, so a race is not called a failure."""
+    import time
+
+    from distributed.comm import CommClosedError
+
+    if getattr(error, "reason", None) == CONNECTION_LOST:
+        return True
+    deadline = time.monotonic() + (grace if isinstance(error, CommClosedError | ConnectionError) else 0.0)
+    while client.status not in LOST_STATES and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return client.status in LOST_STATES
+
+
+def close_client(client: Client) -> None:
+    """Close ``client``; never raises. One that lost its scheduler is closed quietly: distributed would
+    log its cancelled reconnection attempt as an error with a traceback."""
+    import logging
+
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    if scheduler_lost(client):
+        log.setLevel(logging.CRITICAL + 1)
+    try:
+        with contextlib.suppress(Exception):
+            client.close()
+    finally:
+        log.setLevel(level)
+
+
+def scheduler_address(client: Client) -> str:
+    """The address of the client's scheduler, taken while it is connected (for the line that says it was lost)."""
+    return str(getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler's address")
 
 
 def busy_message(target: str, busy: int, waited: float) -> str:

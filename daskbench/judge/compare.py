@@ -18,6 +18,10 @@ latest earlier run) is ``newly-failing``; the reverse is ``fixed``; failures on 
 are ``inconclusive``; these get one row (metric ``runtime_s``) for the whole case, as do
 ``new`` (only in the candidate) and ``missing`` (only in the baseline; history: in the
 latest earlier run). Otherwise there is one row per metric with values on either side.
+Measurements that are no result of the workload are left out of all that (`_results`):
+``interrupted`` and ``cluster-lost`` always, ``worker-lost`` unless ``include_worker_loss``
+(then it is the workload's failure); a side left with none is one ``inconclusive`` row, and
+the comparison's notes count what was set aside.
 
 A/B refuses (`DaskbenchError`) runs from hosts whose cpu model, cores or memory differ,
 and runs with no case in common that share workloads whose cluster specs differ. With
@@ -40,7 +44,8 @@ from daskbench.judge import explain, machine, matching, sequential, stats
 from daskbench.judge.selection import Selection
 from daskbench.model import (
     ACCEPTED_STEP,
-    INTERRUPTED,
+    NOT_RESULTS,
+    WORKER_LOST,
     Case,
     Comparison,
     Measurement,
@@ -81,6 +86,7 @@ class _Rules:
     floors: Mapping[str, float]
     z_threshold: float
     min_history: int
+    include_worker_loss: bool = False  # judge worker-lost measurements as the workload's failures
 
     def of(self, workload: str) -> _Rules:
         """These rules with ``workload``'s own floors in place of the general ones."""
@@ -91,12 +97,15 @@ class _Rules:
 def compare(store: Store, selection: Selection) -> Comparison:
     """The verdicts ``selection`` asks for: the one dispatch of every command that compares."""
     if selection.ab_group is not None:
-        return compare_group(store, selection.ab_group, floors=selection.floors)
-    rules = _Rules(_merge_floors(selection.floors), selection.z_threshold, selection.min_history)
+        return compare_group(store, selection.ab_group, floors=selection.floors,
+                             include_worker_loss=selection.include_worker_loss)  # fmt: skip
+    rules = _Rules(_merge_floors(selection.floors), selection.z_threshold, selection.min_history,
+                   selection.include_worker_loss)  # fmt: skip
     cand, notes = _candidate(store, selection.candidate)
     cand_ms = store.measurements([cand.run_id])
     if not cand_ms:
         raise DaskbenchError(f"run {cand.run_id[:8]} has no measurements; nothing to compare")
+    notes += _set_aside_note(cand_ms, rules)
     baseline, history = selection.baseline, selection.history
     if baseline is None and history is None:
         alone = _alone(store, cand, defaulted=not selection.candidate)
@@ -266,7 +275,9 @@ def _paired_verdicts(
     for base_fp, cand_fp, note in matching.pair_cases(set(base), set(cand), cases, allow_mixed):
         fp = cand_fp or base_fp or ""
         base_side, cand_side = base.get(base_fp or "", []), cand.get(cand_fp or "", [])
-        status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(cases[fp], fp, base_side, cand_side)
+        status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(
+            cases[fp], fp, base_side, cand_side, rules
+        )
         if status is not None:
             verdicts.append(status)
             continue
@@ -371,7 +382,7 @@ def _history_case(
 ) -> list[Verdict]:
     if not past:
         return [_outcome_verdict(case, fp, "new", [], cand, "no earlier run of this case")]
-    status = _outcome_change(case, fp, past[-1][1], cand)
+    status = _outcome_change(case, fp, past[-1][1], cand, rules)
     if status is not None:
         return [status]
 
@@ -446,9 +457,15 @@ def _presence(case: Case, fp: str, base: list[Measurement], cand: list[Measureme
     return None
 
 
-def _outcome_change(case: Case, fp: str, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
-    """newly-failing / fixed / failing on both sides; a measurement cut short by Ctrl-C is not a result."""
-    base, cand = ([m for m in side if m.outcome != INTERRUPTED] for side in (base, cand))
+def _outcome_change(
+    case: Case, fp: str, base: list[Measurement], cand: list[Measurement], rules: _Rules
+) -> Verdict | None:
+    """newly-failing / fixed / failing on both sides, of the measurements that are results (`_results`);
+    a side with none is one ``inconclusive`` row saying why."""
+    unmeasured = _unmeasured(case, fp, base, cand, rules)
+    if unmeasured is not None:
+        return unmeasured
+    base, cand = _results(base, rules), _results(cand, rules)
     base_failed, cand_failed = [m for m in base if not m.ok], [m for m in cand if not m.ok]
     if cand_failed and not base_failed:
         return _outcome_verdict(case, fp, "newly-failing", base, cand, _failure(cand_failed, len(cand)))
@@ -458,6 +475,38 @@ def _outcome_change(case: Case, fp: str, base: list[Measurement], cand: list[Mea
         note = f"fails on both sides: was {_failure(base_failed, len(base))}; now {_failure(cand_failed, len(cand))}"
         return _outcome_verdict(case, fp, "inconclusive", base, cand, note)
     return None
+
+
+def _results(ms: list[Measurement], rules: _Rules) -> list[Measurement]:
+    """The measurements that are results of the workload: never one cut short (``interrupted``) or
+    lost with its cluster (``cluster-lost``); one that lost a worker only when asked (``include_worker_loss``)."""
+    return [m for m in ms if m.outcome not in NOT_RESULTS and (rules.include_worker_loss or m.outcome != WORKER_LOST)]
+
+
+def _unmeasured(case: Case, fp: str, base: list[Measurement], cand: list[Measurement], rules: _Rules) -> Verdict | None:
+    """One ``inconclusive`` row for a case a side measured but got no result of (cluster lost, worker
+    lost, interrupted), instead of a row per metric without values; None when both sides have results."""
+    for side, ms in (("candidate", cand), ("baseline", base)):
+        if ms and not _results(ms, rules):
+            note = f"no result of the workload in the {side}: {_failure(ms, len(ms))}; not judged"
+            return _outcome_verdict(case, fp, "inconclusive", base, cand, note + _include_hint(ms, rules))
+    return None
+
+
+def _include_hint(ms: list[Measurement], rules: _Rules) -> str:
+    """How to have worker-lost measurements judged, when some were set aside."""
+    lost = not rules.include_worker_loss and any(m.outcome == WORKER_LOST for m in ms)
+    return " (--include-worker-loss judges a lost worker as the workload's failure)" if lost else ""
+
+
+def _set_aside_note(cand: list[Measurement], rules: _Rules) -> list[str]:
+    """The comparison's note counting the candidate's measurements left out of every verdict, by outcome."""
+    aside = [m for m in cand if not _results([m], rules)]
+    if not aside:
+        return []
+    counts = ", ".join(f"{outcome} x{n}" for outcome, n in sorted(Counter(m.outcome for m in aside).items()))
+    return [f"not judged: {plural(len(aside), 'candidate measurement')} ({counts}): no result of the workload"
+            + _include_hint(aside, rules)]  # fmt: skip
 
 
 def _failure(failed: list[Measurement], total: int) -> str:
@@ -615,7 +664,9 @@ def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
     return {number: sides for number, sides in sorted(rounds.items()) if len(sides) == 2}
 
 
-def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | None = None) -> Comparison:
+def compare_group(
+    store: Store, group: str, *, floors: Mapping[str, float] | None = None, include_worker_loss: bool = False
+) -> Comparison:
     """Verdicts of an interleaved A/B group: each case's per-round B/A ratios, judged by the
     sequential rule (`sequential.rounds_decision`) over the rounds the group allowed.
 
@@ -631,7 +682,7 @@ def compare_group(store: Store, group: str, *, floors: Mapping[str, float] | Non
             f"no complete round of A/B group {group!r} in {store.display_url}; list groups with: daskbench runs "
             "(column tags), or run one with: daskbench ab"
         )
-    rules = _Rules(_merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY)
+    rules = _Rules(_merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss)
     by_side = {side: [sides[side] for sides in rounds.values()] for side in ("A", "B")}
     ms = {run.run_id: store.measurements([run.run_id]) for runs in by_side.values() for run in runs}
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}

@@ -24,6 +24,7 @@ from daskbench.text import (
     json_safe,
     plural,
     slots_count,
+    terminal_safe,
     wrap_line,
 )
 
@@ -57,7 +58,8 @@ def _evidence(v: Verdict) -> list[str]:
 
 
 def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, Any]) -> str:
-    """``shuffle[size=small] local 2w/1t 4GiB sat=1.1 (2 slots) memory.target=0.6``: a case as a person reads it."""
+    """``shuffle[size=small] local 2w/1t 4GiB sat=1.1 (2 slots) memory.target=0.6``: a case as a person reads it,
+    control characters in its names and values escaped (`terminal_safe`), whatever a benchmark put there."""
     args = ",".join(f"{key}={value}" for key, value in sorted(params.items()))
     memory = cluster.get("memory_per_worker")
     spec = (
@@ -67,7 +69,7 @@ def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, A
     spec += "".join(
         f" {config_key_short(k)}={v}" for k, v in sorted(dict(cluster.get("scheduler_config") or {}).items())
     )
-    return f"{workload}[{args}] {spec}" if args else f"{workload} {spec}"
+    return terminal_safe(f"{workload}[{args}] {spec}" if args else f"{workload} {spec}")
 
 
 def slots_suffix(cluster: Mapping[str, Any]) -> str:
@@ -88,7 +90,10 @@ def format_table(comparison: Comparison, every_row: bool = False) -> str:
     """The terminal report: who is compared, counts, a row per verdict that is not ``unchanged``
     (with ``every_row``, a row per verdict), the unchanged as one count line, then what differs."""
     if not comparison.verdicts and not comparison.baseline_runs:  # nothing to compare yet: say why, once
-        return "\n".join(f"daskbench compare: {note}" for note in comparison.notes) or "daskbench compare: no cases"
+        return (
+            "\n".join(terminal_safe(f"daskbench compare: {note}") for note in comparison.notes)
+            or "daskbench compare: no cases"
+        )
     listed, outside = outside_selection(comparison)
     shown = listed if every_row else [v for v in listed if v.verdict != "unchanged"]
     notes: list[str] = []
@@ -105,7 +110,7 @@ def format_table(comparison: Comparison, every_row: bool = False) -> str:
         ("host", comparison.host_diff),
     ):
         lines += ["", *_diff_section(title, found)]
-    return "\n".join(lines)
+    return "\n".join(terminal_safe(line) for line in lines)  # notes and labels hold users' text
 
 
 def _header(c: Comparison) -> list[str]:

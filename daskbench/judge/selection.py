@@ -35,6 +35,7 @@ class Selection:
     ab_group: str | None = None  # judge an interleaved A/B group by its rounds
     floors: Mapping[str, float] = field(default_factory=dict)  # metric or workload:metric -> floor
     allow_mixed: bool = False  # pair runs of different hosts or cluster specs
+    include_worker_loss: bool = False  # judge a measurement that lost a worker as the workload's failure
     z_threshold: float = stats.Z_THRESHOLD
     min_history: int = stats.MIN_HISTORY
 

@@ -1,14 +1,18 @@
 """How the store talks to its database: SQLite's pragmas and write locks, retries while another
-writer holds the lock, one-statement insert-or-ignore, and a driver error's first line."""
+writer holds the lock, a read-only look at a SQLite file, why a store cannot be written (SQLite's
+error name, the file system's read-only flag and free space, the user's permissions), one-statement
+insert-or-ignore, and a driver error's first line."""
 
 from __future__ import annotations
 
 import functools
+import os
 import random
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,6 +23,11 @@ from daskbench.errors import DaskbenchError
 
 #: Attempts of a write that found the store locked (each already waits SQLite's busy_timeout).
 BUSY_ATTEMPTS = 4
+#: The fix for a store this user cannot read, and the one line for a full disk (of the store's folder).
+_READ_FIX = "make it readable to this user or pass another --db"
+_FULL = (
+    "the disk holding {folder} is full (no space left on the device); free space on it or pass a --db on another disk"
+)
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -57,11 +66,19 @@ def retry_busy(method: Callable[_P, _T]) -> Callable[_P, _T]:
 def sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """Wait for other writers (busy_timeout first, so even switching to WAL waits), and let
     `sqlite_begin` issue BEGIN itself: the driver's own would not cover DDL."""
+    _pragmas(dbapi_connection, "PRAGMA busy_timeout=30000", "PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON")
+
+
+def sqlite_read_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """`sqlite_pragmas` for a store opened read-only: no journal-mode switch, which would write."""
+    _pragmas(dbapi_connection, "PRAGMA busy_timeout=30000", "PRAGMA foreign_keys=ON")
+
+
+def _pragmas(dbapi_connection: Any, *statements: str) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
+    for statement in statements:
+        cursor.execute(statement)
     cursor.close()
 
 
@@ -70,24 +87,97 @@ def sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("daskbench_write") else "BEGIN")
 
 
-def sqlite_tables(path: Path) -> set[str] | None:
-    """The table names of a SQLite file read in read-only mode (no journal change), None if it is not SQLite."""
-    import sqlite3
+class Inspected(NamedTuple):
+    """What a read-only look at a SQLite file found: its tables, its raw schema version (None without
+    one) and the URI that read it (``mode=ro``, plus ``immutable=1`` where no -shm could be made)."""
 
+    tables: set[str]
+    version: str | None
+    uri: str
+
+
+def inspect_sqlite(path: Path) -> Inspected | None:
+    """``path`` read in read-only mode (no journal change, no write), None if it is not SQLite.
+
+    A store in WAL mode needs a -shm file even to be read; where none can be made (read-only media,
+    a folder without write permission, a full disk) it is read as immutable instead, so its bytes are
+    read wherever they can be."""
+    base = f"{path.resolve().as_uri()}?mode=ro"
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
-        return None
-    try:
-        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return _inspect(base)
     except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
+        if _locked(exc):
             raise DaskbenchError(f"{path} stayed locked by another process for 30 s; try again") from None
-        return None
+        try:
+            return _inspect(f"{base}&immutable=1")
+        except sqlite3.OperationalError as again:
+            raise DaskbenchError(f"cannot read {path} ({_why_unreadable(path, again)}); {_READ_FIX}") from None
     except sqlite3.DatabaseError:
         return None
+
+
+def _inspect(uri: str) -> Inspected:
+    """The tables and schema version of the database at ``uri``, read in one connection."""
+    conn = sqlite3.connect(uri, uri=True, timeout=30)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = None
+        if "schema_meta" in tables:
+            found = conn.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
+            version = found[0] if found else None
+        return Inspected(tables, version, uri)
     finally:
         conn.close()
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite gave up waiting for another process's lock (its error name says so)."""
+    return getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
+def _why_unreadable(path: Path, exc: sqlite3.Error) -> str:
+    """Permission denied when this user cannot read the file, else SQLite's own words."""
+    return "permission denied" if not os.access(path, os.R_OK) else first_line(exc)
+
+
+def unwritable(path: Path) -> str | None:
+    """Why SQLite cannot write the store at ``path`` (nor the -wal and -shm files beside it), as a
+    clause naming the cause and its fix; None when it can. Read-only media, then permission, then space."""
+    folder = path.parent
+    info = os.statvfs(folder)
+    if info.f_flag & os.ST_RDONLY:
+        return (
+            f"{folder} is on a read-only file system; remount it read-write or pass a --db on writable storage "
+            "(runs, show, report and export read the store where it is)"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        return (
+            f"the file is read-only to this user (permission denied); make it writable (chmod u+w {path}) "
+            "or pass another --db"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return (
+            f"this user cannot create files in {folder} (permission denied), where SQLite keeps the store's "
+            "-wal and -shm files; make the folder writable or pass a --db in one that is"
+        )
+    if (info.f_bfree if os.geteuid() == 0 else info.f_bavail) == 0:
+        return _FULL.format(folder=folder)
+    return None
+
+
+#: SQLite's names of the errors that mean the store could not be written (not that it is corrupt).
+WRITE_FAULTS = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_PERM")
+
+
+def store_fault(exc: BaseException, path: Path | None) -> str | None:
+    """Why a SQLite store at ``path`` failed to be written, if the error says it could not be
+    (SQLite's error name: full, read-only, cannot open, I/O, permission); None otherwise."""
+    name = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorname", "")
+    if path is None or not name.startswith(WRITE_FAULTS):
+        return None
+    if name == "SQLITE_FULL":
+        return _FULL.format(folder=path.parent)
+    return unwritable(path)
 
 
 def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) -> Any:
@@ -101,5 +191,6 @@ def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) ->
 
 
 def first_line(exc: BaseException) -> str:
+    """The first line of a (driver's) error, or its type's name when it has no text."""
     text = str(getattr(exc, "orig", None) or exc)
     return text.splitlines()[0] if text else type(exc).__name__

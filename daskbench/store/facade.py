@@ -14,6 +14,7 @@ The tables and migrations are in `schema`, records to rows in `rows`, export/imp
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,19 +24,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError, OperationalError
 
-from daskbench.errors import DaskbenchError
+from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.model import Case, Measurement, Run, now_iso
 from daskbench.redact import redact_url
 from daskbench.store.engine import (
     Busy,
     first_line,
     insert_or_ignore,
+    inspect_sqlite,
     is_busy,
     retry_busy,
     retrying,
     sqlite_begin,
     sqlite_pragmas,
-    sqlite_tables,
+    sqlite_read_pragmas,
+    store_fault,
+    unwritable,
 )
 from daskbench.store.merge import MERGERS, children_of
 from daskbench.store.rows import (
@@ -77,15 +81,23 @@ class Store:
     """A results store at a SQLAlchemy URL; created (unless ``create`` is False) and migrated on first open.
 
     A database that is not a daskbench store (tables but no ``schema_meta``, or not SQLite
-    at all) is refused before anything is written to it; for SQLite files it is inspected
-    read-only first, because even switching on WAL would change its bytes. Read-only
-    commands pass ``create=False`` so a mistyped ``--db`` never leaves a new file behind.
+    at all), or a store of a newer schema, is refused before anything is written to it; for
+    SQLite files it is inspected read-only first, because even switching on WAL would change
+    its bytes. Read-only commands pass ``create=False`` so a mistyped ``--db`` never leaves a
+    new file behind; with it, a SQLite store this process cannot write (read-only media or
+    file, a folder without write permission, a full disk) is opened read-only, so it reads as
+    ever and a write names the cause. Without it (a session), such a store is refused at once.
+
+    ``fault`` is the first `StoreFault` a transaction met (None while all went well), so a
+    session can say what was stored only of what was committed.
     """
 
     def __init__(self, url: str, create: bool = True) -> None:
         self.url = url
         self.display_url = redact_url(url)
         self.create = create
+        self.fault: str | None = None
+        self.path: Path | None = None
         self.engine = self._connect(url)
         self._migrate()
 
@@ -96,8 +108,12 @@ class Store:
             raise DaskbenchError(
                 f"{url!r} is not a database URL; use e.g. sqlite:///results/daskbench.db or postgresql://host/db"
             ) from None
+        read_uri = None
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            self._check_sqlite_file(Path(parsed.database))
+            self.path = Path(parsed.database)
+            read_uri = self._check_sqlite_file(self.path)
+        if read_uri is not None:
+            return self._read_only_engine(read_uri)
         try:
             engine = sa.create_engine(parsed)
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
@@ -110,41 +126,74 @@ class Store:
         return engine
 
     @staticmethod
+    def _read_only_engine(uri: str) -> Engine:
+        """An engine on a SQLite store that reads it through ``uri`` (``mode=ro``, maybe ``immutable=1``)
+        and never switches its journal: a write fails with SQLite's read-only error."""
+        engine = sa.create_engine(
+            "sqlite://",
+            creator=lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False),
+            poolclass=sa.pool.QueuePool,
+        )
+        sa.event.listen(engine, "connect", sqlite_read_pragmas)
+        sa.event.listen(engine, "begin", sqlite_begin)
+        return engine
+
+    @staticmethod
     def preflight(url: str) -> None:
         """Check ``url`` as `Store` would (URL, driver, a SQLite file that is ours or can be created:
         its folder is made) without creating or changing a database: for the session's early checks."""
         probe = Store.__new__(Store)
-        probe.url, probe.display_url, probe.create = url, redact_url(url), True
+        probe.url, probe.display_url, probe.create, probe.fault, probe.path = url, redact_url(url), True, None, None
         probe._connect(url).dispose()  # creating an engine opens no connection
 
-    def _check_sqlite_file(self, path: Path) -> None:
-        """Refuse a file that is not a daskbench store, and a missing one unless creating; never write to it."""
+    def _check_sqlite_file(self, path: Path) -> str | None:
+        """Refuse a file that is not a daskbench store or is of a newer schema, and a missing one unless
+        creating; never write to it. Returns the read-only URI to open it with when it cannot be written
+        and this store only reads (else None); creating, a store that cannot be written is refused."""
         if not path.exists() or path.stat().st_size == 0:
-            if not self.create:
-                raise DaskbenchError(
-                    f"no daskbench store at {self.display_url}; check --db, or fill one with: pytest -m benchmark"
-                )
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise DaskbenchError(
-                    f"cannot create the folder {path.parent} for --db ({exc.strerror or exc}); "
-                    "pass a --db in a writable folder"
-                ) from None
-            return
+            self._check_new_file(path)
+            return None
         if path.is_dir():
             raise DaskbenchError(f"--db {path} is a directory; name a file in it: sqlite:///{path / 'daskbench.db'}")
-        tables = sqlite_tables(path)
-        if tables is None:
+        found = inspect_sqlite(path)
+        if found is None:
             raise DaskbenchError(
                 f"{self.display_url} is not a usable daskbench store (not a SQLite database); "
                 "move the file away or pass another --db"
             )
-        if tables and "schema_meta" not in tables:
+        if found.tables and "schema_meta" not in found.tables:
             raise DaskbenchError(
                 f"{self.display_url} has tables but no daskbench schema version; "
                 "it is not a daskbench store (left untouched): pass another --db"
             )
+        if "schema_meta" in found.tables:
+            self._checked_version(found.version)
+        return self._unwritable_uri(path, found.uri)
+
+    def _check_new_file(self, path: Path) -> None:
+        """A missing store: refused unless creating; else its folder made, and where SQLite can write."""
+        if not self.create:
+            raise DaskbenchError(
+                f"no daskbench store at {self.display_url}; check --db, or fill one with: pytest -m benchmark"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DaskbenchError(
+                f"cannot create the folder {path.parent} for --db ({exc.strerror or exc}); "
+                "pass a --db in a writable folder"
+            ) from None
+        self._unwritable_uri(path, "")
+
+    def _unwritable_uri(self, path: Path, uri: str) -> str | None:
+        """``uri`` when the store at ``path`` cannot be written and this store only reads; a `StoreFault`
+        naming the cause when it cannot be written and this store would create or write; else None."""
+        why = unwritable(path)
+        if why is None:
+            return None
+        if self.create:
+            raise StoreFault(f"cannot write the store {self.display_url}: {why}")
+        return uri
 
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[Connection]:
@@ -157,14 +206,25 @@ class Store:
         except OperationalError as exc:
             if is_busy(exc):
                 raise Busy(f"the store {self.display_url} stayed locked by other writers; try again") from None
-            raise DaskbenchError(f"cannot use the store {self.display_url}: {first_line(exc)}; check --db") from None
+            raise self._fault(exc) from None
         except DatabaseError as exc:
             if isinstance(exc, IntegrityError):
                 raise
-            raise DaskbenchError(
-                f"{self.display_url} is not a usable daskbench store ({first_line(exc)}); "
-                "move the file away or pass another --db"
-            ) from None
+            raise self._fault(exc) from None
+
+    def _fault(self, exc: DatabaseError) -> DaskbenchError:
+        """The one line for a database error: the storage's fault named (full, read-only, permission:
+        a `StoreFault`, kept as ``fault``), else what SQLite found wrong with the file."""
+        why = store_fault(exc, self.path)
+        if why is not None:
+            self.fault = self.fault or f"cannot write the store {self.display_url}: {why}"
+            return StoreFault(self.fault)
+        if isinstance(exc, OperationalError):
+            return DaskbenchError(f"cannot use the store {self.display_url}: {first_line(exc)}; check --db")
+        return DaskbenchError(
+            f"{self.display_url} is not a usable daskbench store ({first_line(exc)}); "
+            "move the file away or pass another --db"
+        )
 
     def _migrate(self) -> None:
         """Create or upgrade the schema under one lock, so simultaneous first opens cannot race.
@@ -196,7 +256,12 @@ class Store:
                     "it is not a daskbench store: pass another --db"
                 )
             return None
-        value = conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version")).scalar()
+        return self._checked_version(
+            conn.execute(sa.select(schema_meta.c.value).where(schema_meta.c.key == "schema_version")).scalar()
+        )
+
+    def _checked_version(self, value: str | None) -> int:
+        """The stored schema version ``value`` as a number; a newer or broken one is refused in one line."""
         try:
             found = int(value) if value is not None else -1
         except ValueError:

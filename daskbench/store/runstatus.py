@@ -27,8 +27,10 @@ from daskbench.store.facade import Store
 from daskbench.text import plural
 
 RUNNING, FINISHED, INTERRUPTED, CRASHED = "running", "finished", "interrupted", "crashed"
+#: A run cut short because its cluster (the scheduler) was lost: what was measured before is kept.
+CLUSTER_LOST = "cluster-lost"
 #: Statuses the session writes; the newest of them in a run's events decides its status.
-WRITTEN = (RUNNING, FINISHED, INTERRUPTED, CRASHED)
+WRITTEN = (RUNNING, FINISHED, INTERRUPTED, CRASHED, CLUSTER_LOST)
 #: A running run not heard from (event or measurement) for this long, on another host, is crashed.
 STALE_AFTER = timedelta(hours=12)
 

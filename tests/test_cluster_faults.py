@@ -1,0 +1,203 @@
+"""Infrastructure failures are the cluster's, never the workload's (issue 20, class 2), on real parts:
+a real `dask scheduler` killed by SIGKILL mid-session, a real worker process killed mid-task."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from daskbench.judge.compare import compare_runs
+from daskbench.model import Measurement
+from daskbench.store import Store, runstatus
+from tests.helpers import add_results, add_run, daskbench_cli, free_port, make_case, run_pytest
+
+#: ``first`` measures, ``cut`` is cut short by the lost scheduler (killed while it sleeps, or by the
+#: test itself just before it measures), ``after`` must never run.
+LOST_BENCH = """
+import os
+import signal
+import time
+from pathlib import Path
+
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _sleep(marker, seconds):
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return seconds
+
+
+def test_first(measure):
+    assert measure(dask.delayed(_sleep)(os.environ["MARK"] + ".first", 0.1), name="first") == 0.1
+
+
+def test_cut(measure):
+    if os.environ.get("KILL_BEFORE"):  # lost between measurements: the scheduler is gone before this one starts
+        os.kill(int(os.environ["KILL_BEFORE"]), signal.SIGKILL)
+        time.sleep(0.5)
+    measure(dask.delayed(_sleep)(os.environ["MARK"], 60), name="cut")
+
+
+def test_last(measure):
+    measure(dask.delayed(_sleep)(os.environ["MARK"] + ".after", 0.1), name="after")
+"""
+
+#: One task that sleeps 2 s; the first run of it writes its worker's pid to $MARK (the test kills that worker).
+WORKER_BENCH = """
+import os
+import time
+from pathlib import Path
+
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _work(marker):
+    if marker and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+    time.sleep(2)
+    return 1
+
+
+def test_sleepy(measure):
+    assert measure(dask.delayed(_work)(os.environ.get("MARK", "")), name="sleepy") == 1
+"""
+
+
+@contextmanager
+def scheduler_and_worker(folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback: the address and the
+    scheduler's process (for the test to kill); both are ended afterwards, whatever became of them."""
+    from distributed import Client
+
+    port, bin_dir = free_port(), Path(sys.executable).parent
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(folder)}  # the benchmark module is importable where tasks run
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
+                               "--dashboard-address", ":0"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address, scheduler
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait(timeout=30)
+
+
+def kill_when_written(marker: Path, pid: int | None = None) -> threading.Thread:
+    """A thread that SIGKILLs ``pid`` (else the pid written in ``marker``) once ``marker`` holds a pid."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (marker.exists() and marker.read_text().strip()):
+            time.sleep(0.05)
+        time.sleep(0.3)  # well inside the task
+        os.kill(pid or int(marker.read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("when", ["mid-measurement", "before the last measurement"])
+def test_a_scheduler_killed_stops_the_session_with_one_line_and_a_cluster_lost_run(tmp_path: Path, when: str) -> None:
+    """SIGKILL of the `dask scheduler` while a measurement runs (or just before the last one): that
+    measurement is stored as ``cluster-lost`` (not ``failed``), the one before it stays ``passed``, the
+    test after it never runs, the session ends at once (not after the 60 s task) with exit 2 and one
+    line naming the scheduler's address and what to do, no traceback; the run reads ``cluster-lost``."""
+    (tmp_path / "test_bench.py").write_text(LOST_BENCH)
+    db, marker = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "cut.mark"
+    with scheduler_and_worker(tmp_path) as (address, scheduler):
+        env, selected = {"MARK": str(marker)}, ["-k", "not test_last"]  # the cut test is the last one
+        if when == "mid-measurement":
+            kill_when_written(marker, scheduler.pid)
+            selected = []  # a test after the cut one: pytest stops before it
+        else:
+            env["KILL_BEFORE"] = str(scheduler.pid)
+        start = time.monotonic()
+        result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                            "--saturation", "1.1", "--repeat", "1", "--db", db, *selected, env=env)  # fmt: skip
+        took = time.monotonic() - start
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.INTERRUPTED, out[-4000:]
+    assert took < 50 and "Traceback" not in out and "AttributeError" not in out, out[-4000:]
+    said = [line for line in out.splitlines() if f"daskbench: lost the scheduler at {address};" in line]
+    assert len(said) == 1 and "recorded as cluster-lost" in said[0] and "dask scheduler" in said[0], out[-4000:]
+    assert any(line.startswith("daskbench: cut ") and " cluster-lost " in line for line in out.splitlines())
+    assert "daskbench: after" not in out and not (tmp_path / "cut.mark.after").exists()
+    store = Store(db)
+    outcomes = {store.cases([m.fingerprint])[m.fingerprint].workload: m.outcome for m in store.measurements()}
+    assert outcomes == {"first": "passed", "cut": "cluster-lost"}
+    (run,) = store.runs()
+    assert runstatus.statuses(store, [run]) == {run.run_id: runstatus.CLUSTER_LOST}
+
+
+def test_a_cluster_lost_measurement_is_never_judged(store: Store) -> None:
+    """Against a baseline that passed, a candidate whose case lost its cluster is one ``inconclusive``
+    row saying so (never a slowdown or newly-failing); a repeat lost beside passed ones is set aside
+    and the rest judged; the comparison's notes count what was not judged."""
+    case, other = make_case("shuffle", size="small"), make_case("wordcount", size="small")
+    base, cand = add_run(store, 1), add_run(store, 2)
+    for run, outcome in ((base, "passed"), (cand, "cluster-lost")):
+        add_results(store, run, case, 10.0, outcome=outcome)
+    add_results(store, base, other, 10.0)
+    add_results(store, cand, other, 10.0, noise=(0.0, 0.01))
+    store.add_measurement(Measurement(cand.run_id, other.fingerprint, 2, "cluster-lost", "lost the scheduler"))
+    comparison = compare_runs(store, baseline=base.run_id)
+    assert not comparison.regressions
+    (lost,) = [v for v in comparison.verdicts if v.workload == "shuffle"]
+    assert lost.verdict == "inconclusive" and "cluster-lost x3 in 3 of 3 repeats" in lost.note
+    assert {v.verdict for v in comparison.verdicts if v.workload == "wordcount"} <= {"unchanged", "inconclusive"}
+    assert any("not judged: 4 candidate measurements (cluster-lost x4)" in note for note in comparison.notes)
+
+
+def test_a_worker_killed_mid_task_is_worker_lost_and_kept_out_of_verdicts(tmp_path: Path) -> None:
+    """SIGKILL of the worker process running the task (not for memory): its nanny restarts it, the task
+    re-runs and the result comes, but the measurement is ``worker-lost`` (progress line, stored row,
+    ``show``), its runtime kept, one restart counted; ``compare`` sets it aside (inconclusive, exit 0)
+    and judges it as the workload's failure only with --include-worker-loss (newly-failing, exit 1)."""
+    (tmp_path / "test_bench.py").write_text(WORKER_BENCH)
+    db, marker = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "worker.mark"
+    session = ["-m", "benchmark", "-p", "no:benchmark", "--cluster", "local", "--workers", "1",
+               "--threads-per-worker", "1", "--memory-per-worker", "1GiB", "--saturation", "1.1", "--repeat", "1",
+               "--db", db]  # fmt: skip
+    base = run_pytest(tmp_path, *session, "--label", "base")
+    assert base.returncode == 0, base.stdout[-3000:] + base.stderr[-3000:]
+    kill_when_written(marker)
+    cand = run_pytest(tmp_path, *session, "--label", "cand", env={"MARK": str(marker)})
+    out = cand.stdout + cand.stderr
+    assert "Traceback" not in out, out[-4000:]
+    assert any(line.startswith("daskbench: sleepy ") and " worker-lost " in line for line in out.splitlines()), out
+    measured = {m.run_id: m for m in Store(db).measurements()}
+    (lost,) = [m for m in measured.values() if m.outcome == "worker-lost"]
+    assert lost.worker_restarts == 1 and lost.runtime_s is not None and lost.runtime_s >= 2.0
+    assert "not for memory" in lost.message
+    shown = daskbench_cli("show", lost.run_id[:8], "--db", db)
+    assert "worker-lost" in shown.stdout, shown.stdout + shown.stderr
+    base_id = next(run_id for run_id in measured if run_id != lost.run_id)
+    judged = daskbench_cli("compare", "--db", db, "--baseline", base_id, "--candidate", lost.run_id)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert "inconclusive" in judged.stdout and "--include-worker-loss" in judged.stdout
+    asked = daskbench_cli("compare", "--db", db, "--baseline", base_id, "--candidate", lost.run_id,
+                          "--include-worker-loss")  # fmt: skip
+    assert asked.returncode == 1 and "newly-failing" in asked.stdout, asked.stdout + asked.stderr
