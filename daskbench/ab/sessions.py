@@ -44,11 +44,13 @@ _SESSION_RAN = (0, 1)
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the comparison: an interpreter and the environment variables it gets."""
+    """One side of the comparison: an interpreter and the environment variables it gets (and, for an
+    environment rebuilt from a run's record, that run: ``daskbench ab --a-from/--b-from``)."""
 
     name: str
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)
+    env_from: str | None = None  # the run whose recorded versions built ``python``'s environment
 
 
 @dataclass(frozen=True)
@@ -189,11 +191,17 @@ class GroupRunner:
         run_id = found[0].run_id
         chosen = self.sides[side]
         self.store.tag_run(run_id, {
-            AB_GROUP: self.group, AB_SIDE: side, AB_ROUND: str(number),
-            "ab_python": chosen.python, "ab_env_keys": ",".join(sorted(chosen.env)),
+            AB_GROUP: self.group, AB_SIDE: side, AB_ROUND: str(number), **side_tags(chosen),
             **({"ab_max_rounds": str(self.max_rounds)} if self.max_rounds else {}),
         })  # fmt: skip
         return run_id
+
+
+def side_tags(side: Side) -> dict[str, str]:
+    """What a side's runs are tagged with: its python, its variables' names (never values), and the run
+    its environment was rebuilt from (``ab_env_from``), if any."""
+    tags = {"ab_python": side.python, "ab_env_keys": ",".join(sorted(side.env))}
+    return {**tags, **({"ab_env_from": side.env_from} if side.env_from else {})}
 
 
 def session_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:

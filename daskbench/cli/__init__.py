@@ -12,18 +12,21 @@ import os
 import sys
 from collections.abc import Sequence
 
+from daskbench.cli.common import Parser, inert_output
+from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, RegressionFound
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc", "advise",
+    "runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc", "advise", "env",
+    "bisect",
 )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="daskbench",
         description="Inspect, compare and report daskbench results. Run the suite with: pytest -m benchmark",
         epilog="exit codes: 0 ok, 1 regression found, 2 could not run (bad input, missing baseline, bad store)",
@@ -41,12 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command; everything it prints passes `terminal_safe` (`inert_output`), and an error
+    line `config.shown_message` (secrets hidden)."""
+    with inert_output():
+        return _run(build_parser().parse_args(argv))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or EXIT_OK)
     except DaskbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {shown_message(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except RegressionFound as exc:
         print(str(exc), file=sys.stderr)

@@ -7,6 +7,9 @@ cluster that cannot be measured twice at once: a running scheduler (``--cluster 
 whose worker-saturation both sides would set. ``--mode auto`` picks lockstep unless the cluster
 is a running scheduler, and says which it picked.
 
+A side's interpreter is this one, ``--X-python PATH``, or (``--X-from RUN``) the environment rebuilt
+from that run's recorded versions (`daskbench.envs`, as ``daskbench env RUN``), named in the header.
+
 Arguments after ``--`` go to each ``pytest -m benchmark`` session (e.g. ``-- -k ocean --size
 tiny``). Exit codes like ``compare``: 0 nothing regressed, 1 B regressed or newly fails, 2 could
 not run, 130 interrupted: the finished rounds are kept (judge them with ``daskbench compare --ab
@@ -22,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from daskbench import envs
 from daskbench.ab import turns
 from daskbench.ab.lockstep import Lockstep, pytest_command
 from daskbench.ab.sessions import (
@@ -33,13 +37,16 @@ from daskbench.ab.sessions import (
     new_group_name,
     parse_env,
     pytest_arguments,
+    side_tags,
 )
 from daskbench.cli.common import add_db_option, add_floor_option, add_format_option, open_store, settings, whole_number
 from daskbench.cli.compare import print_comparison
+from daskbench.cli.env import add_build_options, build_options
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential, stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
+from daskbench.model import Run
 from daskbench.store import Store
 
 #: Default time one case may take in lockstep, in minutes (``--max-time``).
@@ -69,14 +76,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-time", type=minutes_value, default=MAX_MINUTES, metavar="MINUTES",
                         help=f"most minutes of one case with --rounds auto (default {MAX_MINUTES:g})")  # fmt: skip
     for side in ("a", "b"):
-        parser.add_argument(f"--{side}-python", metavar="PYTHON", default=sys.executable,
+        parser.add_argument(f"--{side}-python", metavar="PYTHON",
                             help=f"interpreter of side {side.upper()} (default: this one)")  # fmt: skip
+        parser.add_argument(f"--{side}-from", metavar="RUN",
+                            help=f"run side {side.upper()} in the environment rebuilt from this run's recorded "
+                            "versions (daskbench env RUN; built once, then reused)")  # fmt: skip
         parser.add_argument(f"--{side}-env", metavar="KEY=VALUE", action="append", default=[],
                             help=f"environment variable for side {side.upper()} (repeatable)")  # fmt: skip
     parser.add_argument("--group", help="name of the group (default: ab-<date-time>); an existing group is continued")
     add_floor_option(parser)
     add_format_option(parser)
     add_db_option(parser)
+    add_build_options(parser)
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
     parser.set_defaults(func=cmd_ab)
 
@@ -101,13 +112,11 @@ def minutes_value(text: str) -> float:
 
 def cmd_ab(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
-    sides = {
-        "A": Side("A", args.a_python, parse_env(args.a_env, "--a-env")),
-        "B": Side("B", args.b_python, parse_env(args.b_env, "--b-env")),
-    }
+    rebuilt = args.a_from is not None or args.b_from is not None
+    sides = resolve_sides(args, open_store(args) if rebuilt else None)
     check_sides_differ(sides, pytest_args)
     mode = _mode(args.mode, pytest_args, sides)
-    if sides["A"] == Side("A", sides["B"].python, sides["B"].env):
+    if (sides["A"].python, sides["A"].env) == (sides["B"].python, sides["B"].env):
         _say("ab: sides A and B are the same environment: this is an A/A check of the noise")
     for side in sides.values():
         check_side(side)
@@ -124,6 +133,38 @@ def cmd_ab(args: argparse.Namespace) -> int:
         raise
     chosen = Selection(ab_group=group, floors=floors)
     return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})
+
+
+def resolve_sides(args: argparse.Namespace, store: Store | None) -> dict[str, Side]:
+    """Each side's interpreter and variables: ``--X-python``, or the environment built from ``--X-from``'s
+    record in ``store`` (every flag checked, both runs found and both specs made before anything is
+    built), or this one."""
+    variables = {name: parse_env(getattr(args, f"{name.lower()}_env"), f"--{name.lower()}-env") for name in "AB"}
+    envs_from = {name: _env_from(args, store, name) for name in "AB"}
+    options = build_options(args) if any(envs_from.values()) else {}
+    sides = {}
+    for name, found in envs_from.items():
+        python = getattr(args, f"{name.lower()}_python") or sys.executable
+        if found is not None:
+            python = str(envs.build(found[1], say=_say, **options))
+            _say(f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
+                 f"{python}")  # fmt: skip
+        sides[name] = Side(name, python, variables[name], env_from=found[0].run_id if found else None)
+    return sides
+
+
+def _env_from(args: argparse.Namespace, store: Store | None, name: str) -> tuple[Run, envs.EnvSpec] | None:
+    """The run of ``--X-from`` and the spec of its recorded versions (None without the flag)."""
+    flag = name.lower()
+    given = getattr(args, f"{flag}_from")
+    if given is None:
+        return None
+    if getattr(args, f"{flag}_python"):
+        raise DaskbenchError(f"--{flag}-python and --{flag}-from both choose side {name}'s interpreter; give one")
+    if store is None:
+        raise ValueError("resolve_sides: --a-from/--b-from need the store")
+    run = store.run(given)
+    return run, envs.spec_from_run(run)
 
 
 def _say(line: str) -> None:
@@ -186,7 +227,7 @@ def _tag_sides(store: Store, group: str, sides: dict[str, Side]) -> None:
     for run in store.runs():
         side = sides.get(run.tags.get("ab_side", ""))
         if run.tags.get(AB_GROUP) == group and side is not None and "ab_python" not in run.tags:
-            store.tag_run(run.run_id, {"ab_python": side.python, "ab_env_keys": ",".join(sorted(side.env))})
+            store.tag_run(run.run_id, side_tags(side))
 
 
 def _sessions(

@@ -12,17 +12,17 @@ where this one was installed from (`install_requirement`), unless ``--install`` 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from daskbench import envs
 from daskbench.errors import DaskbenchError, check_writable
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
@@ -111,34 +111,17 @@ def install_requirement(record: Mapping[str, Any] | None, version: str) -> tuple
     """What a workflow pip-installs to get this daskbench again, from its PEP 610 install record
     (``direct_url.json``; None: installed from an index), and `LOCAL_WARNING` when CI cannot reach it.
 
-    A VCS install is pinned to its recorded commit, an archive is its URL; a local directory, file
-    or clone (``file://``) keeps its line, which only works on this machine, hence the warning."""
-    if record is None or not record.get("url"):
-        return f"daskbench=={version}", None
-    url = str(record["url"])
-    local = urlsplit(url).scheme in ("file", "")
-    vcs = record.get("vcs_info")
-    if isinstance(vcs, Mapping):
-        revision = vcs.get("commit_id") or vcs.get("requested_revision")
-        url = f"{vcs.get('vcs', 'git')}+{url}" + (f"@{revision}" if revision else "")
-    if record.get("subdirectory"):
-        url += f"#subdirectory={record['subdirectory']}"
-    return f"daskbench @ {url}", LOCAL_WARNING if local else None
+    A VCS install is pinned to its recorded commit, an archive is its URL
+    (`envs.requirement_from_record`); a local directory, file or clone (``file://``) keeps its line,
+    which only works on this machine, hence the warning."""
+    (line,) = envs.requirement_from_record(record, version, editable=False)
+    local = record is not None and bool(record.get("url")) and urlsplit(str(record["url"])).scheme in ("file", "")
+    return line, LOCAL_WARNING if local else None
 
 
 def _installed_requirement() -> tuple[str, str | None]:
     """`install_requirement` of the daskbench running now."""
-    try:
-        dist = metadata.distribution("daskbench")
-    except metadata.PackageNotFoundError:
-        raise DaskbenchError(
-            "daskbench is not installed as a package here, so init cannot tell where CI gets it; give --install SPEC"
-        ) from None
-    try:
-        record = json.loads(dist.read_text("direct_url.json") or "null")
-    except ValueError:
-        record = None
-    return install_requirement(record if isinstance(record, Mapping) else None, dist.version)
+    return install_requirement(*envs.install_record("so init cannot tell where CI gets it; give --install SPEC"))
 
 
 def _template(name: str) -> str:

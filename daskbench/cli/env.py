@@ -1,0 +1,73 @@
+"""``daskbench env RUN``: the virtualenv of a run's recorded versions (plus this daskbench), built once.
+
+Prints the environment's interpreter on stdout (``$(daskbench env RUN)``), progress on stderr.
+The build itself is `daskbench.envs`; this module reads the flags, which ``daskbench ab`` shares
+for ``--a-from``/``--b-from`` (`add_build_options`, `build_options`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from daskbench import envs
+from daskbench.cli.common import add_db_option, open_store
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "env",
+        help="build (once) a virtualenv holding the package versions a run recorded; print its python",
+        description="Build a virtualenv holding the versions a run recorded (dask, distributed, numpy, pandas, "
+        "pyarrow, xarray and the rest) plus this daskbench, installed the way it is installed here. It is "
+        f"cached by its version set under ${envs.CACHE_ENV} (default ~/.cache/daskbench/envs), so it is built "
+        "once; with uv when it is on PATH or importable, pip otherwise. Its versions are checked against the "
+        "record after install, and each time it is reused. Prints the interpreter's path on stdout, progress "
+        "on stderr.",
+        epilog="example: $(daskbench env 1a2b3c4d) -m pytest -m benchmark -k ocean; "
+        "exit codes: 0 built or reused, 2 could not run (unknown run, a version the index does not have, "
+        "a version mismatch)",
+    )
+    parser.add_argument("run", metavar="RUN", help="run id or unique prefix whose recorded versions to install")
+    parser.add_argument("--set", metavar="NAME==VERSION,...", dest="pins",
+                        help="versions replacing (or adding to) the record's, e.g. --set dask==2026.7.0")  # fmt: skip
+    parser.add_argument("--only", metavar="NAME,...",
+                        help="install only these of the recorded packages (and their dependencies)")  # fmt: skip
+    parser.add_argument("--without-daskbench", action="store_true",
+                        help="leave daskbench out (the environment then cannot run the suite)")  # fmt: skip
+    add_build_options(parser)
+    add_db_option(parser)
+    parser.set_defaults(func=cmd_env)
+
+
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """Where packages come from and where environments live; read them with `build_options`."""
+    parser.add_argument("--index-url", metavar="URL",
+                        help="package index instead of the installer's default (a URL or a local folder)")  # fmt: skip
+    parser.add_argument("--find-links", metavar="PATH_OR_URL", action="append", default=[],
+                        help="also install from this folder of wheels (repeatable)")  # fmt: skip
+    parser.add_argument("--no-index", action="store_true", help="install only from --find-links")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help=f"where environments live (default ${envs.CACHE_ENV}, else ~/.cache/daskbench/envs)")  # fmt: skip
+    parser.add_argument("--installer", choices=envs.INSTALLERS, default="auto",
+                        help="uv or pip (default auto: uv when available)")  # fmt: skip
+
+
+def build_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`envs.build`'s keywords from `add_build_options`' flags, checked before anything is built."""
+    index = envs.Index(args.index_url, tuple(args.find_links), args.no_index)
+    index.check()
+    envs.choose_installer(args.installer)
+    return {"cache": args.cache_dir, "index": index, "installer": args.installer}
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    overrides = envs.parse_pins(args.pins, "--set") if args.pins else None
+    only = envs.parse_names(args.only, "--only") if args.only else None
+    options = build_options(args)
+    run = open_store(args).run(args.run)
+    spec = envs.spec_from_run(run, overrides=overrides, only=only, with_daskbench=not args.without_daskbench)
+    python: Path = envs.build(spec, **options)
+    print(python)
+    return 0

@@ -1,0 +1,225 @@
+"""Environments from the record (`daskbench env`, `daskbench ab --a-from/--b-from`), with real installs.
+
+A stand-in package, ``standin`` 1.0 and 1.1, is built by pip (``pip wheel``) into a folder of wheels,
+the only place these tests install from (``--find-links DIR --no-index``), and a store holds a run
+whose record pins ``standin==1.0``. Environments are narrowed to the stand-in (``--only standin
+--without-daskbench``): a full one (dask, distributed, numpy, ... and an editable daskbench) takes
+about 70 s with pip here, 8 s with uv, too long for a unit test; ``ab --b-from`` is tested up to the
+side's interpreter (`resolve_sides`), not through a measured session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daskbench import envs
+from daskbench.cli import build_parser
+from daskbench.cli.ab import resolve_sides
+from daskbench.errors import DaskbenchError
+from daskbench.store import Store
+from tests.helpers import daskbench_cli, make_run
+
+PYPROJECT = """[build-system]
+requires = ["flit_core>=3.4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "standin"
+version = "{version}"
+description = "a stand-in package for daskbench's environment tests"
+"""
+RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with standin-1.0 and standin-1.1 wheels, built by ``pip wheel`` (both at once)."""
+    root = tmp_path_factory.mktemp("standin")
+    builds = [_pip_wheel(root, version) for version in ("1.0", "1.1")]
+    for build in builds:
+        assert build.wait(timeout=300) == 0, build.stdout.read() if build.stdout else ""
+    return root / "wheels"
+
+
+def _pip_wheel(root: Path, version: str) -> subprocess.Popen[str]:
+    source = root / f"standin-{version}"
+    (source / "standin").mkdir(parents=True)
+    (source / "standin" / "__init__.py").write_text(f'"""The stand-in."""\n\nVERSION = "{version}"\n')
+    (source / "pyproject.toml").write_text(PYPROJECT.format(version=version))
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "wheels"), str(source)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with run ``good0001`` (standin 1.0 recorded) and ``gone0002`` (standin 1.9: on no index)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'envs.db'}"
+    store = Store(url)
+    store.add_run(make_run(run_id="good0001-run", versions=RECORDED))
+    store.add_run(make_run(run_id="gone0002-run", versions={**RECORDED, "standin": "1.9"}))
+    return url
+
+
+def _env(db: str, wheels: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``daskbench env`` in a fresh process, narrowed to the stand-in, installing only from ``wheels``."""
+    flags = ["--only", "standin", "--without-daskbench", "--find-links", str(wheels), "--no-index"]
+    return daskbench_cli("env", *args, *flags, "--db", db, "--cache-dir", str(cache), timeout=300)
+
+
+def _version_in(python: str) -> str:
+    code = "import standin; print(standin.VERSION)"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_env_builds_the_recorded_version_prints_only_its_python_then_reuses_it(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """First call: the environment holds standin 1.0, stdout is its interpreter alone, progress is on
+    stderr. Second call: the same interpreter, and the marker written at the build is untouched."""
+    first = _env(db, wheels, tmp_path, "good0001")
+    assert first.returncode == 0, first.stderr
+    python = first.stdout.strip()
+    assert first.stdout == python + "\n" and Path(python).parent.parent.parent == tmp_path
+    assert _version_in(python) == "1.0"
+    assert "env: building" in first.stderr and "checked 1 version against run good0001" in first.stderr
+    marker = Path(python).parent.parent / envs.MARKER
+    built = (marker.stat().st_mtime_ns, json.loads(marker.read_text())["built_at"])
+    again = _env(db, wheels, tmp_path, "good0001")
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert "env: reusing" in again.stderr and "building" not in again.stderr
+    assert (marker.stat().st_mtime_ns, json.loads(marker.read_text())["built_at"]) == built
+
+
+def test_a_version_the_index_does_not_have_is_one_line_naming_it_and_the_index(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """standin==1.9 is on no index: exit 2, one error line naming it and where it was looked for, no
+    traceback, and no half-built environment left behind."""
+    done = _env(db, wheels, tmp_path, "gone0002")
+    assert done.returncode == 2 and done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: standin==1.9 (run gone0002) cannot be had: not on the index "
+                      f"(asked --find-links {wheels}); nothing was built"]  # fmt: skip
+    assert "Traceback" not in done.stderr
+    assert not [path for path in tmp_path.iterdir() if path.is_dir()]
+
+
+def test_the_version_check_catches_an_environment_that_no_longer_holds_the_record(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """standin upgraded to 1.1 inside the cached environment: reusing it fails in one line that names
+    the package, both versions and how to rebuild."""
+    python = _env(db, wheels, tmp_path, "good0001").stdout.strip()
+    upgrade = [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index", "--find-links",
+               str(wheels), "standin==1.1"]  # fmt: skip
+    subprocess.run(upgrade, check=True, capture_output=True)
+    done = _env(db, wheels, tmp_path, "good0001")
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "does not hold run good0001's versions: standin 1.1 (wanted 1.0)" in line
+    assert f"remove {Path(python).parent.parent} to rebuild it" in line
+
+
+def test_two_builders_of_one_environment_build_it_once(db: str, wheels: Path, tmp_path: Path) -> None:
+    """Two `daskbench env` processes at once: one builds, the other waits on the lock and reuses it."""
+    flags = ["--only", "standin", "--without-daskbench", "--find-links", str(wheels), "--no-index"]
+    command = [sys.executable, "-m", "daskbench", "env", "good0001", *flags, "--db", db, "--cache-dir", str(tmp_path)]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [process.communicate(timeout=300) for process in both]
+    assert [process.returncode for process in both] == [0, 0]
+    assert outputs[0][0] == outputs[1][0]
+    assert sum("env: building" in err for _, err in outputs) == 1
+    assert _version_in(outputs[0][0].strip()) == "1.0"
+
+
+@pytest.mark.skipif(envs._find_uv() is None, reason="uv is neither on PATH nor importable here")
+def test_uv_builds_the_recorded_environment(db: str, wheels: Path, tmp_path: Path) -> None:
+    """With --installer uv the environment holds the same recorded version."""
+    done = _env(db, wheels, tmp_path, "good0001", "--installer", "uv")
+    assert done.returncode == 0, done.stderr
+    assert "with uv" in done.stderr and _version_in(done.stdout.strip()) == "1.0"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["nosuchrun"], "no run 'nosuchrun' in"),
+        (["good0001", "--set", "standin=1.0"], "--set 'standin=1.0': expected NAME==VERSION"),
+        (["good0001", "--only", "numpy"], "run good0001 recorded no version of numpy; it recorded standin"),
+        (["good0001", "--find-links", "/no/such/wheels"], "--find-links /no/such/wheels: no such folder"),
+        (["good0001", "--no-index"], "--no-index leaves no place to install from"),
+    ],
+)
+def test_bad_input_is_one_line_before_anything_is_built(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """An unknown run, a malformed pin, a name the record lacks, a missing wheel folder, an index-less
+    install: exit 2 and one line, and the cache folder is never made."""
+    cache = tmp_path / "cache"
+    done = daskbench_cli("env", *args, "--db", db, "--cache-dir", str(cache), capsys=capsys)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and said in done.stderr
+    assert not cache.exists()
+
+
+def test_a_spec_is_keyed_by_its_sorted_versions_and_overrides_replace_the_record() -> None:
+    """The key ignores order and where a pin came from; a changed version is another key; ``overrides``
+    (a bisection's "the good run's versions but dask X") replace the recorded ones and may add."""
+    run = make_run(versions={"python": "3.11.7", "dask": "2026.7.0", "Distributed": "2026.7.0", "daskbench": "0.1"})
+    spec = envs.spec_from_run(run, with_daskbench=False)
+    assert spec.pins == (("dask", "2026.7.0"), ("distributed", "2026.7.0"))
+    same = envs.spec_from_pins({"distributed": "2026.7.0", "dask": "2026.7.0"}, with_daskbench=False)
+    assert same.key() == spec.key()
+    moved = envs.spec_from_run(run, overrides=envs.parse_pins("dask==2026.8.0,zict==3.0", "--set"),
+                               with_daskbench=False)  # fmt: skip
+    assert dict(moved.pins) == {"dask": "2026.8.0", "distributed": "2026.7.0", "zict": "3.0"}
+    assert moved.key() != spec.key()
+
+
+def test_this_daskbench_is_installed_the_way_it_is_installed_here() -> None:
+    """From the PEP 610 record: an editable checkout stays editable, a VCS install is pinned to its commit,
+    an archive is its URL, an index install is its version."""
+    editable = {"url": "file:///work/main", "dir_info": {"editable": True}}
+    assert envs.requirement_from_record(editable, "0.1.0") == ("-e", "/work/main")
+    vcs = {"url": "https://example.org/daskbench.git", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}
+    assert envs.requirement_from_record(vcs, "0.1.0") == ("daskbench @ git+https://example.org/daskbench.git@abc123",)
+    archive = {"url": "https://example.org/daskbench-0.1.0-py3-none-any.whl", "archive_info": {}}
+    assert envs.requirement_from_record(archive, "0.1.0") == ("daskbench @ " + archive["url"],)
+    assert envs.requirement_from_record(None, "0.1.0") == ("daskbench==0.1.0",)
+
+
+def test_versions_match_by_their_meaning_and_a_missing_package_is_a_mismatch() -> None:
+    """``2026.07.0`` is ``2026.7.0``; an absent package and another version are each named."""
+    spec = envs.spec_from_pins({"dask": "2026.07.0", "numpy": "2.4.6", "zict": "3.0"}, with_daskbench=False)
+    found = {"dask": "2026.7.0", "numpy": "2.4.5", "zict": None}
+    assert envs.mismatches(spec, found) == ["numpy 2.4.5 (wanted 2.4.6)", "zict missing (wanted 3.0)"]
+
+
+def test_ab_b_from_runs_side_b_in_the_environment_rebuilt_from_that_run(
+    db: str, wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ab --b-from RUN` gives side B the interpreter of RUN's environment (this daskbench left out, to
+    keep the install small), tagged with RUN, and the header names it; side A stays this python."""
+    monkeypatch.setattr(envs, "daskbench_requirement", lambda: ())
+    args = build_parser().parse_args(["ab", "--b-from", "good0001", "--find-links", str(wheels), "--no-index",
+                                      "--cache-dir", str(tmp_path), "--db", db])  # fmt: skip
+    sides = resolve_sides(args, Store(db, create=False))
+    assert sides["A"].python == sys.executable and sides["A"].env_from is None
+    assert sides["B"].env_from == "good0001-run" and _version_in(sides["B"].python) == "1.0"
+    assert f"ab: side B runs in the environment of run good0001 (standin 1.0): {sides['B'].python}" in (
+        capsys.readouterr().err
+    )
+
+
+def test_ab_refuses_a_side_given_both_a_python_and_a_run(db: str, tmp_path: Path) -> None:
+    """``--b-python`` and ``--b-from`` both choose side B's interpreter: one line, nothing built."""
+    args = build_parser().parse_args(["ab", "--b-from", "good0001", "--b-python", sys.executable,
+                                      "--cache-dir", str(tmp_path / "cache"), "--db", db])  # fmt: skip
+    with pytest.raises(DaskbenchError, match="--b-python and --b-from both choose side B's interpreter"):
+        resolve_sides(args, Store(db, create=False))
+    assert not (tmp_path / "cache").exists()
