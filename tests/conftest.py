@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 
 from daskbench.store import Store
+from tests.github_server import FakeGitHub, serve
 from tests.helpers import (
+    GITHUB_TEST_TOKEN,
+    LOCKSTEP_BENCH,
     POSTGRES_PASSWORD,
     as_postgres,
     free_port,
@@ -79,6 +82,27 @@ def running_scheduler(tmp_path: Path) -> Iterator[str]:
         for process in (worker, scheduler):
             process.terminate()
             process.wait(timeout=30)
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    """The loopback stand-in for GitHub's issues API (`tests.github_server`), with the token
+    `GITHUB_TEST_TOKEN` in the environment and no job summary file."""
+    fake = FakeGitHub()
+    server = serve(fake)
+    monkeypatch.setenv("DASKBENCH_GITHUB_API", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TEST_TOKEN)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    yield fake
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the lockstep suite (`tests.helpers.LOCKSTEP_BENCH`), one per test module."""
+    folder = tmp_path_factory.mktemp("lockstep")
+    (folder / "test_bench.py").write_text(LOCKSTEP_BENCH)
+    return folder
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import glob
+import json
 import os
 import socket
 import subprocess
@@ -213,6 +214,46 @@ def daskbench_cli(
     return done
 
 
+#: A lockstep `daskbench ab` suite of two cases: ``sleepy`` sleeps 0.3 s x $DASKBENCH_TEST_SLOWDOWN (a slowdown planted on one side)
+#: and ``steady`` does not, so one comparison has a changed and an unchanged case.
+LOCKSTEP_BENCH = """
+import os
+import time
+
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def _work(seconds):
+    time.sleep(seconds)
+    return 1
+
+
+def test_sleepy(measure):
+    seconds = 0.3 * float(os.environ.get("DASKBENCH_TEST_SLOWDOWN", "1"))
+    assert measure(dask.delayed(_work)(seconds), name="sleepy", params={}) == 1
+
+
+def test_steady(measure):
+    assert measure(dask.delayed(_work)(0.3), name="steady", params={}) == 1
+"""
+LOCKSTEP_SESSION = ["--", "--workers", "1", "--saturation", "inf"]
+
+
+def run_ab(folder: Path, db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``daskbench ab --db DB --format json ARGS`` in ``folder``, in a fresh process."""
+    command = [sys.executable, "-m", "daskbench", "ab", "--db", db, "--format", "json", *args]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
+
+
+def runtime_verdicts(stdout: str) -> dict[str, dict[str, object]]:
+    """The ``runtime_s`` verdicts of a ``--format json`` comparison, by workload."""
+    found = json.loads(stdout)["verdicts"]
+    return {str(v["workload"]): v for v in found if v["metric"] == "runtime_s"}
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as probe:
@@ -222,6 +263,8 @@ def free_port() -> int:
 
 #: The password in the test PostgreSQL server's URL: no output may ever show it.
 POSTGRES_PASSWORD = "hunter2-not-for-logs"
+#: The token the `github` fixture puts in GITHUB_TOKEN: it must never reach output, JSON or a summary.
+GITHUB_TEST_TOKEN = "ghs_secret-token-value"
 
 
 def pg_bin() -> Path:

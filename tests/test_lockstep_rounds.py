@@ -1,0 +1,95 @@
+"""Lockstep `daskbench ab` rounds on real local clusters: an A/A group of exactly N rounds is clean,
+Ctrl-C keeps the finished rounds judgeable, and a case one side cannot measure does not stall the
+comparison. (The planted slowdown and two interpreters: test_lockstep.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from daskbench.judge.compare import compare_group, group_rounds
+from daskbench.store import Store
+from tests.helpers import LOCKSTEP_SESSION, run_ab, runtime_verdicts
+
+
+def test_lockstep_a_a_group_with_exactly_n_rounds_is_clean_and_measures_each_case_n_times(bench_folder: Path) -> None:
+    db = f"sqlite:///{bench_folder / 'aa.db'}"
+    done = run_ab(bench_folder, db, "--group", "aa", "--rounds", "4", *LOCKSTEP_SESSION)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert {v["verdict"] for v in runtime_verdicts(done.stdout).values()} <= {"unchanged", "inconclusive"}
+    store = Store(db)
+    counts = {run.tags["ab_side"]: len(store.measurements([run.run_id])) for run in store.runs()}
+    assert counts == {"A": 8, "B": 8}
+    assert "4 rounds, as asked" in done.stderr
+
+
+def test_ctrl_c_in_lockstep_keeps_the_finished_rounds_judgeable(bench_folder: Path) -> None:
+    """SIGINT once a few rounds are stored: exit 130, the hint, and compare --ab judges what was kept."""
+    db = f"sqlite:///{bench_folder / 'stop.db'}"
+    command = [
+        sys.executable,
+        "-m",
+        "daskbench",
+        "ab",
+        "--db",
+        db,
+        "--group",
+        "stop",
+        "--rounds",
+        "20",
+        *LOCKSTEP_SESSION,
+    ]
+    child = subprocess.Popen(command, cwd=bench_folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ})  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and _stored(db) < 6:
+        time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=180)
+    assert child.returncode == 130 and "daskbench compare --ab stop" in err, err[-3000:]
+    store = Store(db)
+    assert len(group_rounds(store, "stop")) == 1
+    (runtime,) = [v for v in compare_group(store, "stop").verdicts if v.metric == "runtime_s"]
+    assert len(runtime.baseline_values) >= 2 and "round" in runtime.note
+
+
+def _stored(db: str) -> int:
+    path = Path(db.removeprefix("sqlite:///"))
+    if not path.exists():
+        return 0
+    try:
+        return len(Store(db, create=False).measurements())
+    except Exception:
+        return 0
+
+
+TWINS = """
+import dask
+import pytest
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_first(measure):
+    measure(dask.delayed(sum)([1, 2]), name="same", params={})
+
+
+def test_second(measure):
+    measure(dask.delayed(sum)([1, 2]), name="same", params={})
+"""
+
+
+def test_a_case_a_side_cannot_measure_does_not_stall_the_comparison(tmp_path: Path) -> None:
+    """The second test measures the first one's case (refused after its turn was given, before any
+    measurement): the comparison moves on and ends, judging the first case."""
+    (tmp_path / "test_twins.py").write_text(TWINS)
+    db = f"sqlite:///{tmp_path / 'twins.db'}"
+    done = run_ab(tmp_path, db, "--group", "twins", "--rounds", "3", *LOCKSTEP_SESSION)
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    assert "ended this case without a measurement" in done.stderr
+    assert {v["workload"] for v in json.loads(done.stdout)["verdicts"]} == {"same"}
