@@ -49,7 +49,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Itera
     )
     slow_id = Store(db).latest_run().run_id
     same = run_pytest(folder, *ARGS, "--db", db, "--label", "same", "--compare", "main")
-    yield {"db": db, "base": base_ids[-1], "slow": slow, "slow_id": slow_id, "same": same}
+    yield {"db": db, "base": _steadiest(Store(db), base_ids), "slow": slow, "slow_id": slow_id, "same": same}
+
+
+def _steadiest(store: Store, run_ids: list[str]) -> str:
+    """The run whose repeats agree best (least max/min runtime). On a busy machine one repeat of a
+    run can straggle (a 1 s sleep measured 1.68 s in CI), and against such a run a 1.4x slowdown is
+    rightly inconclusive (the stats module: a straggler widens the interval); the JSON test needs
+    a regression to trace."""
+
+    def spread(run_id: str) -> float:
+        runtimes = [m.runtime_s for m in store.measurements([run_id]) if m.runtime_s]
+        return max(runtimes) / min(runtimes)
+
+    return min(run_ids, key=spread)
 
 
 def test_slowed_workload_fails_the_session_with_effect_and_interval(runs: dict[str, object]) -> None:

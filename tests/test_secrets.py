@@ -11,6 +11,9 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench import provenance
+from daskbench.clusters.common import check_config_applied
+from daskbench.errors import DaskbenchError
+from daskbench.model import ClusterSpec
 from daskbench.redact import masked_choices, redact_text, redact_url, redact_value
 from daskbench.store import Store
 from tests.helpers import BENCH_FILE, daskbench_cli, make_measurement, make_run, run_pytest
@@ -158,3 +161,26 @@ def test_a_presigned_endpoint_is_refused_by_the_session_without_echoing_it(tmp_p
     said = done.stdout + done.stderr
     assert done.returncode == pytest.ExitCode.USAGE_ERROR and ECHO_SECRET not in said, said
     assert "X-Amz-Signature=***" in said and not (tmp_path / "r.db").exists()
+
+
+class _ClientSeeing:
+    """A client whose scheduler and one worker read back ``value`` for every key (the read-back's two calls)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def run_on_scheduler(self, _function: object, keys: list[str]) -> dict[str, str]:
+        return dict.fromkeys(keys, self.value)
+
+    def run(self, _function: object, keys: list[str]) -> dict[str, dict[str, str]]:
+        return {"tcp://127.0.0.1:1": dict.fromkeys(keys, self.value)}
+
+
+def test_a_secret_config_value_that_did_not_take_effect_is_named_without_either_value() -> None:
+    """The read-back of a swept --config key names the key and where it differs, never the
+    credential asked for nor the one the scheduler has."""
+    spec = ClusterSpec("local", 1, 1, 2**30, 1.1, scheduler_config=(("distributed.scheduler.api_token", "wanted-1"),))
+    with pytest.raises(DaskbenchError) as raised:
+        check_config_applied(_ClientSeeing("theirs-2"), spec)  # type: ignore[arg-type]
+    assert "distributed.scheduler.api_token" in str(raised.value) and "the scheduler has" in str(raised.value)
+    assert "wanted-1" not in str(raised.value) and "theirs-2" not in str(raised.value)

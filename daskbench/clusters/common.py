@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
+from daskbench.redact import redact_value
 from daskbench.text import first_few, plural
 
 if TYPE_CHECKING:
@@ -217,8 +218,9 @@ def check_config_applied(client: Client, spec: ClusterSpec) -> None:
         for key, value in values.items():
             if value != wanted[key] and _applies(key, where):
                 raise DaskbenchError(
-                    f"--config {key}={spec.config[key]} did not take effect: {where} has {value!r}; "
-                    "the cluster may take its config from elsewhere (its own config files or --cluster-kwargs)"
+                    f"--config {key}={redact_value(spec.config[key], key)} did not take effect: {where} has "
+                    f"{redact_value(value, key)!r}; the cluster may take its config from elsewhere "
+                    "(its own config files or --cluster-kwargs)"
                 )
 
 
