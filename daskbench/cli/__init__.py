@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -60,6 +61,9 @@ def _run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return EXIT_REGRESSION
     except KeyboardInterrupt:
+        # Decided: exit 130. A Ctrl-C arriving later, while the interpreter shuts down (its default
+        # handler back), would kill the process by SIGINT instead; seen in CI after `ab` stopped its sessions.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
