@@ -91,25 +91,28 @@ class EnvSpec:
     recorded_python: str | None = None
     python: str = field(default_factory=interpreter_tag)
     overlay: str | None = None  # an overlay over this site-packages folder (`build(inherit=True)`)
+    sources: tuple[str, ...] = ()  # source trees installed too: `exported` commits of a git checkout
 
     def lines(self) -> list[str]:
-        """The identity of the environment, one fact a line: the sorted pins, daskbench, the interpreter
-        (and, for an overlay, the site-packages it sees)."""
+        """The identity of the environment, one fact a line: the sorted pins, the source trees, daskbench,
+        the interpreter (and, for an overlay, the site-packages it sees)."""
         pins = sorted(f"{normalized(name)}=={version}" for name, version in self.pins)
+        sources = [f"source: {tree}" for tree in self.sources]
         overlay = [f"overlay of: {self.overlay}"] if self.overlay else []
-        return [*pins, f"daskbench: {' '.join(self.daskbench) or 'not installed'}", f"python: {self.python}", *overlay]
+        daskbench = f"daskbench: {' '.join(self.daskbench) or 'not installed'}"
+        return [*pins, *sources, daskbench, f"python: {self.python}", *overlay]
 
     def key(self) -> str:
         """A stable hash of `lines`: the name of the environment's folder."""
         return hashlib.sha256("\n".join(self.lines()).encode()).hexdigest()[:16]
 
     def requirements(self) -> list[str]:
-        """The installer's arguments: one ``name==version`` per pin, then daskbench's."""
-        return [*(f"{name}=={version}" for name, version in self.pins), *self.daskbench]
+        """The installer's arguments: one ``name==version`` per pin, the source trees, then daskbench's."""
+        return [*(f"{name}=={version}" for name, version in self.pins), *self.sources, *self.daskbench]
 
     def describe(self) -> str:
-        """``dask 2026.7.0, distributed 2026.7.0, ...`` (every pin)."""
-        return ", ".join(f"{name} {version}" for name, version in self.pins)
+        """``dask 2026.7.0, distributed 2026.7.0, ...`` (every pin), then each source tree's folder name."""
+        return ", ".join([*(f"{name} {version}" for name, version in self.pins), *(Path(t).name for t in self.sources)])
 
 
 def parse_pins(text: str, flag: str) -> dict[str, str]:
@@ -162,13 +165,20 @@ def _narrowed(pins: Mapping[str, str], names: list[str], source: str) -> dict[st
     return {name: pins[name] for name in names}
 
 
-def spec_from_pins(pins: Mapping[str, str], *, with_daskbench: bool = True, source: str = "the version set") -> EnvSpec:
-    """The environment of an arbitrary version set (e.g. `parse_pins` of ``dask==X,distributed==X``)."""
-    if not pins:
+def spec_from_pins(
+    pins: Mapping[str, str],
+    *,
+    with_daskbench: bool = True,
+    source: str = "the version set",
+    sources: tuple[str, ...] = (),
+) -> EnvSpec:
+    """The environment of an arbitrary version set (e.g. `parse_pins` of ``dask==X,distributed==X``),
+    plus ``sources``: source trees to install (`exported` commits); pins may be empty when there are some."""
+    if not pins and not sources:
         raise DaskbenchError("an environment needs at least one NAME==VERSION")
     cleaned = sorted((normalized(name), version) for name, version in pins.items() if normalized(name) != "daskbench")
     daskbench = daskbench_requirement() if with_daskbench else ()
-    return EnvSpec(tuple(cleaned), daskbench, source)
+    return EnvSpec(tuple(cleaned), daskbench, source, sources=sources)
 
 
 def daskbench_requirement() -> tuple[str, ...]:
@@ -559,3 +569,79 @@ def check_versions(folder: Path, spec: EnvSpec, *, rebuilt: bool) -> None:
         return
     fix = "the installer did not install what was pinned" if rebuilt else f"remove {folder} to rebuild it"
     raise DaskbenchError(f"the environment {folder} does not hold {spec.source}'s versions: {'; '.join(wrong)}; {fix}")
+
+
+# -- commits of a git checkout, as source trees -----------------------------------------------
+
+
+def git_checkout(path: str | Path, flag: str) -> Path:
+    """The top folder of the git checkout at ``path``; one line when it is not one."""
+    folder = Path(path).expanduser().absolute()
+    if not folder.is_dir():
+        raise DaskbenchError(f"{flag} {path}: no such folder; give the path of a git checkout")
+    done = _git(folder, "rev-parse", "--show-toplevel", check=False)
+    if done.returncode != 0:
+        raise DaskbenchError(f"{flag} {path}: not a git checkout (git rev-parse found no repository there)")
+    return Path(done.stdout.strip())
+
+
+def resolve_commit(repo: Path, ref: str, flag: str) -> str:
+    """The full commit id ``ref`` (a branch, tag or commit) names in ``repo``; one line when none."""
+    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise DaskbenchError(f"{flag} {ref!r}: {repo} has no such branch, tag or commit (git log shows its commits)")
+    return done.stdout.strip()
+
+
+def commits_between(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits after ``good`` up to ``bad``, oldest first (``bad`` last), on the first-parent line;
+    one line when ``good`` is not an ancestor of ``bad``."""
+    if _git(repo, "merge-base", "--is-ancestor", good, bad, check=False).returncode != 0:
+        raise DaskbenchError(f"commit {good[:12]} is not an ancestor of {bad[:12]} in {repo}; give --good before --bad")
+    listed = _git(repo, "rev-list", "--reverse", "--first-parent", f"{good}..{bad}").stdout.split()
+    return listed
+
+
+def commit_subject(repo: Path, commit: str) -> str:
+    """The first line of ``commit``'s message (text from users: escape it before showing it)."""
+    return _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
+
+
+def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
+    """The source tree of ``commit`` (``git archive``), once, under ``<cache>/sources/<name>-<commit>``:
+    installable like any project folder, whatever the checkout's working tree holds now."""
+    root = cache_root(cache) / "sources"
+    target = root / f"{repo.name}-{commit[:16]}"
+    if target.is_dir():
+        return target
+    check_writable(root, "--cache-dir", folder=True)
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = root / f".{target.name}.{os.getpid()}.tmp"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True,
+                                 check=True, stdin=subprocess.DEVNULL, timeout=300)  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True,
+                       timeout=300)  # fmt: skip
+        os.replace(scratch, target)
+    except OSError:
+        if not target.is_dir():  # another process did not export it first
+            raise
+    except subprocess.CalledProcessError as error:
+        said = first_error(error.stderr.decode(errors="replace"))
+        raise DaskbenchError(f"exporting commit {commit[:12]} of {repo} failed: {said}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``git -C repo ARGS``; with ``check``, one line naming the command when it fails."""
+    if shutil.which("git") is None:
+        raise DaskbenchError("git is not on PATH; install git to work with a checkout")
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300)  # fmt: skip
+    if check and done.returncode != 0:
+        raise DaskbenchError(f"git {' '.join(args)} failed in {repo}: {first_error(done.stderr)}")
+    return done
