@@ -20,27 +20,20 @@ a live ``@mention`` or ``#reference``, or a control character. The reason is als
 
 from __future__ import annotations
 
-import json
-import re
-import urllib.error
-import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from daskbench.errors import DaskbenchError
+from daskbench.github import API_ENV, DEFAULT_API, GitHub
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.model import Comparison, Verdict
 from daskbench.redact import redact_text
 from daskbench.text import markdown_code, markdown_text, plural, unlinked, wrap_line
 
-API_ENV = "DASKBENCH_GITHUB_API"
-DEFAULT_API = "https://api.github.com"
+__all__ = ["API_ENV", "DEFAULT_API", "GitHub"]  # the client lives in daskbench.github; the CLI finds it here
+
 REGRESSION_LABEL = "daskbench-regression"
 INFRA_LABEL = "daskbench-infrastructure"
 INFRA_KEY = "infrastructure"
-_KEY = re.compile(r"\[daskbench:([0-9a-z-]+)\]")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 #: Verdicts that mean a case is healthy again, so its open issue is closed.
 _RECOVERED = frozenset({"unchanged", "improved", "fixed"})
 
@@ -100,65 +93,6 @@ def markdown(comparison: Comparison, run_url: str | None = None) -> str:
         *(f"- {_case(v)}, {v.metric}: {markdown_text(format_verdict(v))}" for v in found),
     ]
     return "".join(f"{wrapped}\n" for line in lines for wrapped in wrap_line(line, indent="  "))
-
-
-class GitHub:
-    """The four REST calls alerts need, against ``base`` (GitHub's API or a stand-in)."""
-
-    def __init__(self, repo: str, token: str, base: str = DEFAULT_API) -> None:
-        if not _REPO.match(repo):
-            raise DaskbenchError(f"--github {repo!r} is not owner/repo, e.g. --github dask/daskbench")
-        if not token:
-            raise DaskbenchError(
-                "--github needs a token in GITHUB_TOKEN (in Actions: env GITHUB_TOKEN: ${{ github.token }})"
-            )
-        self.repo, self._token, self.base = repo, token, base.rstrip("/")
-
-    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            f"{self.base}/repos/{self.repo}{path}",
-            data=json.dumps(body).encode() if body is not None else None,
-            method=method,
-            headers={
-                "Authorization": f"Bearer {self._token}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "Content-Type": "application/json",
-            },
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as exc:
-            raise DaskbenchError(
-                f"GitHub API {method} {path} answered {exc.code} {exc.reason}; check GITHUB_TOKEN's issues permission"
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise DaskbenchError(f"cannot reach the GitHub API at {self.base} ({reason}); check the network") from None
-        return json.loads(payload) if payload else None
-
-    def open_issues(self, label: str) -> dict[str, dict[str, Any]]:
-        """Open issues with ``label`` by their daskbench key (pull requests left out)."""
-        found: dict[str, dict[str, Any]] = {}
-        for page in range(1, 11):
-            batch = self.call("GET", f"/issues?state=open&labels={label}&per_page=100&page={page}") or []
-            for issue in batch:
-                keys = _KEY.findall(issue.get("title", ""))  # the last: a case label may hold a look-alike
-                if keys and "pull_request" not in issue:
-                    found.setdefault(keys[-1], issue)
-            if len(batch) < 100:
-                break
-        return found
-
-    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
-        return int(self.call("POST", "/issues", {"title": title, "body": body, "labels": list(labels)})["number"])
-
-    def comment(self, number: int, body: str) -> None:
-        self.call("POST", f"/issues/{number}/comments", {"body": body})
-
-    def close(self, number: int) -> None:
-        self.call("PATCH", f"/issues/{number}", {"state": "closed", "state_reason": "completed"})
 
 
 def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = None) -> Alerted:
