@@ -36,7 +36,8 @@ def _second_interpreter(folder: Path) -> Path:
 
 def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_unchanged(bench_folder: Path) -> None:
     """B, a second interpreter, runs the sleepy case 1.5x slower: regressed within a few rounds;
-    steady: unchanged; one run per side, each tagged with its interpreter."""
+    steady: unchanged; one run per side, each tagged with its interpreter and labelled with the part the
+    progress names ("part 1": slow-A1, slow-B1)."""
     python_b = _second_interpreter(bench_folder)
     db = f"sqlite:///{bench_folder / 'slow.db'}"
     done = run_ab(bench_folder, db, "--group", "slow", "--b-python", str(python_b),
@@ -50,6 +51,7 @@ def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_uncha
     runs = Store(db).runs()
     assert {run.tags["ab_side"]: run.tags["ab_python"] for run in runs} == {"A": sys.executable, "B": str(python_b)}
     assert {run.tags["ab_mode"] for run in runs} == {"lockstep"}
+    assert "part 1" in done.stderr and sorted(run.label for run in runs) == ["slow-A1", "slow-B1"]
 
 
 def test_sides_told_apart_only_by_a_variable_a_flag_overrides_are_refused() -> None:

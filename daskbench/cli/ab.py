@@ -209,7 +209,7 @@ def _lockstep(
     shared = turns.session_env(group, part, max_rounds)
     runner = Lockstep(
         sides,
-        command=lambda side: pytest_command(side.python, db, f"{group}-{side.name}{part}", pytest_args),
+        command=lambda side: pytest_command(side.python, db, f"{group}-{side.name}{part + 1}", pytest_args),  # as said
         environment=lambda side: {**os.environ, **side.env, **shared},
         floor=floors.get("runtime_s", stats.default_floor("runtime_s")),
         max_rounds=max_rounds,
