@@ -231,7 +231,7 @@ class DaskbenchSession:
         running scheduler (`lost`, set first so the session stops whatever follows); a cluster the
         harness started is replaced by a fresh one for the tests after it (`_replace_lost_cluster`)."""
         lost = measurement.outcome == CLUSTER_LOST
-        address = self._scheduler_address()
+        address = self._scheduler_address() if lost else ""
         if lost and self.lost is None and backend_named(self.backend).fixed_size:
             self.lost = self._lost_line(address)
         store, _ = self.ensure_run()
