@@ -8,6 +8,10 @@ decides at the same look or earlier (an interval inside the narrower band is ins
 and a regression called with the lower floor is called or found unchanged with the higher one), so
 its stopping point lies inside the rounds that were measured.
 
+``--discard N`` drops each comparison's first N rounds of every arm before judging (warm-up
+measurements discarded), and the warm-up table compares the A/A log ratios of the first rounds with the
+rest: whether a first round is noisier than a later one, from rounds already measured.
+
 The noise table lists, for the A/A arm (both sides the same work), the sd of the per-round log
 ratio B/A of ``runtime_s`` (wall clock of the compute phase), ``runtime_norm_s`` (scaled by the
 CPU speed probe) and ``task_cpu_s`` (the tasks' thread CPU): the metric with the smallest sd
@@ -31,8 +35,8 @@ from daskbench.store import Store
 METRICS = ("runtime_s", "runtime_norm_s", "task_cpu_s")
 
 
-def pairs(store: Store, group: str, arm: str, metric: str) -> list[tuple[float, float]]:
-    """The (A, B) values of one arm in one comparison, round by round."""
+def pairs(store: Store, group: str, arm: str, metric: str, discard: int = 0) -> list[tuple[float, float]]:
+    """The (A, B) values of one arm in one comparison, round by round (after the first ``discard``)."""
     cases = store.cases()
     sides = next(iter(group_rounds(store, group).values()))
     by_side: dict[str, dict[int, float]] = {}
@@ -42,7 +46,7 @@ def pairs(store: Store, group: str, arm: str, metric: str) -> list[tuple[float, 
             if cases[m.fingerprint].params.get("arm") == arm and value is not None:
                 by_side.setdefault(side, {})[m.repeat] = value
     a, b = by_side.get("A", {}), by_side.get("B", {})
-    return [(a[r], b[r]) for r in sorted(a.keys() & b.keys())]
+    return [(a[r], b[r]) for r in sorted(a.keys() & b.keys())][discard:]
 
 
 def _value(m: Measurement, metric: str) -> float | None:
@@ -62,10 +66,11 @@ def replay(rounds: Sequence[tuple[float, float]], floor: float, max_rounds: int)
     return (decision.verdict if decision else "inconclusive"), len(rounds)
 
 
-def table(store: Store, groups: list[str], floor: float, metric: str) -> list[str]:
-    lines = [f"floor {floor:.2f}, metric {metric}: arm, called, median rounds, comparisons"]
+def table(store: Store, groups: list[str], floor: float, metric: str, discard: int = 0) -> list[str]:
+    dropped = f", first {discard} rounds discarded" if discard else ""
+    lines = [f"floor {floor:.2f}, metric {metric}{dropped}: arm, called, median rounds, comparisons"]
     for arm, planted in ARMS:
-        found = [replay(pairs(store, g, arm, metric), floor, MAX_ROUNDS) for g in groups]
+        found = [replay(pairs(store, g, arm, metric, discard), floor, MAX_ROUNDS) for g in groups]
         found = [f for f in found if f[1] >= 1]
         if not found:
             continue
@@ -84,19 +89,35 @@ def noise(store: Store, groups: list[str]) -> list[str]:
     return lines
 
 
+def warm_up(store: Store, groups: list[str], first: int = 3) -> list[str]:
+    """Per round number 1..``first`` and after: the A/A ``runtime_s`` log ratios' root mean square."""
+    by_round: dict[str, list[float]] = {}
+    for g in groups:
+        for index, (a, b) in enumerate(pairs(store, g, AA_ARM, "runtime_s")):
+            key = f"round {index + 1}" if index < first else f"rounds {first + 1}+"
+            by_round.setdefault(key, []).append(math.log(b / a))
+    lines = ["A/A arm, runtime_s log ratio B/A by round: rounds, root mean square, comparisons' values"]
+    for key, logs in by_round.items():
+        rms = math.sqrt(statistics.fmean(x * x for x in logs))
+        lines.append(f"  {key:10} {rms:.4f}  {len(logs)}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db")
     parser.add_argument("group")
     parser.add_argument("--floors", default="1.05,1.10")
+    parser.add_argument("--discard", type=int, default=0, help="drop each comparison's first N rounds")
     args = parser.parse_args()
     store = Store(args.db, create=False)
     groups = comparison_groups(store, args.group)
     print(f"{len(groups)} comparisons in group {args.group}")
     print("\n".join(noise(store, groups)))
+    print("\n".join(warm_up(store, groups)))
     for metric in METRICS:
         for floor in (float(f) for f in args.floors.split(",")):
-            print("\n".join(table(store, groups, floor, metric)))
+            print("\n".join(table(store, groups, floor, metric, args.discard)))
 
 
 if __name__ == "__main__":
