@@ -12,6 +12,14 @@ Only the few REST endpoints used are spoken (list open issues by label, create a
 comment, close), with ``GITHUB_TOKEN``; ``DASKBENCH_GITHUB_API`` overrides the base URL
 (tests point it at a loopback server). The token is sent in a header only, never logged.
 
+A night's regressions are confirmed before they are alerted. Side by side (`side_by_side`): a lockstep
+A/B of the last good run's environment against tonight's (``daskbench confirm``) re-judges each
+regression, and only those it finds ``regressed`` stay, each carrying its A/B evidence (effect,
+interval, rounds, per-round ratios); a regression it did not measure is not alerted. By a re-run of the
+same environment (`confirmed`), when no environment could be rebuilt: the alert says so and why. Either
+way the alert names how it was confirmed (`Confirmation`) and, when a bisection of the run named one,
+the first bad release.
+
 Everything of a user's in the Markdown (case labels, run labels, notes, the infrastructure reason) is
 made inert by `daskbench.text`'s rules: a case label as a code span (`markdown_code`), other text as
 escaped prose (`markdown_text`), an issue title as plain text (`unlinked`); none of them keeps raw HTML,
@@ -20,7 +28,8 @@ a live ``@mention`` or ``#reference``, or a control character. The reason is als
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from daskbench.github import API_ENV, DEFAULT_API, GitHub
@@ -77,9 +86,83 @@ def confirmed(night: Comparison, rerun: Comparison) -> Comparison:
     return replace(night, verdicts=verdicts, notes=(*night.notes, note))
 
 
-def markdown(comparison: Comparison, run_url: str | None = None) -> str:
-    """The job-summary Markdown of the regressions, a list item each (wrapped at 120 columns, so the
-    terminal copy fits too); empty when nothing regressed."""
+SIDE_BY_SIDE, RERUN = "side by side", "re-run"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """How a night's regressions were confirmed: ``side by side`` (``reference`` the A/B group, ``good``
+    the run whose environment was side A, ``versions`` the two version sets) or by a ``re-run``
+    (``reference`` its run id, ``reason`` why not side by side); ``evidence`` the confirming verdict per
+    (case fingerprint, metric); ``culprit`` a bisection's first bad release, when one ran."""
+
+    kind: str
+    reference: str
+    good: str = ""
+    versions: str = ""
+    reason: str = ""
+    evidence: Mapping[tuple[str, str], Verdict] = field(default_factory=dict)
+    culprit: str = ""
+
+    def lines(self) -> list[str]:
+        """The Markdown paragraph that says how the regressions were confirmed (and the culprit)."""
+        if self.kind == SIDE_BY_SIDE:
+            said = (f"Confirmed side by side: A/B group {markdown_code(self.reference)}, lockstep, the environment "
+                    f"of the last good run {markdown_code(self.good[:8])} against tonight's "
+                    f"({markdown_text(self.versions)}), the suspect cases only "
+                    f"({markdown_code(f'daskbench compare --ab {self.reference}')}).")  # fmt: skip
+        else:
+            why = f" (no side-by-side A/B: {markdown_text(redact_text(self.reason))})" if self.reason else ""
+            said = f"Confirmed by a re-run of the same environment, run {markdown_code(self.reference[:8])}, " \
+                   f"not side by side{why}."  # fmt: skip
+        return [said, *([f"Culprit: {markdown_text(self.culprit)}."] if self.culprit else [])]
+
+    def of(self, verdict: Verdict) -> str:
+        """The confirming evidence of one regression: ``side by side: 2.98x slower (95% CI ...); decided
+        after 3 rounds; per-round ratios ...``; empty when there is none."""
+        found = self.evidence.get((verdict.fingerprint, verdict.metric))
+        if found is None:
+            return ""
+        note = f"; {found.note}" if found.note else ""
+        return f"{self.kind}: {format_verdict(found)}{note}"
+
+
+def _match_key(verdict: Verdict) -> tuple[str, str, str, str]:
+    """A case and metric as two sessions on one machine name it: its cluster without the memory per worker,
+    which a lockstep side gets as its share of the machine."""
+    cluster = {key: value for key, value in verdict.cluster.items() if key != "memory_per_worker"}
+    return (verdict.workload, json.dumps(dict(verdict.params), sort_keys=True, default=str),
+            json.dumps(cluster, sort_keys=True, default=str), verdict.metric)  # fmt: skip
+
+
+def side_by_side(night: Comparison, ab: Comparison, **described: str) -> tuple[Comparison, Confirmation]:
+    """The night's verdicts with each regression kept only where the A/B group ``ab`` says ``regressed``
+    (newly failing counts) on the same case and metric; the others take the A/B's verdict, or
+    ``inconclusive`` when it did not measure them. ``described``: `Confirmation`'s ``reference``,
+    ``good`` and ``versions``."""
+    again = {_match_key(v): v for v in ab.verdicts}
+    verdicts, evidence = [], {}
+    for verdict in night.verdicts:
+        if not verdict.is_regression:
+            verdicts.append(verdict)
+            continue
+        found = again.get(_match_key(verdict))
+        if found is not None:
+            evidence[(verdict.fingerprint, verdict.metric)] = found
+        if found is not None and found.is_regression:
+            verdicts.append(verdict)
+        elif found is not None:
+            verdicts.append(replace(found, fingerprint=verdict.fingerprint, cluster=verdict.cluster))
+        else:
+            verdicts.append(replace(verdict, verdict="inconclusive", note="not measured side by side"))
+    note = f"regressions re-judged side by side in A/B group {described.get('reference', '?')}"
+    confirmation = Confirmation(SIDE_BY_SIDE, evidence=evidence, **described)
+    return replace(night, verdicts=tuple(verdicts), notes=(*night.notes, note)), confirmation
+
+
+def markdown(comparison: Comparison, run_url: str | None = None, confirmation: Confirmation | None = None) -> str:
+    """The job-summary Markdown of the regressions, a list item each with its confirming evidence (wrapped
+    at 120 columns, so the terminal copy fits too); empty when nothing regressed."""
     found = comparison.regressions
     if not found:
         return ""
@@ -90,13 +173,29 @@ def markdown(comparison: Comparison, run_url: str | None = None) -> str:
         f"Judged against {markdown_text(comparison.baseline_label or comparison.mode)}."
         + (f" [Workflow run]({run_url})" if run_url else ""),
         "",
-        *(f"- {_case(v)}, {v.metric}: {markdown_text(format_verdict(v))}" for v in found),
+        *([*confirmation.lines(), ""] if confirmation else []),
+        *(line for v in found for line in _item(v, confirmation)),
     ]
-    return "".join(f"{wrapped}\n" for line in lines for wrapped in wrap_line(line, indent="  "))
+    return "".join(f"{wrapped}\n" for line in lines for wrapped in wrap_line(line, indent=_indent(line)))
 
 
-def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = None) -> Alerted:
-    """Open, comment on or close one issue per case, so each regression has exactly one open issue."""
+def _indent(line: str) -> str:
+    """Continuation lines of a list item line up with its text (a nested item's deeper)."""
+    return " " * (len(line) - len(line.lstrip(" -")) if line.lstrip().startswith("- ") else 2)
+
+
+def _item(verdict: Verdict, confirmation: Confirmation | None) -> list[str]:
+    """One regression's list item, and its confirming evidence as a nested item."""
+    evidence = confirmation.of(verdict) if confirmation else ""
+    return [f"- {_case(verdict)}, {verdict.metric}: {markdown_text(format_verdict(verdict))}",
+            *([f"  - {markdown_text(evidence)}"] if evidence else [])]  # fmt: skip
+
+
+def sync_issues(
+    github: GitHub, comparison: Comparison, run_url: str | None = None, confirmation: Confirmation | None = None
+) -> Alerted:
+    """Open, comment on or close one issue per case, so each regression has exactly one open issue (its
+    body with the confirming evidence, when given)."""
     done = Alerted()
     regressed = regressed_cases(comparison)
     healthy = _recovered_cases(comparison.verdicts, set(regressed))
@@ -105,7 +204,7 @@ def sync_issues(github: GitHub, comparison: Comparison, run_url: str | None = No
     existing = github.open_issues(REGRESSION_LABEL)
     where = _where(comparison, run_url)
     for fingerprint, verdicts in regressed.items():
-        body = _case_body(verdicts, where)
+        body = _case_body(verdicts, where, confirmation)
         if fingerprint in existing:
             number = int(existing[fingerprint]["number"])
             github.comment(number, "Still regressed. " + body)
@@ -163,6 +262,12 @@ def _where(comparison: Comparison, run_url: str | None) -> str:
     return text + (f", [workflow run]({run_url}))" if run_url else ")")
 
 
-def _case_body(verdicts: Sequence[Verdict], where: str) -> str:
-    rows = "\n".join(f"- {v.metric}: {markdown_text(format_verdict(v))}" for v in verdicts)
-    return f"Regressed {where}:\n\n{rows}\n"
+def _case_body(verdicts: Sequence[Verdict], where: str, confirmation: Confirmation | None = None) -> str:
+    rows = "\n".join(f"- {v.metric}: {markdown_text(format_verdict(v))}" + _nested(v, confirmation) for v in verdicts)
+    said = "\n\n" + " ".join(confirmation.lines()) if confirmation else ""
+    return f"Regressed {where}:\n\n{rows}{said}\n"
+
+
+def _nested(verdict: Verdict, confirmation: Confirmation | None) -> str:
+    evidence = confirmation.of(verdict) if confirmation else ""
+    return f"\n  - {markdown_text(evidence)}" if evidence else ""

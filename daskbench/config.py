@@ -43,7 +43,9 @@ MIN_TIMEOUT = 1.0
 OTHER_ENV = frozenset({
     "DASKBENCH_AB_ROUNDS", "DASKBENCH_ALERT_REPO", "DASKBENCH_BASELINE", "DASKBENCH_CONFIRM_REPEAT",
     "DASKBENCH_GITHUB_API", "DASKBENCH_HISTORY", "DASKBENCH_HISTORY_FILE", "DASKBENCH_HOST_CLASS",
-    "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN",
+    "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN", "DASKBENCH_ENV_CACHE",
+    # ci/nightly's side-by-side confirmation (daskbench confirm) and the interpreter it runs in:
+    "DASKBENCH_CONFIRM_ROUNDS", "DASKBENCH_CONFIRM_ARGS", "DASKBENCH_PYTHON",
     # set by daskbench ab on its lockstep sessions (daskbench.ab.turns):
     "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_GROUP", "DASKBENCH_AB_MAX_ROUNDS", "DASKBENCH_AB_PART",
     "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE",
@@ -335,6 +337,15 @@ def parse_text(text: str) -> str:
     return text.strip()
 
 
+def parse_package_names(text: str) -> tuple[str, ...]:
+    """``standin,dask-ml``: package names whose versions a run records besides the fixed list."""
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", name):
+            raise ValueError(f"{name!r} is not a package name")
+    return names
+
+
 def parse_name(text: str) -> str:
     """A baseline name or run id: at most 200 characters (run ids are 36), shown cut short when longer."""
     value = text.strip()
@@ -574,6 +585,9 @@ OPTIONS: tuple[Option, ...] = (
            "--task-memory", is_flag=True),
     Option("evidence_dir", parse_text, None, "folder for --evidence (default: beside a SQLite store)",
            "--evidence-dir results/evidence"),
+    Option("record_versions", parse_package_names, None,
+           "comma list of packages whose versions a run records besides dask, numpy and the rest "
+           "(so daskbench env and confirm can rebuild them)", "--record-versions standin,dask-ml"),
 )  # fmt: skip
 OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
 
@@ -625,6 +639,7 @@ class Settings:
     evidence: bool = False
     evidence_dir: str | None = None
     task_memory: bool = False
+    record_versions: tuple[str, ...] | None = None
 
 
 def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import Any
 
@@ -19,9 +20,12 @@ PACKAGES = ("dask", "distributed", "xarray", "pandas", "numpy", "pyarrow", "s3fs
             "sqlalchemy", "psutil", "tornado", "msgpack", "cloudpickle", "coiled", "daskbench")  # fmt: skip
 
 
-def versions() -> dict[str, str]:
+def versions(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The interpreter's and `PACKAGES`' versions, and those of ``extra`` (``--record-versions``: packages
+    a benchmark depends on, so ``daskbench env`` and ``confirm`` can rebuild them); one not installed is
+    left out."""
     found = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name in dict.fromkeys([*PACKAGES, *(re.sub(r"[-_.]+", "-", name).lower() for name in extra)]):
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -168,7 +168,7 @@ class DaskbenchSession:
                 started_at=now_iso(),
                 git_sha=provenance.git_sha(),
                 ci_url=provenance.ci_url(),
-                versions=provenance.versions(),
+                versions=provenance.versions(self.settings.record_versions or ()),
                 host=provenance.host(),
                 dask_config=provenance.dask_config(),
                 tags=self.selection,

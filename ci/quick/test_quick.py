@@ -1,8 +1,10 @@
-"""ci/nightly --quick's benchmarks: two small sleeping workloads, one with a slowdown planted by env.
+"""ci/nightly --quick's benchmarks: two small sleeping workloads; one calls the stand-in package.
 
-``quick_planted`` sleeps 0.3 s x $DASKBENCH_TEST_SLOWDOWN in a task (the planted
-regression); ``quick_steady`` always sleeps 0.2 s. ci/nightly copies this file into a
-scratch folder and runs it there, so the harness's own test runs never collect it.
+``quick_planted`` runs ``standin.work`` in a task: 0.3 s in standin 1.0 and 1.0.1, 0.9 s in 1.1 (the
+slowdown planted in a release), times ``$DASKBENCH_TEST_SLOWDOWN`` (a slowdown of one session only);
+``quick_steady`` always sleeps 0.2 s. ci/nightly copies this file into a scratch folder and runs it there
+in an environment holding one standin version (ci/quick/standin.py), so the harness's own test runs never
+collect it.
 """
 
 import os
@@ -10,19 +12,20 @@ import time
 
 import dask
 import pytest
+import standin
 
 pytestmark = pytest.mark.benchmark
 
 
-def _sleep(seconds: float, factor: float) -> float:
-    time.sleep(seconds * factor)
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
     return seconds
 
 
 def test_quick_planted(measure):
     factor = float(os.environ.get("DASKBENCH_TEST_SLOWDOWN", "1"))
-    assert measure(lambda: dask.delayed(_sleep)(0.3, factor), name="quick_planted", params={"seconds": 0.3}) == 0.3
+    assert measure(lambda: dask.delayed(standin.work)(factor), name="quick_planted", params={"seconds": 0.3})
 
 
 def test_quick_steady(measure):
-    assert measure(lambda: dask.delayed(_sleep)(0.2, 1.0), name="quick_steady", params={"seconds": 0.2}) == 0.2
+    assert measure(lambda: dask.delayed(_sleep)(0.2), name="quick_steady", params={"seconds": 0.2}) == 0.2

@@ -1,19 +1,25 @@
 """``daskbench alert``: a comparison as job-summary Markdown and one GitHub issue per regressed case.
 
 Why: the nightly's exit code is read by nobody; an issue per regressed case (opened,
-commented on, closed on recovery) is. See `daskbench.alerts`.
+commented on, closed on recovery) is. See `daskbench.alerts`. ``--confirm-ab GROUP`` alerts only what a
+side-by-side A/B (``daskbench confirm``) confirms, with its evidence; ``--confirm RUN`` what a re-run of the
+same environment confirms (``--fallback-reason`` says why it was not side by side).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from daskbench import alerts
-from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
-from daskbench.judge.compare import compare
+from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
+from daskbench.errors import DaskbenchError
+from daskbench.judge.compare import compare, compare_group
+from daskbench.model import Comparison
+from daskbench.store import Store
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +40,17 @@ def register(subparsers: Any) -> None:
         "--confirm",
         metavar="RUN",
         help="a re-run of the regressed cases: alert only on regressions it confirms",
+    )
+    parser.add_argument(
+        "--confirm-ab",
+        metavar="GROUP",
+        help="a side-by-side A/B of the regressed cases (daskbench confirm --name GROUP): alert only on "
+        "regressions it judges regressed, with its evidence",
+    )
+    parser.add_argument(
+        "--fallback-reason",
+        metavar="REASON",
+        help="with --confirm: why the regressions were not confirmed side by side (said in the alert)",
     )
     parser.add_argument("--github", metavar="OWNER/REPO", help="keep one issue per regressed case in this repository")
     parser.add_argument(
@@ -60,19 +77,44 @@ def cmd_alert(args: argparse.Namespace) -> int:
         if github:
             print(alerts.infrastructure_alert(github, args.infrastructure, url).summary())
         return 0
+    if args.confirm and args.confirm_ab:
+        raise DaskbenchError("give one of --confirm RUN (a re-run) and --confirm-ab GROUP (side by side)")
+    if args.fallback_reason and not args.confirm:
+        raise DaskbenchError("--fallback-reason goes with --confirm RUN: the re-run that stood in for an A/B")
     store = open_store(args)
-    chosen = selection(args)
-    comparison = compare(store, chosen)
-    if args.confirm:
-        comparison = alerts.confirmed(comparison, compare(store, chosen.with_candidate(args.confirm)))
-    text = alerts.markdown(comparison, url)
+    comparison, confirmation = _confirmed(args, store, compare(store, selection(args)))
+    text = alerts.markdown(comparison, url, confirmation)
     if text:
         _write(text, args.summary)
     else:
-        print("daskbench alert: nothing regressed")
+        print("daskbench alert: nothing regressed" + (" (after confirming)" if confirmation else ""))
     if github:
-        print(alerts.sync_issues(github, comparison, url).summary())
+        print(alerts.sync_issues(github, comparison, url, confirmation).summary())
     return 1 if text else 0
+
+
+def _confirmed(
+    args: argparse.Namespace, store: Store, night: Comparison
+) -> tuple[Comparison, alerts.Confirmation | None]:
+    """The night's verdicts as the confirmation re-judged them, and how it was confirmed (None: not)."""
+    from daskbench.ab import confirm
+
+    candidate = night.candidate_run.run_id
+    if args.confirm_ab:
+        found = confirm.stored(store, args.confirm_ab)
+        if not candidate.startswith(found.candidate):
+            raise DaskbenchError(f"A/B group {args.confirm_ab} confirms run {found.candidate[:8]}, not the judged run "
+                                 f"{candidate[:8]}; pass --candidate {found.candidate[:8]}")  # fmt: skip
+        ab = compare_group(store, args.confirm_ab, floors=found.floors or settings(args).floor)
+        comparison, confirmation = alerts.side_by_side(night, ab, reference=args.confirm_ab, good=found.good,
+                                                       versions=found.versions())  # fmt: skip
+    elif args.confirm:
+        rerun = compare(store, selection(args).with_candidate(args.confirm))
+        comparison = alerts.confirmed(night, rerun)
+        confirmation = alerts.Confirmation(alerts.RERUN, rerun.candidate_run.run_id, reason=args.fallback_reason or "")
+    else:
+        return night, None
+    return comparison, replace(confirmation, culprit=confirm.culprit(store, candidate))
 
 
 def _github(repo: str | None) -> alerts.GitHub | None:

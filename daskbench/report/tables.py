@@ -107,6 +107,23 @@ def _numbered_notes(rows: list[Row]) -> list[Row]:
     return [replace(row, note_id=notes.index(row.note) + 1) if row.note else row for row in rows]
 
 
+def confirmation_lines(verdicts: Sequence[Verdict]) -> list[tuple[str, str, str]]:
+    """A side-by-side confirmation's verdicts as (verdict, case and metric, effect and evidence): the runtime
+    ones and every regression, the per-round ratios in the evidence."""
+    shown = [v for v in verdicts if v.metric == "runtime_s" or v.is_regression]
+    return [(v.verdict, f"{v.workload} {params_text(v.params)} {catalog.get(v.metric).title}",
+             format_verdict(v) + (f"; {v.note}" if v.note else "")) for v in shown]  # fmt: skip
+
+
+def confirmation_summary(verdicts: Sequence[Verdict]) -> str:
+    """``1 regressed, 1 unchanged`` of a confirmation's runtime verdicts."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        if v.metric == "runtime_s":
+            counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    return ", ".join(f"{n} {VERDICT_LABELS[kind]}" for kind, n in sorted(counts.items())) or "no runtime verdict"
+
+
 def outside_note(data: ReportData) -> str:
     """One line for the cases a ``-k``/``-m`` run never selected (empty when none)."""
     _, outside = outside_selection(data.comparison)

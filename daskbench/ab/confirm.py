@@ -1,0 +1,266 @@
+"""Confirm a suspect side by side: tonight's environment against the last good run's, in lockstep.
+
+A regression found against history (or a baseline) may be the code or may be the night: a busy
+machine, a slow disk. ``daskbench confirm`` (`daskbench.cli.confirm`) answers which, for the suspect
+cases only: it picks the **last good run** (`good_run`: the newest run the comparison judged against
+that measured every suspect case and was not itself slow in them), rebuilds that run's environment as
+an overlay over this interpreter holding the good run's versions of the packages that differ
+(`make_plan`, `daskbench.envs`), and runs a lockstep A/B (`daskbench.ab.lockstep`) of it (side A)
+against this interpreter (side B, tonight's), each case measured in turn until the sequential rule
+decides it. The group's runs carry `CONFIRM_OF` (the candidate run), `CONFIRM_GOOD` and the two
+version sets (`stored`), so ``daskbench alert --confirm-ab GROUP`` and the report find the evidence.
+
+When no environment can be rebuilt (the good run recorded the same versions as tonight's, or the
+build fails) this says so in one line, and the nightly falls back to a re-run of the same environment.
+`culprit` reads back a bisection (``daskbench bisect --bad RUN``) of a candidate, for the alert.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from daskbench import envs
+from daskbench.ab import bisect, turns
+from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.sessions import Side
+from daskbench.errors import DaskbenchError
+from daskbench.judge import stats
+from daskbench.judge.compare import AB_GROUP
+from daskbench.model import Comparison, Run, Verdict, group_measurements
+from daskbench.store import Store
+from daskbench.text import first_few, plural
+
+#: Tags on a confirmation's runs: the candidate it confirms, the good run, and both sides' versions.
+CONFIRM_OF, CONFIRM_GOOD, CONFIRM_PINS, CONFIRM_TONIGHT, CONFIRM_FLOORS = (
+    "confirm_of", "confirm_good", "confirm_pins", "confirm_tonight", "confirm_floors",
+)  # fmt: skip
+#: Tags of runs no comparison may take as a good run: made by a comparison, not a night.
+_COMPARISON_TAGS = ("ab_group", "calibrate_group")
+#: Most rounds of one case in a confirmation (`daskbench confirm --max-rounds`).
+MAX_ROUNDS = 30
+
+Say = Callable[[str], None]
+Pins = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a confirmation compares: the candidate's suspect verdicts, the good run, and the versions
+    of the packages that differ (the good run's, side A; the candidate's, side B)."""
+
+    candidate: Run
+    good: Run
+    suspects: tuple[Verdict, ...]
+    pins: Pins
+    tonight: Pins
+
+    def workloads(self) -> list[str]:
+        return sorted({verdict.workload for verdict in self.suspects})
+
+    def selection(self) -> str:
+        """The pytest ``-k`` expression of the suspect workloads."""
+        return " or ".join(self.workloads())
+
+    def describe(self) -> str:
+        """``standin 1.0 (run 1a2b3c4d) against standin 1.1 (run 5e6f7a8b)``."""
+        return f"{describe_pins(self.pins)} (run {self.good.run_id[:8]}) against {describe_pins(self.tonight)} " \
+               f"(run {self.candidate.run_id[:8]})"  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A confirmation read back from its runs' tags."""
+
+    group: str
+    candidate: str
+    good: str
+    pins: str
+    tonight: str
+    floors: Mapping[str, float]
+
+    def versions(self) -> str:
+        """``standin 1.0 against 1.1``, as the alert says it."""
+        return f"{self.pins} against {self.tonight}"
+
+
+def describe_pins(pins: Pins) -> str:
+    return ", ".join(f"{name} {version}" for name, version in pins)
+
+
+def pins_text(pins: Pins) -> str:
+    return ",".join(f"{name}=={version}" for name, version in pins)
+
+
+# -- what is confirmed ------------------------------------------------------------------------
+
+
+def make_plan(store: Store, night: Comparison) -> Plan:
+    """The suspects of ``night``, its last good run and the versions that differ; one line when nothing
+    is suspect, no run can stand for good, or no package version differs (nothing to rebuild)."""
+    suspects = tuple(night.regressions)
+    if not suspects:
+        raise DaskbenchError(f"nothing regressed in run {night.candidate_run.run_id[:8]}: nothing to confirm")
+    good = good_run(store, night, suspects)
+    pins, tonight = differing(good, night.candidate_run)
+    return Plan(night.candidate_run, good, suspects, pins, tonight)
+
+
+def good_run(store: Store, night: Comparison, suspects: Sequence[Verdict]) -> Run:
+    """The newest run ``night`` judged against that measured every suspect case, passed, and was not
+    itself slow in them (a run-median below the suspect's floor times the median over those runs);
+    else the newest that measured them. One line when none did."""
+    fingerprints = {verdict.fingerprint for verdict in suspects}
+    runs = [run for run in night.baseline_runs if not any(tag in run.tags for tag in _COMPARISON_TAGS)]
+    measured = group_measurements(store.measurements([run.run_id for run in runs]) if runs else [], "run_id")
+    per_run = {run.run_id: group_measurements(measured.get(run.run_id, []), "fingerprint") for run in runs}
+    usable = [run for run in runs if fingerprints <= {fp for fp, ms in per_run[run.run_id].items()
+                                                       if ms and all(m.ok for m in ms)}]  # fmt: skip
+    if not usable:
+        cases = first_few(sorted({verdict.workload for verdict in suspects}), 3)
+        raise DaskbenchError(f"no run judged against measured every suspect case ({cases}): no good run to rebuild")
+    levels = {(verdict.fingerprint, verdict.metric): _levels(per_run, usable, verdict) for verdict in suspects}
+    for run in sorted(usable, key=lambda r: r.started_at, reverse=True):
+        if all(_not_slow(levels[(v.fingerprint, v.metric)], run.run_id, v.floor) for v in suspects):
+            return run
+    return max(usable, key=lambda r: r.started_at)
+
+
+def _levels(per_run: Mapping[str, Mapping[str, list]], runs: Sequence[Run], verdict: Verdict) -> dict[str, float]:
+    """Each run's median of the suspect's metric in its case."""
+    found = {}
+    for run in runs:
+        values = [value for m in per_run[run.run_id].get(verdict.fingerprint, [])
+                  if (value := m.metrics.get(verdict.metric)) is not None]  # fmt: skip
+        if values:
+            found[run.run_id] = stats.median(values)
+    return found
+
+
+def _not_slow(levels: Mapping[str, float], run_id: str, floor: float | None) -> bool:
+    if run_id not in levels:
+        return False
+    typical = stats.median(list(levels.values()))
+    return not typical > 0 or levels[run_id] / typical < (floor or math.inf)
+
+
+def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
+    """The packages whose recorded versions differ, at the good run's and at the candidate's versions; one
+    line when none differ (then no other environment can be built) or the good run lacks one."""
+    ours, theirs = bisect.recorded_pins(good), bisect.recorded_pins(candidate)
+    names = sorted(name for name in {*ours, *theirs} if not _same(ours.get(name), theirs.get(name)))
+    if not names:
+        raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded the same package versions as run "
+                             f"{candidate.run_id[:8]}: no other environment to rebuild")  # fmt: skip
+    missing = [name for name in names if name not in ours]
+    if missing:
+        raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded no version of "
+                             f"{first_few(missing, 3)}: its environment cannot be rebuilt")  # fmt: skip
+    return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and envs.same_version(a, b)
+
+
+def build_good(plan: Plan, say: Say = envs.say_stderr, **options: object) -> str:
+    """The interpreter of the good run's environment: an overlay over this interpreter holding the good
+    run's versions of the packages that differ (built once, cached)."""
+    spec = envs.spec_from_run(plan.good, only=[name for name, _ in plan.pins], with_daskbench=False)
+    return str(envs.build(spec, say=say, inherit=True, **options))  # type: ignore[arg-type]
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Runs one confirmation's lockstep A/B and tags its runs."""
+
+    store: Store
+    db: str
+    pytest_args: Sequence[str]
+    floors: Mapping[str, float]
+    max_rounds: int = MAX_ROUNDS
+    max_seconds: float = 600.0
+    say: Say = envs.say_stderr
+
+    def run(self, plan: Plan, group: str, good_python: str, tonight_python: str) -> None:
+        """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""
+        if any(run.tags.get(AB_GROUP) == group for run in self.store.runs()):
+            raise DaskbenchError(f"A/B group {group!r} exists already in {self.store.display_url}; pick another --name")
+        args = [*self.pytest_args, "-k", plan.selection()]
+        shared = turns.session_env(group, 0, self.max_rounds)
+        sides = {"A": Side("A", good_python), "B": Side("B", tonight_python)}
+        self.say(f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "
+                 f"side by side: {plan.describe()}; group {group}")  # fmt: skip
+        Lockstep(
+            sides,
+            command=lambda side: pytest_command(side.python, self.db, f"{group}-{side.name}1", args),
+            environment=lambda side: {**os.environ, **shared},
+            floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
+            max_rounds=self.max_rounds,
+            max_seconds=self.max_seconds,
+            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-confirm-")),
+            say=self.say,
+            rounds_said=False,
+        ).run()
+        self.tag(plan, group)
+
+    def tag(self, plan: Plan, group: str) -> None:
+        tags = {CONFIRM_OF: plan.candidate.run_id, CONFIRM_GOOD: plan.good.run_id,
+                CONFIRM_PINS: pins_text(plan.pins), CONFIRM_TONIGHT: pins_text(plan.tonight),
+                CONFIRM_FLOORS: json.dumps(dict(self.floors), sort_keys=True)}  # fmt: skip
+        for run in self.store.runs():
+            if run.tags.get(AB_GROUP) == group:
+                self.store.tag_run(run.run_id, tags)
+
+
+# -- reading back -----------------------------------------------------------------------------
+
+
+def stored(store: Store, group: str) -> Stored:
+    """The confirmation of A/B group ``group``; one line when no run of it is tagged as one."""
+    for run in store.runs():
+        if run.tags.get(AB_GROUP) == group and CONFIRM_OF in run.tags:
+            tags = run.tags
+            return Stored(group, tags[CONFIRM_OF], tags.get(CONFIRM_GOOD, ""),
+                          describe_pins(_pins(tags.get(CONFIRM_PINS, ""))),
+                          describe_pins(_pins(tags.get(CONFIRM_TONIGHT, ""))),
+                          json.loads(tags.get(CONFIRM_FLOORS) or "{}"))  # fmt: skip
+    raise DaskbenchError(f"no confirmation {group!r} in {store.display_url} (no run tagged {CONFIRM_OF} in that "
+                         "A/B group); run one with: daskbench confirm --name GROUP")  # fmt: skip
+
+
+def _pins(text: str) -> Pins:
+    return tuple(tuple(item.split("==", 1)) for item in text.split(",") if "==" in item)  # type: ignore[misc]
+
+
+def culprit(store: Store, candidate: str) -> str:
+    """The first bad release a bisection of ``candidate`` (``--bad`` its run id or a prefix of it) named,
+    as one line with its step's evidence; empty when no bisection of it has a regressed step."""
+    names = {run.tags[bisect.TAG] for run in store.runs() if bisect.TAG in run.tags
+             and len(run.tags.get(bisect.BAD_TAG, "")) >= 4 and candidate.startswith(run.tags[bisect.BAD_TAG])}  # fmt: skip
+    for name in sorted(names):
+        steps = sorted(bisect.stored_steps(store, name), key=lambda step: _version(step.label))
+        bad = [step for step in steps if step.bad]
+        if bad:
+            good = [step for step in steps if step.decided and not step.bad and steps.index(step) < steps.index(bad[0])]
+            newest = f"; newest good step: {good[-1].described}" if good else ""
+            return f"bisection {name}: first bad release {bad[0].described}{newest} ({bisect.step_line(bad[0])})"
+    return ""
+
+
+def _version(label: str) -> tuple[int, object]:
+    """A step's label in release order (a label that is no single version sorts by its text)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(label))
+    except InvalidVersion:
+        return (1, label)

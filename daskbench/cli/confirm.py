@@ -1,0 +1,97 @@
+"""``daskbench confirm``: is a suspect regression real? A lockstep A/B of the last good run's environment
+against this one, for the suspect cases only.
+
+Judges the candidate as ``daskbench compare`` does (``--history N`` or ``--baseline NAME``), picks the
+last good run, rebuilds its versions of the packages that differ as an overlay over this interpreter
+(`daskbench.ab.confirm`), and runs the suspect workloads side by side until each is decided. Run it with
+the interpreter the candidate ran in (``python -m daskbench confirm``): that is side B. Exit codes: 0
+nothing confirmed (or nothing suspect), 1 a regression confirmed side by side, 2 could not run, which
+includes "no other environment can be rebuilt" (then a re-run of the same environment is the fallback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from daskbench import alerts
+from daskbench.ab import confirm
+from daskbench.ab.sessions import MAX_ROUNDS, new_group_name, pytest_arguments
+from daskbench.cli.ab import minutes_value
+from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings, whole_number
+from daskbench.cli.env import add_build_options, build_options
+from daskbench.judge.compare import compare, compare_group
+from daskbench.judge.format import case_label, format_verdict
+from daskbench.text import plural, wrap_line
+
+EXIT_NOT_CONFIRMED, EXIT_CONFIRMED = 0, 1
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "confirm",
+        help="confirm a run's regressions side by side: the last good run's environment against this one",
+        description="Judge a run as daskbench compare does; for its regressed cases only, rebuild the "
+        "environment of the last good run (the newest run judged against that measured them and was not "
+        "slow in them) as an overlay over this interpreter holding that run's versions of the packages that "
+        "differ, and run a lockstep A/B of it (side A) against this interpreter (side B), rounds until each "
+        "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --confirm-ab GROUP "
+        "alerts only what it confirms. Run it with the interpreter the run was made in.",
+        epilog="example: python -m daskbench confirm --history 20 --name confirm-tonight -- --size tiny; "
+        "exit codes: 0 nothing confirmed, 1 a regression confirmed, 2 could not run (no environment to "
+        "rebuild: the good run recorded the same versions, a build failed, bad input)",
+    )
+    add_selection_options(parser, verb="confirm", ab=False)
+    parser.add_argument("--name", help="name of the A/B group (default: confirm-<date-time>)")
+    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
+                        default=confirm.MAX_ROUNDS,
+                        help=f"most rounds of one case (default {confirm.MAX_ROUNDS})")  # fmt: skip
+    parser.add_argument("--max-time", type=minutes_value, default=10.0, metavar="MINUTES",
+                        help="most minutes of one case (default 10)")  # fmt: skip
+    add_db_option(parser)
+    add_build_options(parser)
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
+    parser.set_defaults(func=cmd_confirm)
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    pytest_args = pytest_arguments(args.pytest_args)
+    options = build_options(args)
+    store = open_store(args)
+    chosen = selection(args)
+    night = compare(store, chosen)
+    if not night.regressions:
+        _show(f"confirm: nothing regressed in run {night.candidate_run.run_id[:8]}; nothing to confirm")
+        return EXIT_NOT_CONFIRMED
+    plan = confirm.make_plan(store, night)
+    group = args.name or new_group_name("confirm")
+    good_python = confirm.build_good(plan, say=_say, **options)
+    runner = confirm.Runner(store, settings(args).db, pytest_args, chosen.floors, args.max_rounds,
+                            args.max_time * 60, say=_say)  # fmt: skip
+    runner.run(plan, group, good_python, sys.executable)
+    found = confirm.stored(store, group)
+    ab = compare_group(store, group, floors=found.floors)
+    judged, confirmation = alerts.side_by_side(night, ab, reference=group, good=found.good, versions=found.versions())
+    for verdict in plan.suspects:
+        _show(_line(verdict, confirmation))
+    held = judged.regressions
+    said = f"{len(held)} of {plural(len(plan.suspects), 'regression')}"
+    _show(f"confirmed side by side: {said} (daskbench compare --ab {group})")
+    return EXIT_CONFIRMED if held else EXIT_NOT_CONFIRMED
+
+
+def _line(verdict: Any, confirmation: alerts.Confirmation) -> str:
+    """``quick_planted[...] local 1w/1t sat=1.1, runtime_s: side by side: 2.98x slower (...)``."""
+    case = case_label(verdict.workload, verdict.params, verdict.cluster)
+    shown = confirmation.of(verdict) or f"not measured side by side (tonight: {format_verdict(verdict)})"
+    return f"{case}, {verdict.metric}: {shown}"
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _show(line: str) -> None:
+    for wrapped in wrap_line(line):
+        print(wrapped, flush=True)
