@@ -1,7 +1,8 @@
 """The few GitHub REST calls daskbench makes, against GitHub's API or a stand-in (``DASKBENCH_GITHUB_API``).
 
-Issues (list open by label, create, comment, close) for the nightly's alerts. The token goes in a
-header only, never into a message or a log.
+Issues (list open by label, create, comment, close) for the nightly's alerts; a pull request's
+comments (list, create, edit) and a commit's status for ``daskbench pr``. The token goes in a header
+only, never into a message or a log.
 """
 
 from __future__ import annotations
@@ -20,14 +21,24 @@ DEFAULT_API = "https://api.github.com"
 #: The key of an alert's issue, in its title: ``[daskbench:<fingerprint>]``.
 _KEY = re.compile(r"\[daskbench:([0-9a-z-]+)\]")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+#: The states a commit status may have (GitHub's REST API).
+STATUS_STATES = ("success", "failure", "pending", "error")
+#: GitHub's limit on a status description, in characters.
+STATUS_DESCRIPTION_LIMIT = 140
+
+
+def check_repo(repo: str) -> str:
+    """``repo`` when it reads as ``owner/repo``; one line otherwise."""
+    if not _REPO.match(repo):
+        raise DaskbenchError(f"--github {repo!r} is not owner/repo, e.g. --github dask/daskbench")
+    return repo
 
 
 class GitHub:
-    """The four REST calls alerts need, against ``base`` (GitHub's API or a stand-in)."""
+    """The REST calls alerts and ``daskbench pr`` need, against ``base`` (GitHub's API or a stand-in)."""
 
     def __init__(self, repo: str, token: str, base: str = DEFAULT_API) -> None:
-        if not _REPO.match(repo):
-            raise DaskbenchError(f"--github {repo!r} is not owner/repo, e.g. --github dask/daskbench")
+        check_repo(repo)
         if not token:
             raise DaskbenchError(
                 "--github needs a token in GITHUB_TOKEN (in Actions: env GITHUB_TOKEN: ${{ github.token }})"
@@ -74,8 +85,29 @@ class GitHub:
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
         return int(self.call("POST", "/issues", {"title": title, "body": body, "labels": list(labels)})["number"])
 
-    def comment(self, number: int, body: str) -> None:
-        self.call("POST", f"/issues/{number}/comments", {"body": body})
+    def comment(self, number: int, body: str) -> int:
+        """Comment on issue or pull request ``number``; the new comment's id."""
+        return int(self.call("POST", f"/issues/{number}/comments", {"body": body})["id"])
+
+    def comments(self, number: int) -> list[dict[str, Any]]:
+        """The comments of issue or pull request ``number``, oldest first (at most 1000)."""
+        found: list[dict[str, Any]] = []
+        for page in range(1, 11):
+            batch = self.call("GET", f"/issues/{number}/comments?per_page=100&page={page}") or []
+            found += batch
+            if len(batch) < 100:
+                break
+        return found
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        self.call("PATCH", f"/issues/comments/{int(comment_id)}", {"body": body})
+
+    def set_status(self, sha: str, state: str, description: str, context: str, target_url: str | None = None) -> None:
+        """A commit status on ``sha``: ``state`` one of `STATUS_STATES`, the description cut to GitHub's limit."""
+        if state not in STATUS_STATES or not re.fullmatch(r"[0-9a-f]{40}", sha):
+            raise ValueError(f"set_status: state {state!r} or commit {sha!r} is not one GitHub takes")
+        body = {"state": state, "description": description[:STATUS_DESCRIPTION_LIMIT], "context": context}
+        self.call("POST", f"/statuses/{sha}", {**body, **({"target_url": target_url} if target_url else {})})
 
     def close(self, number: int) -> None:
         self.call("PATCH", f"/issues/{number}", {"state": "closed", "state_reason": "completed"})

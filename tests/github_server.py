@@ -1,7 +1,8 @@
 """A loopback stand-in for the few GitHub REST endpoints `daskbench.alerts` uses, recording every call.
 
 GitHub cannot be reached from tests, so this speaks: list issues (state, labels), create
-an issue, comment on one, and update one (close). It answers 401 without a token.
+an issue, comment on one, and update one (close); for ``daskbench pr``, list an issue's (a pull
+request's) comments, edit a comment, and create a commit status. It answers 401 without a token.
 Tests start it in a thread (`serve`); ``ci/nightly --quick`` runs it as a process:
 ``python -m tests.github_server --port-file P --log calls.jsonl``.
 """
@@ -21,14 +22,22 @@ from urllib.parse import parse_qs, urlparse
 _ISSUES = re.compile(r"^/repos/[^/]+/[^/]+/issues$")
 _ISSUE = re.compile(r"^/repos/[^/]+/[^/]+/issues/(\d+)$")
 _COMMENTS = re.compile(r"^/repos/[^/]+/[^/]+/issues/(\d+)/comments$")
+_COMMENT = re.compile(r"^/repos/[^/]+/[^/]+/issues/comments/(\d+)$")
+_STATUSES = re.compile(r"^/repos/[^/]+/[^/]+/statuses/([0-9a-f]{40})$")
+#: Who the stand-in says wrote a comment made with the token.
+BOT = {"login": "github-actions[bot]", "type": "Bot"}
 
 
 @dataclass
 class FakeGitHub:
-    """Issues, comments and the calls made, as the server saw them."""
+    """Issues, comments and the calls made, as the server saw them; ``comments`` holds each issue's
+    comment bodies in order (edits included), ``comment_ids`` each comment's (issue, index) by its id,
+    ``statuses`` each commit's statuses in the order they were set."""
 
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, list[str]] = field(default_factory=dict)
+    comment_ids: dict[int, tuple[int, int]] = field(default_factory=dict)
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     calls: list[dict[str, Any]] = field(default_factory=list)
     log: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -45,6 +54,11 @@ class FakeGitHub:
                 return 401, {"message": "Requires authentication"}
             return self._route(method, parsed.path, parse_qs(parsed.query), body or {})
 
+    def add_pull(self, number: int, title: str = "a pull request") -> None:
+        """Pull request ``number`` (GitHub's issues API serves a pull request as an issue)."""
+        self.issues[number] = {"number": number, "title": title, "body": "", "labels": [], "state": "open",
+                               "pull_request": {"url": f"/pulls/{number}"}}  # fmt: skip
+
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any]) -> tuple[int, Any]:
         if _ISSUES.match(path) and method == "GET":
             state, labels = query.get("state", ["open"])[0], set(query.get("labels", [""])[0].split(",")) - {""}
@@ -58,12 +72,33 @@ class FakeGitHub:
                                    "labels": labels, "state": "open"}  # fmt: skip
             return 201, self.issues[number]
         if (match := _COMMENTS.match(path)) and method == "POST" and int(match[1]) in self.issues:
-            self.comments.setdefault(int(match[1]), []).append(body["body"])
-            return 201, {"id": len(self.calls), "body": body["body"]}
+            bodies = self.comments.setdefault(int(match[1]), [])
+            bodies.append(body["body"])
+            comment_id = 1000 + len(self.comment_ids)
+            self.comment_ids[comment_id] = (int(match[1]), len(bodies) - 1)
+            return 201, self._comment(comment_id)
+        if (match := _COMMENTS.match(path)) and method == "GET" and int(match[1]) in self.issues:
+            found = [self._comment(i) for i, (issue, _) in self.comment_ids.items() if issue == int(match[1])]
+            page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["30"])[0])
+            return 200, found[(page - 1) * per_page : page * per_page]
+        if (match := _COMMENT.match(path)) and method == "PATCH" and int(match[1]) in self.comment_ids:
+            issue, index = self.comment_ids[int(match[1])]
+            self.comments[issue][index] = body["body"]
+            return 200, self._comment(int(match[1]))
+        if (match := _STATUSES.match(path)) and method == "POST" and body.get("state") in _STATES:
+            self.statuses.setdefault(match[1], []).append(body)
+            return 201, {"id": len(self.calls), **body}
         if (match := _ISSUE.match(path)) and method == "PATCH" and int(match[1]) in self.issues:
             self.issues[int(match[1])].update({k: v for k, v in body.items() if k == "state"})
             return 200, self.issues[int(match[1])]
         return 404, {"message": "Not Found"}
+
+    def _comment(self, comment_id: int) -> dict[str, Any]:
+        issue, index = self.comment_ids[comment_id]
+        return {"id": comment_id, "body": self.comments[issue][index], "user": BOT}
+
+
+_STATES = ("success", "failure", "pending", "error")
 
 
 def _names(issue: dict[str, Any]) -> set[str]:

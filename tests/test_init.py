@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from daskbench import provenance
-from daskbench.cli.init import BENCHMARK, LOCAL_WARNING, WORKFLOW, install_requirement
+from daskbench.cli.init import BENCHMARK, LOCAL_WARNING, PR_WORKFLOW, WORKFLOW, install_requirement
 from daskbench.store import Store
 from tests.helpers import daskbench_cli
 
@@ -140,6 +140,26 @@ def test_written_workflow_passes_actionlint(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     workflow.write_text(workflow.read_text().replace("if: always()", "if: always(", 1))
     assert subprocess.run([actionlint, str(workflow)], capture_output=True, timeout=60).returncode == 1
+
+
+def test_init_pr_writes_only_the_pull_request_workflow_which_actionlint_accepts(tmp_path: Path) -> None:
+    """``init --pr`` in a package: the PR workflow alone (label benchmark, daskbench pr with the inputs from env,
+    the store and report uploaded), checked by actionlint; a second time refused, --force replaces it."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "1"\n')
+    done = init(tmp_path, "--pr", "--install", "daskbench==0.1.0")
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {PR_WORKFLOW}" in done.stdout and not (tmp_path / WORKFLOW).exists()
+    assert not (tmp_path / BENCHMARK).exists() and "daskbench" not in (tmp_path / "pyproject.toml").read_text()
+    text = (tmp_path / PR_WORKFLOW).read_text()
+    assert "python -m pip install daskbench==0.1.0\n" in text and "python -m pip install .\n" in text
+    assert 'daskbench pr "$BASE_SHA" "$HEAD_SHA" --github "$REPOSITORY" --pr "$PR_NUMBER"' in text
+    assert "github.event.label.name == 'benchmark'" in text and "results/pr.db" in text
+    actionlint = str(Path(sys.executable).parent / "actionlint")
+    result = subprocess.run([actionlint, str(tmp_path / PR_WORKFLOW)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    refused = init(tmp_path, "--pr", "--install", "daskbench==0.1.0")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--force" in refused.stderr
+    assert init(tmp_path, "--pr", "--force", "--install", "daskbench==0.1.0").returncode == 0
 
 
 @pytest.mark.parametrize(

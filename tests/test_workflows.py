@@ -44,3 +44,37 @@ def test_ci_run_exercises_the_quick_nightly_after_readme_command_1() -> None:
     commands = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     quick = next(n for n, line in enumerate(commands) if line.endswith("ci/nightly --quick"))
     assert commands.index("ci/setup && .venv/bin/pytest -m benchmark") < quick
+
+
+def _rendered_pr_template() -> dict[str, object]:
+    """The workflow ``daskbench init --pr`` writes, with a placeholder install line."""
+    from daskbench.cli.init import _template
+
+    text = _template("daskbench-pr.yml.tmpl").replace("__INSTALL__", " " * 10 + "python -m pip install daskbench")
+    return yaml.safe_load(text)
+
+
+def test_this_repositorys_pr_workflow_is_the_one_init_writes() -> None:
+    """pr.yml has the template's trigger, permissions, concurrency, label condition, env and artifact; only its
+    install and measure steps are ci/ scripts (the thin-steps rule)."""
+    ours, written = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text()), _rendered_pr_template()
+    for key in (True, "permissions", "concurrency"):  # YAML 1.1 reads the key `on` as True
+        assert ours[key] == written[key], key
+    job, template = ours["jobs"]["benchmarks"], written["jobs"]["benchmarks"]  # type: ignore[index]
+    assert job["if"] == template["if"] and job["env"] == template["env"]
+    assert job["steps"][-1] == template["steps"][-1]
+    measure = [[step for step in steps if step.get("name", "").startswith("Base and head")] for steps in
+               (job["steps"], template["steps"])]  # fmt: skip
+    assert measure[0][0]["env"] == measure[1][0]["env"] and "GITHUB_TOKEN" in measure[0][0]["env"]
+
+
+@pytest.mark.parametrize("name", ["pr.yml", "template"])
+def test_pull_request_text_reaches_no_script_but_through_env(name: str) -> None:
+    """No ``${{ }}`` expression is spliced into a ``run:`` script of the pull-request workflows."""
+    loaded = (
+        _rendered_pr_template()
+        if name == "template"
+        else yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    )
+    steps = [step for job in loaded["jobs"].values() for step in job["steps"]]  # type: ignore[attr-defined]
+    assert [step["run"] for step in steps if "run" in step and "${{" in step["run"]] == []

@@ -7,6 +7,8 @@ has no such settings yet, and ``results/`` to ``.gitignore`` unless a line ignor
 Settings a repository already has are never touched: what to add by hand is printed instead.
 Everything is checked before the first file is written. The workflow installs daskbench from
 where this one was installed from (`install_requirement`), unless ``--install`` says otherwise.
+``daskbench init --pr`` writes only ``.github/workflows/daskbench-pr.yml``: ``daskbench pr`` on pull
+requests labelled ``benchmark`` (installed the same way).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from daskbench.errors import DaskbenchError, check_writable
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
 WORKFLOW = Path(".github", "workflows", "daskbench-nightly.yml")
+PR_WORKFLOW = Path(".github", "workflows", "daskbench-pr.yml")
 PYPROJECT = "pyproject.toml"
 #: Other files pytest reads its settings from, with the section it reads (pytest.ini: even
 #: when empty). pytest takes the first it finds, pyproject.toml before tox.ini and setup.cfg,
@@ -46,6 +49,7 @@ LOCAL_COMMENT = (
 DESCRIPTIONS = {
     BENCHMARK: "an example benchmark (ocean anomaly, its result checked at every size)",
     WORKFLOW: "nightly: pytest -m benchmark, daskbench compare and report (uploaded)",
+    PR_WORKFLOW: "pull requests labelled benchmark: daskbench pr, base and head side by side, one comment",
 }
 
 
@@ -65,7 +69,8 @@ def register(subparsers: Any) -> None:
         description="Write benchmarks/test_daskbench_example.py and .github/workflows/daskbench-nightly.yml, "
         "and add [tool.daskbench] and [tool.pytest.ini_options] to pyproject.toml unless the repository "
         "has such settings already (then what to add is printed). Existing files are never overwritten "
-        "without --force.",
+        "without --force. With --pr, only the pull-request workflow .github/workflows/daskbench-pr.yml "
+        "(daskbench pr on pull requests labelled benchmark).",
     )
     parser.add_argument("dir", nargs="?", default=".", metavar="DIR",
                         help="the repository's top folder (default: the current one; created if missing)")  # fmt: skip
@@ -73,11 +78,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--install", metavar="SPEC",
                         help="what the workflow pip-installs as daskbench (default: where this daskbench was "
                         "installed from; e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)")  # fmt: skip
+    parser.add_argument("--pr", action="store_true",
+                        help="write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
+                        "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head")  # fmt: skip
     parser.set_defaults(func=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir)
+    if args.pr:
+        return _init_pr(args, root)
     if root.exists() and not root.is_dir():
         raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")
     for path in (root, root / BENCHMARK, root / WORKFLOW):  # the folder first: the shorter line
@@ -93,6 +103,25 @@ def run_init(args: argparse.Namespace) -> int:
     _print_summary(root, files, replaced, plan, install.strip(), ignored=ignore is not None)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _init_pr(args: argparse.Namespace, root: Path) -> int:
+    """Only the pull-request workflow, checked like the rest before it is written."""
+    if root.exists() and not root.is_dir():
+        raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")
+    for path in (root, root / PR_WORKFLOW):
+        check_writable(path, "daskbench init", folder=path == root)
+    install, warning = (args.install, None) if args.install is not None else _installed_requirement()
+    files = {PR_WORKFLOW: _workflow(root, _read_pyproject(root), install, warning, "daskbench-pr.yml.tmpl")}
+    replaced = _check_overwrite(root, files, force=args.force)
+    _write(root, files, SettingsPlan(), None)
+    print(f"daskbench init: in {root.resolve()}")
+    print(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
+    print(f"  workflow installs: {install.strip()}")
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    print("next: commit it, then label a pull request benchmark (a fork's pull request gets the job summary only)")
     return 0
 
 
@@ -139,15 +168,16 @@ def _read_pyproject(root: Path) -> dict[str, Any] | None:
         raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix it, then run daskbench init again") from None
 
 
-def _workflow(root: Path, pyproject: dict[str, Any] | None, install: str, warning: str | None) -> str:
-    """The nightly workflow; it also installs the repository itself when it is a Python package.
+def _workflow(root: Path, pyproject: dict[str, Any] | None, install: str, warning: str | None,
+              template: str = "daskbench-nightly.yml.tmpl") -> str:  # fmt: skip
+    """The nightly (or ``template``'s) workflow; it also installs the repository itself when it is a Python package.
     An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
     if not install.strip() or "\n" in install:
         raise DaskbenchError(f"--install: {install!r} is not a pip requirement (example: --install daskbench==0.1.0)")
     lines = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
     if (root / "setup.py").is_file() or "project" in (pyproject or {}):
         lines.append("python -m pip install .")
-    return _template("daskbench-nightly.yml.tmpl").replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
+    return _template(template).replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
 
 
 def _check_overwrite(root: Path, files: dict[Path, str], *, force: bool) -> list[Path]:

@@ -1,0 +1,237 @@
+"""``daskbench pr BASE HEAD [-- pytest args]``: a pull request's base and head side by side, on one comment.
+
+Every input is checked (the checkout, both sides, ``--github``/``--pr`` and the token, the report URL,
+the index and the store) before anything is built or run; then `daskbench.ab.pr` builds one overlay
+environment per side holding that side's project, runs one lockstep A/B group (base is side A, head side
+B), and prints the verdict table as Markdown (stdout; progress on stderr). With ``--github OWNER/REPO --pr N``
+and ``GITHUB_TOKEN`` it creates, or edits, one comment on the pull request and sets a commit status on the
+head; without a token (a pull request from a fork) the table goes to the job summary only, as said.
+Exit codes: 0 no regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from daskbench import envs
+from daskbench.ab import pr
+from daskbench.ab.sessions import pytest_arguments
+from daskbench.cli.ab import minutes_value
+from daskbench.cli.common import add_db_option, add_floor_option, settings, whole_number
+from daskbench.cli.env import add_build_options, build_options
+from daskbench.config import shown_message
+from daskbench.errors import DaskbenchError, check_writable
+from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
+from daskbench.judge import sequential
+from daskbench.store import Store
+from daskbench.text import wrap_line
+
+EXIT_OK, EXIT_REGRESSED = 0, 1
+#: Where the report goes unless --report says otherwise.
+REPORT = "results/daskbench-pr.html"
+#: Actions sets this to a file whose Markdown the job's summary page shows.
+SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+NO_TOKEN = ("no GITHUB_TOKEN (a pull request from a fork gets none that may write): no comment and no commit "
+            "status, the verdict table is in the job summary only")  # fmt: skip
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "pr",
+        help="benchmark a pull request: its base and head side by side, the verdicts as Markdown (and on the PR)",
+        description="Build one environment per side holding that side's checkout of your project (BASE and HEAD: "
+        "branches, tags, commits or folders of the git checkout --repo; a commit's is built once), run the "
+        "selected benchmarks on both in turn (lockstep A/B, base is A, head is B, rounds until each case is "
+        "decided) and print the verdict table as Markdown: what changed first, then the unchanged counts. "
+        "Each side's session runs in its own source tree (its benchmarks, its settings). With --github and "
+        "--pr, one comment on the pull request is created, then edited on every later run, and the head "
+        "commit gets a status (context daskbench): failure for a regression, else success (an inconclusive "
+        "one says so in its description).",
+        epilog='example: daskbench pr main HEAD -- -k ocean --size tiny; in CI: daskbench pr "$BASE_SHA" '
+        '"$HEAD_SHA" --github "$REPO" --pr "$PR" (token in GITHUB_TOKEN); exit codes: 0 no regression '
+        "(inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
+    )
+    parser.add_argument("base", metavar="BASE", help="the pull request's base: branch, tag, commit or folder")
+    parser.add_argument("head", metavar="HEAD", help="its head: branch, tag, commit or folder")
+    parser.add_argument("--repo", metavar="PATH", default=".",
+                        help="the git checkout of your project (default: the current folder's)")  # fmt: skip
+    parser.add_argument("--github", metavar="OWNER/REPO",
+                        help="keep one comment on pull request --pr of this repository and set a status on "
+                        "HEAD (token in GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)")  # fmt: skip
+    parser.add_argument("--pr", type=whole_number(1, 10**9, "a pull request", "--pr 42"), metavar="N",
+                        help="the pull request's number (with --github)")  # fmt: skip
+    parser.add_argument("--report", metavar="PATH", default=REPORT,
+                        help=f"write the HTML report of the comparison here (default {REPORT})")  # fmt: skip
+    parser.add_argument("--no-report", action="store_true", help="write no HTML report")
+    parser.add_argument("--report-url", metavar="URL",
+                        help="the link the comment gives to the report (default in GitHub Actions: this workflow "
+                        "run's page, which holds the uploaded report; elsewhere the report's path)")  # fmt: skip
+    parser.add_argument("--markdown", metavar="FILE", help="also write the verdict table's Markdown to FILE")
+    parser.add_argument("--max-rounds", type=whole_number(3, 200, "rounds", "--max-rounds 30"),
+                        default=sequential.MAX_ROUNDS,
+                        help=f"most rounds of one case (default {sequential.MAX_ROUNDS})")  # fmt: skip
+    parser.add_argument("--max-time", type=minutes_value, default=10.0, metavar="MINUTES",
+                        help="most minutes of one case (default 10)")  # fmt: skip
+    add_floor_option(parser)
+    add_db_option(parser)
+    add_build_options(parser)
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
+    parser.set_defaults(func=cmd_pr, pr_parser=parser)
+
+
+def options_after_sides(args: argparse.Namespace) -> argparse.Namespace:
+    """argparse hands everything after HEAD to pytest; the options given there before ``--`` are daskbench's,
+    so they are parsed again as if they came first (an unknown one is then argparse's one line)."""
+    rest = list(args.pytest_args)
+    cut = rest.index("--") if "--" in rest else len(rest)
+    if cut == 0:
+        return args
+    parser: argparse.ArgumentParser = args.pr_parser
+    return parser.parse_args([*rest[:cut], args.base, args.head, *rest[cut:]], namespace=argparse.Namespace())
+
+
+def cmd_pr(args: argparse.Namespace) -> int:
+    args = options_after_sides(args)
+    pytest_args = pytest_arguments(args.pytest_args)
+    repo = envs.git_checkout(args.repo, "--repo")
+    base, head = pr.resolve(repo, args.base, "BASE"), pr.resolve(repo, args.head, "HEAD")
+    github = _github(args, head)
+    link = _link(args)
+    for path, flag in ((None if args.no_report else args.report, "--report"), (args.markdown, "--markdown")):
+        if path:
+            check_writable(Path(path), flag)
+    options = build_options(args)
+    db = absolute_db(settings(args).db)
+    store = Store(db)
+    floors = settings(args).floor or {}
+    if base.commit is not None and base.commit == head.commit:
+        return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link))
+    sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
+    pythons = {name: pr.side_python(revision, "base" if name == "A" else "head", _say, **options)
+               for name, revision in sides.items()}  # fmt: skip
+    plan = pr.Plan(db, pr.new_group(base, head), {name: (sides[name], pythons[name]) for name in sides},
+                   pytest_args, floors, args.max_rounds, args.max_time * 60)  # fmt: skip
+    return _run(args, store, plan, github, link)
+
+
+def _run(args: argparse.Namespace, store: Store, plan: pr.Plan, github: GitHub | None, link: str | None) -> int:
+    """Measure (the head's status pending meanwhile), judge, report, publish."""
+    base, head = plan.sides["A"][0], plan.sides["B"][0]
+    _say(f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
+         f"{plan.max_rounds} rounds and {args.max_time:g} min a case")  # fmt: skip
+    started = time.monotonic()
+    _status(github, args, head, "pending", "measuring base and head in turn", link)
+    try:
+        pr.measure(plan, _say)
+    except (DaskbenchError, KeyboardInterrupt) as error:
+        why = "interrupted" if isinstance(error, KeyboardInterrupt) else f"could not run: {error}"
+        _status(github, args, head, "error", why, link, quiet=True)
+        raise
+    pr.tag_group(store, plan, args.pr)
+    outcome = pr.Outcome.of(pr.judged(store, plan))
+    _say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
+    report = None if args.no_report else _report(store, plan, args.report)
+    page = pr.Page(base, head, plan.group, link or report)
+    return _finish(args, github, head, outcome, page)
+
+
+def _finish(args: argparse.Namespace, github: GitHub | None, head: pr.Revision, outcome: pr.Outcome,
+            page: pr.Page) -> int:  # fmt: skip
+    """Print the Markdown, write it where asked (file, job summary), keep the comment and set the status."""
+    if args.github and github is None:
+        note = "; ".join(filter(None, (page.note, NO_TOKEN)))
+        page = pr.Page(page.base, page.head, page.group, page.report, note)
+    markdown = pr.comment_markdown(outcome, page)
+    print(markdown, end="", flush=True)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
+    summary = os.environ.get(SUMMARY_ENV)
+    if summary:
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(markdown + "\n")
+    if github is not None and head.commit is not None:
+        done = pr.publish(github, args.pr, head.commit, markdown, outcome, _target(page.report))
+        verb = "created" if done.created else "edited"
+        _say(f"pr: {verb} comment {done.comment_id} on pull request #{args.pr}; status {done.state} on {head.short}")
+    return EXIT_REGRESSED if outcome.state == "regressed" else EXIT_OK
+
+
+def _github(args: argparse.Namespace, head: pr.Revision) -> GitHub | None:
+    """The client for --github (None: not asked, or no token where a job summary takes the table)."""
+    if args.github is None:
+        if args.pr is not None:
+            raise DaskbenchError("--pr needs --github OWNER/REPO (the repository the pull request is in)")
+        return None
+    check_repo(args.github)
+    if args.pr is None:
+        raise DaskbenchError(f"--github {args.github} needs --pr N, the pull request to comment on")
+    if head.commit is None:
+        raise DaskbenchError(f"HEAD {head.given!r} is a folder; a commit status needs a commit: give HEAD as a commit")
+    token = os.environ.get("GITHUB_TOKEN", "")
+    if not token and os.environ.get(SUMMARY_ENV):
+        _say(f"pr: {NO_TOKEN}")
+        return None
+    return GitHub(args.github, token, os.environ.get(API_ENV, DEFAULT_API))
+
+
+def _link(args: argparse.Namespace) -> str | None:
+    """--report-url, else this workflow run's page in GitHub Actions (its artifacts hold the report)."""
+    if args.report_url:
+        return pr.check_url(args.report_url, "--report-url")
+    parts = [os.environ.get(name, "") for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if all(parts):
+        url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
+        return url if pr.is_link(url) else None
+    return None
+
+
+def _target(report: str | None) -> str | None:
+    return report if pr.is_link(report) else None
+
+
+def _status(github: GitHub | None, args: argparse.Namespace, head: pr.Revision, state: str, why: str,
+            link: str | None, *, quiet: bool = False) -> None:  # fmt: skip
+    """Set the head's status; ``quiet``: on the way out of an error, a failure to set it is only said."""
+    if github is None or head.commit is None:
+        return
+    try:
+        github.set_status(head.commit, state, shown_message(why), pr.STATUS_CONTEXT, link)
+    except DaskbenchError as error:
+        if not quiet:
+            raise
+        _say(f"pr: could not set the status too: {error}")
+
+
+def _report(store: Store, plan: pr.Plan, path: str) -> str:
+    """The HTML report of the group (its verdicts, memory over time, where the time went)."""
+    from daskbench.judge.selection import Selection
+    from daskbench.report import write_report
+
+    written = write_report(store, path, Selection(ab_group=plan.group, floors=dict(plan.floors)))
+    _say(f"pr: report written to {written}")
+    return str(path)
+
+
+def _same_page(base: pr.Revision, head: pr.Revision, link: str | None) -> pr.Page:
+    note = f"base and head are one commit ({(base.commit or '')[:10]}): the code is the same, nothing was measured"
+    _say(f"pr: {note}")
+    return pr.Page(base, head, None, link, note)
+
+
+def absolute_db(url: str) -> str:
+    """A relative SQLite path made absolute, so that sessions started in other folders find the same store."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url.startswith(prefix + "/"):
+        return url
+    path, query, rest = url[len(prefix) :].partition("?")
+    return f"{prefix}{Path(path).absolute()}{query}{rest}"
+
+
+def _say(line: str) -> None:
+    """Progress and notes on stderr, wrapped at 120 columns (stdout holds only the Markdown)."""
+    print("\n".join(wrap_line(line)), file=sys.stderr, flush=True)
