@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from daskbench import envs
-from daskbench.ab import bisect, turns
-from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab import bisect
+from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
@@ -195,21 +192,11 @@ class Runner:
         if any(run.tags.get(AB_GROUP) == group for run in self.store.runs()):
             raise DaskbenchError(f"A/B group {group!r} exists already in {self.store.display_url}; pick another --name")
         args = [*self.pytest_args, "-k", plan.selection()]
-        shared = turns.session_env(group, 0, self.max_rounds)
         sides = {"A": Side("A", good_python), "B": Side("B", tonight_python)}
         self.say(f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "
                  f"side by side: {plan.describe()}; group {group}")  # fmt: skip
-        Lockstep(
-            sides,
-            command=lambda side: pytest_command(side.python, self.db, f"{group}-{side.name}1", args),
-            environment=lambda side: {**os.environ, **shared},
-            floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
-            max_rounds=self.max_rounds,
-            max_seconds=self.max_seconds,
-            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-confirm-")),
-            say=self.say,
-            rounds_said=False,
-        ).run()
+        run_group(group, sides, self.db, args, floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
+                  max_rounds=self.max_rounds, max_seconds=self.max_seconds, say=self.say)  # fmt: skip
         self.tag(plan, group)
 
     def tag(self, plan: Plan, group: str) -> None:

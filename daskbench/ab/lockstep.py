@@ -13,9 +13,11 @@ a repeat); `daskbench.judge.compare.compare_group` judges the group from the sto
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -242,3 +244,40 @@ def round_line(result: CaseResult, decision: Decision) -> str:
 def pytest_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:
     """The pytest session of one side in lockstep: one repeat per turn, the store and label given."""
     return session_command(python, db, label, ["--repeat", "1", *pytest_args])
+
+
+def run_group(
+    group: str,
+    sides: Mapping[str, Side],
+    db: str,
+    pytest_args: Sequence[str],
+    *,
+    floor: float,
+    max_rounds: int,
+    max_seconds: float,
+    say: Callable[[str], None],
+    environ: Mapping[str, str] | None = None,
+    wrap: Callable[[Side, list[str]], list[str]] | None = None,
+) -> list[CaseResult]:
+    """One lockstep group of two interpreters in one part (``bisect``, ``confirm``, ``pr``): the sides'
+    sessions labelled ``GROUP-A1`` / ``GROUP-B1``, in ``environ`` (default this process's) with the turn
+    variables, each command passed through ``wrap`` when given (e.g. to start it in another folder); a
+    line only as each case ends."""
+    shared = turns.session_env(group, 0, max_rounds)
+    base = dict(os.environ if environ is None else environ)
+
+    def command(side: Side) -> list[str]:
+        session = pytest_command(side.python, db, f"{group}-{side.name}1", pytest_args)
+        return wrap(side, session) if wrap else session
+
+    return Lockstep(
+        sides,
+        command=command,
+        environment=lambda side: {**base, **shared},
+        floor=floor,
+        max_rounds=max_rounds,
+        max_seconds=max_seconds,
+        log_dir=Path(tempfile.mkdtemp(prefix="daskbench-lockstep-")),
+        say=say,
+        rounds_said=False,
+    ).run()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -27,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog, envs
-from daskbench.ab import turns
-from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.github import STATUS_DESCRIPTION_LIMIT, GitHub
@@ -119,25 +117,15 @@ class Plan:
 
 def measure(plan: Plan, say: Say) -> None:
     """Both sides' sessions at once, each in its own source tree, every common case until decided."""
-    shared = turns.session_env(plan.group, 0, plan.max_rounds)
-    environment = {**{k: v for k, v in os.environ.items() if k not in HIDDEN}, **shared}
+    environment = {k: v for k, v in os.environ.items() if k not in HIDDEN}
     sides = {name: Side(name, python) for name, (_, python) in plan.sides.items()}
 
-    def command(side: Side) -> list[str]:
-        session = pytest_command(side.python, plan.db, f"{plan.group}-{side.name}1", plan.pytest_args)
+    def in_folder(side: Side, session: list[str]) -> list[str]:
         return [side.python, "-c", _IN_FOLDER, str(plan.sides[side.name][0].tree), *session]
 
-    Lockstep(
-        sides,
-        command=command,
-        environment=lambda side: environment,
-        floor=plan.floors.get("runtime_s", stats.default_floor("runtime_s")),
-        max_rounds=plan.max_rounds,
-        max_seconds=plan.max_seconds,
-        log_dir=Path(tempfile.mkdtemp(prefix="daskbench-pr-")),
-        say=say,
-        rounds_said=False,
-    ).run()
+    run_group(plan.group, sides, plan.db, plan.pytest_args, environ=environment, wrap=in_folder,
+              floor=plan.floors.get("runtime_s", stats.default_floor("runtime_s")), max_rounds=plan.max_rounds,
+              max_seconds=plan.max_seconds, say=say)  # fmt: skip
 
 
 def tag_group(store: Store, plan: Plan, number: int | None) -> None:
