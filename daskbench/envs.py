@@ -20,6 +20,10 @@ site-packages holds only the pins (installed without their dependencies) and a `
 interpreter's site-packages after its own (`overlay_of`), so everything else, daskbench included, is
 this interpreter's: seconds to build, what ``daskbench bisect --inherit`` uses. `available_versions`
 lists the versions an index offers (a local folder's file names; ``pip index versions`` for an index).
+
+The commits of a git checkout (`git_checkout`, `resolve_commit`, `commits_between`, `commit_subjects`)
+become source trees (`exported`: ``git archive``, once) that an `EnvSpec` installs (``sources``), built
+in isolation; uv tries its cache alone first, so a build backend fetched once needs no network again.
 """
 
 from __future__ import annotations
@@ -399,17 +403,41 @@ def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say:
         _run(tool.create(folder), log, "w", what="create the environment", spec=spec, index=index, tool=tool)
         if spec.overlay:
             overlay_of(folder, spec.overlay)
-        count = plural(len(spec.pins) + bool(spec.daskbench), "package")
+        count = plural(len(spec.pins) + len(spec.sources) + bool(spec.daskbench), "package")
         deps = f", over {spec.overlay}" if spec.overlay else " and their dependencies"
         say(f"env: installing {count}{deps} (the installer's output: {log})")
-        _run(tool.install(folder, spec, index), log, "a", what="install", spec=spec, index=index, tool=tool)
+        _install(folder, spec, index, tool, log)
         check_versions(folder, spec, rebuilt=True)
         _mark(folder, spec, tool, time.monotonic() - started)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    checked = plural(len(spec.pins), "version")
-    say(f"env: built in {time.monotonic() - started:.0f} s; checked {checked} against {spec.source}")
+    checked = f"; checked {plural(len(spec.pins), 'version')} against {spec.source}" if spec.pins else ""
+    say(f"env: built in {time.monotonic() - started:.0f} s{checked}")
+
+
+def _install(folder: Path, spec: EnvSpec, index: Index, tool: Installer, log: Path) -> None:
+    """Install the spec. Source trees are built in isolation, their build backend (setuptools, hatchling)
+    fetched from the index; uv first tries its cache alone (``--offline``: no index asked, and it works
+    without a network once the backend was fetched), then asks the index."""
+    command = tool.install(folder, spec, index)
+    if spec.sources and tool.name == "uv" and _succeeds(offline(command), log):
+        return
+    _run(command, log, "a", what="install", spec=spec, index=index, tool=tool)
+
+
+def offline(command: list[str]) -> list[str]:
+    """A ``uv pip install`` command that uses uv's cache alone."""
+    at = command.index("install") + 1
+    return [*command[:at], "--offline", *command[at:]]
+
+
+def _succeeds(command: list[str], log: Path) -> bool:
+    """Run ``command`` with its output appended to ``log``; whether it succeeded."""
+    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
+    return done.returncode == 0
 
 
 def _note_python(spec: EnvSpec, say: Say) -> None:
@@ -605,6 +633,13 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
 def commit_subject(repo: Path, commit: str) -> str:
     """The first line of ``commit``'s message (text from users: escape it before showing it)."""
     return _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
+
+
+def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
+    """The first line of each commit's message after ``good`` up to ``bad``, by full id, in one ``git log``
+    (text from users: escape it before showing it)."""
+    listed = _git(repo, "log", "--first-parent", "--format=%H %s", f"{good}..{bad}").stdout.splitlines()
+    return {commit: subject for commit, _, subject in (line.partition(" ") for line in listed)}
 
 
 def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:

@@ -21,15 +21,18 @@ s3server.py (moto's S3), github_server.py (GitHub's issues API) and import_graph
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -359,3 +362,45 @@ def machine_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_wheel(folder: Path, name: str, version: str, modules: Mapping[str, str]) -> Path:
+    """A pure-Python wheel of ``name`` ``version`` holding ``modules`` (path in the wheel -> source), with its
+    METADATA, WHEEL and RECORD: what an index serves, built without a build backend (tests/test_bisect.py,
+    tests/test_confirm.py, ci/quick/standin.py)."""
+    info = f"{name}-{version}.dist-info"
+    files = {
+        **modules,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: daskbench-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for inside, text in files.items():
+            wheel.writestr(inside, text)
+    return path
+
+
+def _digest(text: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+
+#: The stand-in package of the environment tests (test_bisect, test_confirm): ``work()`` sleeps.
+STANDIN = '''"""The stand-in: work() sleeps {seconds} s."""
+
+import time
+
+VERSION = "{version}"
+
+
+def work():
+    time.sleep({seconds})
+    return VERSION
+'''
+
+
+def standin_module(version: str, seconds: float) -> dict[str, str]:
+    """The stand-in package's one module at ``version``: ``work()`` sleeps ``seconds``."""
+    return {"standin/__init__.py": STANDIN.format(version=version, seconds=seconds)}

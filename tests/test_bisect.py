@@ -9,11 +9,8 @@ A/A bisection. ``--max-rounds 3`` lets a clear step decide at its first look (sl
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,20 +18,9 @@ import pytest
 from daskbench import envs
 from daskbench.ab import bisect
 from daskbench.store import Store
-from tests.helpers import daskbench_cli
+from tests.helpers import daskbench_cli, standin_module, write_wheel
 
 VERSIONS = [f"1.{minor}" for minor in range(8)]
-STANDIN = '''"""The stand-in: work() sleeps {seconds} s."""
-
-import time
-
-VERSION = "{version}"
-
-
-def work():
-    time.sleep({seconds})
-    return VERSION
-'''
 BENCH = """
 import dask
 import pytest
@@ -49,33 +35,13 @@ def test_standin_work(measure):
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]
 
 
-def write_wheel(folder: Path, version: str, seconds: float) -> Path:
-    """A pure-python wheel of ``standin`` ``version`` whose ``work()`` sleeps ``seconds`` (with its RECORD)."""
-    info = f"standin-{version}.dist-info"
-    files = {
-        "standin/__init__.py": STANDIN.format(version=version, seconds=seconds),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: standin\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: daskbench-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    path = folder / f"standin-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as wheel:
-        for name, text in files.items():
-            wheel.writestr(name, text)
-    return path
-
-
-def _digest(text: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-
-
 def wheel_folder(root: Path, slower_from: str | None) -> Path:
     """standin 1.0 .. 1.7, each sleeping 0.2 s, 1.3x that from ``slower_from`` on (None: never)."""
     root.mkdir(parents=True)
     for version in VERSIONS:
         slow = slower_from is not None and _v(version) >= _v(slower_from)
-        write_wheel(root, version, round(0.2 * (1.3 if slow else 1.0), 3))
+        seconds = round(0.2 * (1.3 if slow else 1.0), 3)
+        write_wheel(root, "standin", version, standin_module(version, seconds))
     return root
 
 

@@ -223,3 +223,81 @@ def test_ab_refuses_a_side_given_both_a_python_and_a_run(db: str, tmp_path: Path
     with pytest.raises(DaskbenchError, match="--b-python and --b-from both choose side B's interpreter"):
         resolve_sides(args, Store(db, create=False))
     assert not (tmp_path / "cache").exists()
+
+
+# -- commits of a git checkout ----------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+               "-c", "commit.gpgsign=false", *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A checkout of three commits on main (``one``, ``two``, ``three``: a file's text) and a side branch
+    ``side`` off ``one``; the three ids, oldest first."""
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    ids = []
+    for word in ("one", "two", "three"):
+        (repo / "sub" / "word.txt").write_text(word)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"write {word}")
+        ids.append(_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "branch", "side", ids[0])
+    return repo, ids
+
+
+def test_a_checkout_is_found_from_any_folder_inside_it_and_a_plain_folder_is_one_line(
+    checkout: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """``git_checkout`` gives the top folder from a subfolder; a folder outside any checkout, or none, is
+    one line naming the flag."""
+    repo, _ = checkout
+    assert envs.git_checkout(repo / "sub", "--repo") == repo
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(DaskbenchError, match=r"--repo .*plain: not a git checkout"):
+        envs.git_checkout(tmp_path / "plain", "--repo")
+    with pytest.raises(DaskbenchError, match=r"--repo .*nowhere: no such folder"):
+        envs.git_checkout(tmp_path / "nowhere", "--repo")
+
+
+def test_refs_resolve_to_full_commits_and_an_unknown_ref_is_one_line(checkout: tuple[Path, list[str]]) -> None:
+    """A branch, ``HEAD~2`` and a short id name full commits; an unknown ref is one line naming it."""
+    repo, ids = checkout
+    assert envs.resolve_commit(repo, "main", "--bad") == ids[2]
+    assert envs.resolve_commit(repo, "HEAD~2", "--good") == envs.resolve_commit(repo, ids[0][:8], "--good") == ids[0]
+    with pytest.raises(DaskbenchError, match=r"--good 'v9': .* has no such branch, tag or commit"):
+        envs.resolve_commit(repo, "v9", "--good")
+
+
+def test_commits_between_are_oldest_first_with_their_subjects_and_need_good_before_bad(
+    checkout: tuple[Path, list[str]],
+) -> None:
+    """After good up to bad (bad last), each with its subject; good after bad is one line."""
+    repo, ids = checkout
+    assert envs.commits_between(repo, ids[0], ids[2]) == ids[1:]
+    assert envs.commit_subject(repo, ids[1]) == "write two"
+    assert envs.commit_subjects(repo, ids[0], ids[2]) == {ids[1]: "write two", ids[2]: "write three"}
+    with pytest.raises(DaskbenchError, match=f"commit {ids[2][:12]} is not an ancestor of {ids[0][:12]}"):
+        envs.commits_between(repo, ids[2], ids[0])
+
+
+def test_a_commit_is_exported_once_as_it_was_committed(checkout: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """``exported`` holds the commit's files, not the working tree's; a second call reuses the folder."""
+    repo, ids = checkout
+    (repo / "sub" / "word.txt").write_text("uncommitted")
+    tree = envs.exported(repo, ids[1], tmp_path / "cache")
+    assert (tree / "sub" / "word.txt").read_text() == "two"
+    (tree / "marker").write_text("")
+    assert envs.exported(repo, ids[1], tmp_path / "cache") == tree and (tree / "marker").exists()
+
+
+def test_a_source_install_with_uv_tries_its_cache_alone_first() -> None:
+    """``offline`` puts ``--offline`` right after ``install``, the rest unchanged."""
+    command = ["uv", "pip", "install", "--python", "/env/bin/python", "--no-deps", "/src/tree"]
+    assert envs.offline(command) == ["uv", "pip", "install", "--offline", "--python", "/env/bin/python",
+                                     "--no-deps", "/src/tree"]  # fmt: skip

@@ -11,13 +11,13 @@ side) and builds, with `daskbench.envs` (an overlay over this interpreter, insta
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import sys
-import zipfile
 from pathlib import Path
 
 from daskbench import envs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its tests/helpers.py
+from tests.helpers import write_wheel
 
 #: Each version and its sleep in seconds: 1.1 plants the slowdown.
 VERSIONS = {"1.0": 0.3, "1.0.1": 0.3, "1.1": 0.9}
@@ -34,33 +34,14 @@ def work(factor=1.0):
 '''
 
 
-def write_wheel(folder: Path, version: str, seconds: float) -> Path:
-    """A pure-python wheel of ``standin`` ``version`` (with its RECORD)."""
-    info = f"standin-{version}.dist-info"
-    files = {
-        "standin/__init__.py": SOURCE.format(version=version, seconds=seconds),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: standin\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: daskbench-ci\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    path = folder / f"standin-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as wheel:
-        for name, text in files.items():
-            wheel.writestr(name, text)
-    return path
-
-
-def _digest(text: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-
-
 def main(root: str) -> int:
     wheels = Path(root, "wheels")
     wheels.mkdir(parents=True, exist_ok=True)
     index = envs.Index(find_links=(str(wheels),), no_index=True)
     for version, seconds in VERSIONS.items():
-        write_wheel(wheels, version, seconds)
+        write_wheel(
+            wheels, "standin", version, {"standin/__init__.py": SOURCE.format(version=version, seconds=seconds)}
+        )
     for version in VERSIONS:
         spec = envs.spec_from_pins({"standin": version}, with_daskbench=False, source=f"standin {version}")
         python = envs.build(spec, cache=Path(root, "envs"), index=index, inherit=True, say=lambda _line: None)

@@ -1,10 +1,13 @@
-"""Bisect releases: the first version of a package that made the selected cases slower.
+"""Bisect releases or commits: the first version of a package, or commit of a checkout, that made the
+selected cases slower.
 
 ``daskbench bisect --good G --bad B`` (`daskbench.cli.bisect`) finds the packages whose versions differ
 between the two ends (`moving_packages`; dask and distributed move together), lists their releases
 between the two on the index (`make_plan`, `daskbench.envs.available_versions`), and runs a binary
 search whose every step is a lockstep A/B (`daskbench.ab.lockstep`) of the good environment (side A)
-against the step's (side B), each case measured in turn until the sequential rule decides it.
+against the step's (side B), each case measured in turn until the sequential rule decides it. With
+``--repo``, the candidates are the commits of a local git checkout after good up to bad (`commit_plan`,
+first-parent), each installed from its source tree (`daskbench.envs.exported`).
 
 Step 0 confirms the bad end against the good one: unless it is ``regressed`` there is nothing to
 bisect. A step that ends undecided is run again with twice the rounds (a fresh group: the sequential
@@ -17,8 +20,6 @@ two ends, so the store holds the bisection (`stored_steps` reads it back for ``-
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
@@ -27,26 +28,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from daskbench import envs
-from daskbench.ab import turns
-from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import stats
+from daskbench.judge import bisected, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
 from daskbench.model import Comparison, Run, Verdict
 from daskbench.store import Store
-from daskbench.text import first_few, plural
+from daskbench.text import WIDTH, first_few, plural, terminal_safe, wrap_line
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
-TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
-    "bisect", "bisect_step", "bisect_version", "bisect_attempt", "bisect_verdict", "bisect_minutes",
-)  # fmt: skip
-GOOD_TAG, BAD_TAG = "bisect_good", "bisect_bad"
+#: How much of a commit's subject a step line shows.
+SUBJECT_WIDTH = 36
 #: Packages that move together: when both differ, a step pins both to one version.
 PAIRED = ("dask", "distributed")
 #: The default most rounds of one case in a step, and the most an undecided step is raised to.
+#: The step tags (`daskbench.judge.bisected` reads them back for the alert and the report).
+TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
+    bisected.TAG, bisected.STEP, bisected.VERSION, bisected.ATTEMPT, bisected.VERDICT, bisected.MINUTES,
+)  # fmt: skip
+GOOD_TAG, BAD_TAG, PINS = bisected.GOOD_TAG, bisected.BAD_TAG, bisected.PINS
+REPO_TAG, COMMIT, SUBJECT = bisected.REPO_TAG, bisected.COMMIT, bisected.SUBJECT
 MAX_ROUNDS, ROUNDS_CAP = 30, 120
 
 Say = Callable[[str], None]
@@ -55,18 +59,32 @@ Pins = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True)
 class Candidate:
-    """The versions of the bisected packages at one point: a release (or a dask+distributed pair)."""
+    """One point of a bisection: the versions of the bisected packages (a release, or a dask+distributed
+    pair), or a commit of a git checkout (its full id, and its subject as the commit has it)."""
 
-    pins: Pins
+    pins: Pins = ()
+    commit: str = ""
+    subject: str = ""
 
     def label(self) -> str:
-        """``1.5`` when every package has one version, else ``dask==X,distributed==Y``."""
+        """``1.5`` when every package has one version, else ``dask==X,distributed==Y``; a commit's 12-char id."""
+        if self.commit:
+            return self.commit[:12]
         versions = {version for _, version in self.pins}
         return versions.pop() if len(versions) == 1 else ",".join(f"{n}=={v}" for n, v in self.pins)
 
     def describe(self) -> str:
-        """``standin 1.5`` or ``dask 2026.7.0, distributed 2026.7.0``."""
+        """``standin 1.5``, ``dask 2026.7.0, distributed 2026.7.0``, or ``1a2b3c4d5e6f the subject``
+        (escaped, cut to `SUBJECT_WIDTH`)."""
+        if self.commit:
+            return f"{self.label()} {shortened(self.subject, SUBJECT_WIDTH)}"
         return ", ".join(f"{name} {version}" for name, version in self.pins)
+
+
+def shortened(text: str, width: int) -> str:
+    """``text`` inert on a terminal, cut to ``width`` characters (``...`` ends a cut one)."""
+    safe = terminal_safe(text)
+    return safe if len(safe) <= width else safe[: width - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -198,6 +216,20 @@ def _other(moving: tuple[str, ...], name: str) -> str:
     return "/".join(other for other in moving if other != name)
 
 
+def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> Plan:
+    """The commits of ``repo`` after ``good_ref`` up to ``bad_ref`` (first-parent, oldest first); one line
+    for an unknown ref, identical ends, or a good that is not an ancestor of bad."""
+    good = envs.resolve_commit(repo, good_ref, "--good")
+    bad = envs.resolve_commit(repo, bad_ref, "--bad")
+    if good == bad:
+        raise DaskbenchError(f"--good {good_ref} and --bad {bad_ref} are the same commit ({good[:12]}): "
+                             "nothing to bisect")  # fmt: skip
+    commits = envs.commits_between(repo, good, bad)
+    subjects = envs.commit_subjects(repo, good, bad)
+    candidates = tuple(Candidate(commit=commit, subject=subjects.get(commit, "")) for commit in commits)
+    return Plan((repo.name,), Candidate(commit=good, subject=envs.commit_subject(repo, good)), candidates)
+
+
 # -- judging a step ---------------------------------------------------------------------------
 
 
@@ -238,10 +270,22 @@ def stored_steps(store: Store, name: str, floors: Mapping[str, float] | None = N
     runs = [r for r in store.runs() if r.tags.get(TAG) == name and r.tags.get(AB_SIDE) == "A" and VERDICT in r.tags]
     for run in reversed(runs):
         tags = run.tags
-        candidate = Candidate(tuple(envs.parse_pins(tags.get("bisect_pins", ""), "bisect_pins").items()))
-        found[tags[VERSION]] = judged_step(store, tags[AB_GROUP], int(tags[STEP]), candidate,
+        found[tags[VERSION]] = judged_step(store, tags[AB_GROUP], int(tags[STEP]), _stored_candidate(tags),
                                            float(tags.get(MINUTES, "0")), floors or {})  # fmt: skip
     return sorted(found.values(), key=lambda step: step.number)
+
+
+def _stored_candidate(tags: Mapping[str, str]) -> Candidate:
+    """A step's candidate from its tags: a commit, or the pins."""
+    if tags.get(COMMIT):
+        return Candidate(commit=tags[COMMIT], subject=tags.get(SUBJECT, ""))
+    return Candidate(tuple(envs.parse_pins(tags.get(PINS, ""), PINS).items()))
+
+
+def stored_repo(store: Store, name: str) -> str | None:
+    """The ``--repo`` a stored bisection of commits was started with (None: a bisection of releases)."""
+    return next((run.tags[REPO_TAG] for run in store.runs() if run.tags.get(TAG) == name and REPO_TAG in run.tags),
+                None)  # fmt: skip
 
 
 def stored_ends(store: Store, name: str) -> tuple[str, str] | None:
@@ -265,6 +309,7 @@ class Bisection:
     pytest_args: list[str]
     python_of: Callable[[Candidate], str]  # the interpreter of a candidate's environment (built once)
     ends: tuple[str, str]  # the --good and --bad as given, tagged on every step
+    repo: str = ""  # the checkout whose commits are bisected (none: releases), tagged on every step
     floors: Mapping[str, float] = field(default_factory=dict)
     max_rounds: int = MAX_ROUNDS
     rounds_cap: int = ROUNDS_CAP
@@ -329,25 +374,17 @@ class Bisection:
         return step
 
     def _lockstep(self, group: str, sides: dict[str, Side], rounds: int) -> None:
-        shared = turns.session_env(group, 0, rounds)
-        Lockstep(
-            sides,
-            command=lambda side: pytest_command(side.python, self.db, f"{group}-{side.name}0", self.pytest_args),
-            environment=lambda side: {**os.environ, **shared},
-            floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
-            max_rounds=rounds,
-            max_seconds=self.max_seconds,
-            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-bisect-")),
-            say=self.say,
-            rounds_said=False,
-        ).run()
+        run_group(group, sides, self.db, self.pytest_args, floor=self.floors.get("runtime_s",
+                  stats.default_floor("runtime_s")), max_rounds=rounds, max_seconds=self.max_seconds, say=self.say)  # fmt: skip
 
     def _tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
         """Tag the group's runs: the bisection, the step, the candidate and the step's verdict."""
         pins = ",".join(f"{name}=={version}" for name, version in candidate.pins)
         tags = {TAG: self.name, STEP: str(step.number), VERSION: step.label, ATTEMPT: str(attempt),
-                VERDICT: step.verdict, MINUTES: f"{step.minutes:.2f}", "bisect_pins": pins,
+                VERDICT: step.verdict, MINUTES: f"{step.minutes:.2f}", PINS: pins,
                 GOOD_TAG: self.ends[0], BAD_TAG: self.ends[1]}  # fmt: skip
+        if candidate.commit:
+            tags |= {REPO_TAG: self.repo, COMMIT: candidate.commit, SUBJECT: candidate.subject}
         for run in self.store.runs():
             if run.tags.get(AB_GROUP) == group:
                 self.store.tag_run(run.run_id, tags)
@@ -357,13 +394,17 @@ class Bisection:
 
 
 def step_line(step: Step, *, stored: bool = False) -> str:
-    """``step 2  standin 1.5  regressed  1.29x (1.20-1.38)  3 rounds  0.6 min  [sleepy]``."""
+    """``step 2  standin 1.5  regressed  1.29x (1.20-1.38)  3 rounds  0.6 min  [sleepy]``; the cases on a
+    line of their own when one line would be wider than `WIDTH`."""
     effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"
     interval = f" ({step.low:.2f}-{step.high:.2f})" if step.low is not None and step.high is not None else ""
     cases = f"  [{first_few(list(step.cases), 3)}]" if step.cases else ""
     kept = "  (stored)" if stored else ""
-    return (f"step {step.number}  {step.described}  {step.verdict}  {effect}{interval}  "
-            f"{plural(step.rounds, 'round')}  {step.minutes:.1f} min{cases}{kept}")  # fmt: skip
+    line = (f"step {step.number}  {step.described}  {step.verdict}  {effect}{interval}  "
+            f"{plural(step.rounds, 'round')}  {step.minutes:.1f} min")  # fmt: skip
+    if len(line + cases + kept) <= WIDTH:
+        return line + cases + kept
+    return f"{line}{kept}\n{cases}"
 
 
 def _range(plan: Plan, low: int, high: int) -> str:
@@ -375,7 +416,13 @@ def _range(plan: Plan, low: int, high: int) -> str:
 
 
 def outcome_lines(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
-    """The closing lines: the first bad release with its evidence, no regression, or the undecided step."""
+    """The closing lines: the first bad release (or commit) with its evidence, no regression, or the
+    undecided step; each wrapped to `WIDTH` columns."""
+    said = _outcome_text(outcome, name, rounds_cap)
+    return [part for line in said for part in wrap_line(line, indent=" " * (len(line) - len(line.lstrip()) + 2))]
+
+
+def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
     step = outcome.step
     if outcome.kind == "none":
         return [f"no regression between good and bad (step 0: {step.verdict}; bisection {name})"]
@@ -386,6 +433,16 @@ def outcome_lines(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
     assert outcome.candidate is not None
     effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"
     interval = f", 95% interval {step.low:.2f}-{step.high:.2f}" if step.low and step.high else ""
-    return [f"first bad release: {outcome.candidate.describe()}",
-            f"  evidence: step {step.number}, {first_few(list(step.cases), 3)} regressed {effect}{interval}, "
-            f"{plural(step.rounds, 'round')} (daskbench compare --ab {step.group})"]  # fmt: skip
+    evidence = (f"  evidence: step {step.number}, {first_few(list(step.cases), 3)} regressed {effect}{interval}, "
+                f"{plural(step.rounds, 'round')}")  # fmt: skip
+    command = f"(daskbench compare --ab {step.group})"
+    if len(evidence) + 1 + len(command) > WIDTH:  # the command whole on a line of its own, to copy
+        return [_culprit_line(outcome.candidate), evidence, f"    {command}"]
+    return [_culprit_line(outcome.candidate), f"{evidence} {command}"]
+
+
+def _culprit_line(candidate: Candidate) -> str:
+    """``first bad release: standin 1.5`` or ``first bad commit: <full id> <subject>`` (in 120 columns)."""
+    if candidate.commit:
+        return f"first bad commit: {candidate.commit} {shortened(candidate.subject, 120 - 59)}"
+    return f"first bad release: {candidate.describe()}"

@@ -27,7 +27,7 @@ from daskbench.ab import bisect
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import stats
+from daskbench.judge import bisected, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store
@@ -229,25 +229,7 @@ def _pins(text: str) -> Pins:
 
 
 def culprit(store: Store, candidate: str) -> str:
-    """The first bad release a bisection of ``candidate`` (``--bad`` its run id or a prefix of it) named,
-    as one line with its step's evidence; empty when no bisection of it has a regressed step."""
-    names = {run.tags[bisect.TAG] for run in store.runs() if bisect.TAG in run.tags
-             and len(run.tags.get(bisect.BAD_TAG, "")) >= 4 and candidate.startswith(run.tags[bisect.BAD_TAG])}  # fmt: skip
-    for name in sorted(names):
-        steps = sorted(bisect.stored_steps(store, name), key=lambda step: _version(step.label))
-        bad = [step for step in steps if step.bad]
-        if bad:
-            good = [step for step in steps if step.decided and not step.bad and steps.index(step) < steps.index(bad[0])]
-            newest = f"; newest good step: {good[-1].described}" if good else ""
-            return f"bisection {name}: first bad release {bad[0].described}{newest} ({bisect.step_line(bad[0])})"
-    return ""
-
-
-def _version(label: str) -> tuple[int, object]:
-    """A step's label in release order (a label that is no single version sorts by its text)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (0, Version(label))
-    except InvalidVersion:
-        return (1, label)
+    """The first bad release or commit a bisection of ``candidate`` (``--bad`` its run id or a prefix of it)
+    named, as one line with its step; empty when no bisection of it has a regressed step."""
+    found = bisected.culprits(store, candidate)
+    return found[0].line() if found else ""

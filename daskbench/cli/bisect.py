@@ -1,10 +1,12 @@
-"""``daskbench bisect --good RUN|SPEC --bad RUN|SPEC``: the first release that made the selected cases slower.
+"""``daskbench bisect --good RUN|SPEC --bad RUN|SPEC``: the first release that made the selected cases slower;
+``daskbench bisect --repo PATH --good REF --bad REF``: the first commit of a git checkout that did.
 
 Every input is checked (the runs found, the pins parsed, the moving package's releases listed and both
-ends found on the index) before anything is built or run; then `daskbench.ab.bisect.Bisection` runs the
-steps, each a lockstep A/B of the good environment against the step's. Exit codes: 0 no regression
-between good and bad, 1 a first bad release named, 2 could not run or a step stayed undecided at
-``--rounds-cap`` (``--resume NAME`` continues), 130 interrupted (finished steps are kept).
+ends found on the index; or the checkout, both refs and their order) before anything is built or run;
+then `daskbench.ab.bisect.Bisection` runs the steps, each a lockstep A/B of the good environment against
+the step's. Exit codes: 0 no regression between good and bad, 1 a first bad release (or commit) named,
+2 could not run or a step stayed undecided at ``--rounds-cap`` (``--resume NAME`` continues), 130
+interrupted (finished steps are kept).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from daskbench import envs
@@ -23,25 +26,37 @@ from daskbench.cli.env import add_build_options, build_options
 from daskbench.errors import DaskbenchError
 from daskbench.model import Run
 from daskbench.store import Store
+from daskbench.text import plural, wrap_line
 
 EXIT_NONE, EXIT_CULPRIT, EXIT_UNDECIDED = 0, 1, 2
+PythonOf = Callable[[bisect.Candidate], str]
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bisect",
-        help="find the first release between a good and a bad version set that made the selected cases slower",
+        help="find the first release (or commit of a git checkout) between a good and a bad end that made the "
+        "selected cases slower",
         description="Bisect the releases of the package that differs between --good and --bad (dask and "
-        "distributed move together), each step an interleaved lockstep A/B of the good environment (side A) "
+        "distributed move together), or with --repo the commits of a local git checkout of a package (each "
+        "installed from its source tree), each step an interleaved lockstep A/B of the good environment (side A) "
         "against the step's (side B), rounds until decided. Step 0 confirms bad against good; an undecided "
         "step gets twice the rounds, up to --rounds-cap, never a guess. Steps print as they finish (stdout), "
         "progress goes to stderr, and each step's runs are tagged bisect=NAME in the store.",
         epilog="example: daskbench bisect --good dask==2026.6.0,distributed==2026.6.0 --bad 1a2b3c4d --inherit "
-        "-- -k ocean --size tiny; exit codes: 0 no regression between good and bad, 1 first bad release "
-        "named, 2 could not run or a step stayed undecided (--resume NAME continues), 130 interrupted",
+        "-- -k ocean --size tiny; daskbench bisect --repo ~/src/dask --good v2026.6.0 --bad main --inherit -- -k "
+        "ocean; exit codes: 0 no regression between good and bad, 1 first bad release or commit named, 2 could "
+        "not run or a step stayed undecided (--resume NAME continues), 130 interrupted",
     )
-    parser.add_argument("--good", metavar="RUN|SPEC", help="the good end: a run id (prefix) or pins NAME==V,...")
-    parser.add_argument("--bad", metavar="RUN|SPEC", help="the bad end: a run id (prefix) or pins NAME==V,...")
+    parser.add_argument("--good", metavar="RUN|SPEC|REF",
+                        help="the good end: a run id (prefix) or pins NAME==V,...; "
+                        "with --repo a commit, branch or tag")  # fmt: skip
+    parser.add_argument("--bad", metavar="RUN|SPEC|REF",
+                        help="the bad end: a run id (prefix) or pins NAME==V,...; "
+                        "with --repo a commit, branch or tag")  # fmt: skip
+    parser.add_argument("--repo", metavar="PATH",
+                        help="bisect the commits of this local git checkout of a package (first-parent, good..bad), "
+                        "installing each commit's source tree")  # fmt: skip
     parser.add_argument("--only", metavar="NAME,...",
                         help="bisect only these packages when the ends differ in more (dask,distributed count as one)")  # fmt: skip
     parser.add_argument("--inherit", action="store_true",
@@ -70,17 +85,19 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise DaskbenchError(f"--rounds-cap {args.rounds_cap} is below --max-rounds {args.max_rounds}")
     store = _store(args)
     name, stored = _name(args, store)
-    good_text, bad_text = _ends(args, store, name)
-    good, bad = (_end(store, text, flag) for text, flag in ((good_text, "--good"), (bad_text, "--bad")))
-    options = build_options(args)
-    plan = _plan(args, good[1], bad[1], options["index"])
-    _say(f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
-         f"{len(plan.candidates) - 1} releases between, at most {plan.max_steps()} steps")  # fmt: skip
+    ends = _ends(args, store, name)
+    repo = _repo(args, store, name)
+    plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
+    between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
+    header = (f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
+              f"{between} between, at most {plan.max_steps()} steps")  # fmt: skip
+    for line in wrap_line(header, indent="  "):
+        _say(line)
     for note in plan.notes:
         _say(f"bisect: note: {note}")
     floors = settings(args).floor or {}
     runner = bisect.Bisection(
-        name, store, settings(args).db, pytest_args, _python_maker(args, good, options), (good_text, bad_text),
+        name, store, settings(args).db, pytest_args, python_of, ends, repo=str(repo or ""),
         floors=floors, max_rounds=args.max_rounds, rounds_cap=args.rounds_cap, max_seconds=args.max_time * 60,
         say=_say, show=_show, stored={step.label: step for step in stored},
     )  # fmt: skip
@@ -96,8 +113,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 def _store(args: argparse.Namespace) -> Store:
     """The store; created only when neither end names a run (a mistyped --db is then not a new store)."""
-    names_run = any(text and "==" not in text for text in (args.good, args.bad)) or args.resume
-    return Store(settings(args).db, create=not names_run)
+    names_run = not args.repo and any(text and "==" not in text for text in (args.good, args.bad))
+    return Store(settings(args).db, create=not (names_run or args.resume))
 
 
 def _name(args: argparse.Namespace, store: Store) -> tuple[str, list[bisect.Step]]:
@@ -105,7 +122,7 @@ def _name(args: argparse.Namespace, store: Store) -> tuple[str, list[bisect.Step
     if args.resume and args.name and args.name != args.resume:
         raise DaskbenchError(f"--name {args.name} and --resume {args.resume} name two bisections; give one")
     name = args.resume or args.name or new_group_name("bisect")
-    stored = bisect.stored_steps(store, name)
+    stored = bisect.stored_steps(store, name, settings(args).floor or {})
     if args.resume and bisect.stored_ends(store, name) is None:
         raise DaskbenchError(f"no bisection {name!r} in {store.display_url} (no finished step); start it with --name")
     if not args.resume and stored:
@@ -121,8 +138,37 @@ def _ends(args: argparse.Namespace, store: Store, name: str) -> tuple[str, str]:
         raise DaskbenchError(f"bisection {name} ran with --good {found[0]} --bad {found[1]}; resume it with those "
                              "(or leave both out)")  # fmt: skip
     if not good or not bad:
-        raise DaskbenchError("give both ends: --good RUN|NAME==VERSION,... --bad RUN|NAME==VERSION,...")
+        form = "REF" if args.repo else "RUN|NAME==VERSION,..."
+        raise DaskbenchError(f"give both ends: --good {form} --bad {form}")
     return good, bad
+
+
+def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
+    """The checkout whose commits are bisected: --repo, or (resuming) the one the bisection ran on; None:
+    releases. One line for a folder that is not a git checkout, or --only (it names packages)."""
+    found = bisect.stored_repo(store, name) if args.resume else None
+    given: str | None = args.repo or found
+    if given is None:
+        return None
+    if args.only:
+        raise DaskbenchError("--only names packages to bisect; with --repo the commits of the checkout are bisected")
+    repo = envs.git_checkout(given, "--repo")
+    if found and repo != Path(found):
+        raise DaskbenchError(f"bisection {name} ran with --repo {found}; resume it with that (or leave it out)")
+    return repo
+
+
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+    """The commits after good up to bad, and how a commit's environment is built."""
+    plan = bisect.commit_plan(repo, *ends)
+    return plan, _commit_maker(args, repo, build_options(args))
+
+
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+    """The releases after good up to bad, and how a release's environment is built."""
+    good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
+    options = build_options(args)
+    return _plan(args, good[1], bad[1], options["index"]), _python_maker(args, good, options)
 
 
 def _end(store: Store, text: str, flag: str) -> tuple[Run | None, dict[str, str]]:
@@ -143,7 +189,7 @@ def _plan(args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, s
 
 def _python_maker(
     args: argparse.Namespace, good: tuple[Run | None, dict[str, str]], options: dict[str, Any]
-) -> Callable[[bisect.Candidate], str]:
+) -> PythonOf:
     """Builds (once, cached) a candidate's environment: an overlay of the candidate's pins with
     --inherit, else the good end's versions with the candidate's replacing them."""
 
@@ -155,6 +201,19 @@ def _python_maker(
             spec = envs.spec_from_run(good[0], overrides=pins)
         else:
             spec = envs.spec_from_pins({**good[1], **pins}, source=source)
+        return str(envs.build(spec, say=_say, inherit=args.inherit, **options))
+
+    return python_of
+
+
+def _commit_maker(args: argparse.Namespace, repo: Path, options: dict[str, Any]) -> PythonOf:
+    """Builds (once, cached) a commit's environment from its source tree (`envs.exported`): with --inherit
+    an overlay holding it alone, else the tree with its dependencies plus this daskbench."""
+
+    def python_of(candidate: bisect.Candidate) -> str:
+        tree = envs.exported(repo, candidate.commit, options["cache"])
+        spec = envs.spec_from_pins({}, with_daskbench=not args.inherit, source=f"commit {candidate.describe()}",
+                                   sources=(str(tree),))  # fmt: skip
         return str(envs.build(spec, say=_say, inherit=args.inherit, **options))
 
     return python_of

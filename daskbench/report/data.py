@@ -13,12 +13,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
-from daskbench.judge.compare import AB_GROUP, AB_SIDE, OUTCOME_METHOD, compare_group
+from daskbench.judge.bisected import Culprit, culprits
+from daskbench.judge.compare import AB_GROUP, OUTCOME_METHOD, compare_group
 from daskbench.judge.matching import same_host
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
@@ -101,13 +101,10 @@ class Section:
         return tuple(sorted({view.n_workers for view in self.cases}))
 
 
-#: The tags ``daskbench confirm`` (`daskbench.ab.confirm`) and ``daskbench bisect`` (`daskbench.ab.bisect`) set
-#: on their runs, read here by name (the report may not import ``daskbench.ab``; a test checks they agree).
+#: The tags ``daskbench confirm`` (`daskbench.ab.confirm`) sets on its runs, read here by name (the report may
+#: not import ``daskbench.ab``; a test checks they agree). A bisection's are read by `daskbench.judge.bisected`.
 CONFIRM_OF, CONFIRM_GOOD, CONFIRM_PINS, CONFIRM_TONIGHT, CONFIRM_FLOORS = (
     "confirm_of", "confirm_good", "confirm_pins", "confirm_tonight", "confirm_floors",
-)  # fmt: skip
-BISECT, BISECT_BAD, BISECT_STEP, BISECT_VERSION, BISECT_VERDICT, BISECT_PINS = (
-    "bisect", "bisect_bad", "bisect_step", "bisect_version", "bisect_verdict", "bisect_pins",
 )  # fmt: skip
 
 
@@ -120,18 +117,6 @@ class Confirmation:
     good: str
     versions: str
     verdicts: tuple[Verdict, ...]
-
-
-@dataclass(frozen=True)
-class Culprit:
-    """The first bad release a bisection of the candidate (``daskbench bisect --bad RUN``) found so far:
-    the lowest regressed step, and the newest good step below it."""
-
-    bisection: str
-    release: str
-    step: str
-    group: str
-    newest_good: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,39 +172,6 @@ def confirmations(store: Store, candidate: str) -> tuple[Confirmation, ...]:
 def _pins_text(pins: str) -> str:
     """``standin==1.0,dask==X`` -> ``standin 1.0, dask X``."""
     return ", ".join(item.replace("==", " ", 1) for item in pins.split(",") if item) or "?"
-
-
-def culprits(store: Store, candidate: str) -> tuple[Culprit, ...]:
-    """Per bisection whose bad end is run ``candidate`` (its id or a prefix of at least 4 characters), the
-    lowest release a stored step found regressed, with the newest good step below it."""
-    steps: dict[str, dict[str, Mapping[str, str]]] = {}
-    for run in reversed(store.runs()):  # oldest first: a step's last attempt wins
-        tags = run.tags
-        bad = tags.get(BISECT_BAD, "")
-        if BISECT in tags and tags.get(AB_SIDE) == "A" and len(bad) >= 4 and candidate.startswith(bad):
-            steps.setdefault(tags[BISECT], {})[tags.get(BISECT_VERSION, "?")] = tags
-    found = []
-    for name, by_version in sorted(steps.items()):
-        ordered = sorted(by_version.items(), key=lambda item: _release_key(item[0]))
-        bad_at = [index for index, (_, tags) in enumerate(ordered) if tags.get(BISECT_VERDICT) == "regressed"]
-        if not bad_at:
-            continue
-        version, tags = ordered[bad_at[0]]
-        good = [v for v, t in ordered[: bad_at[0]] if t.get(BISECT_VERDICT) in ("unchanged", "improved")]
-        release = _pins_text(tags.get(BISECT_PINS, "")) if tags.get(BISECT_PINS) else version
-        found.append(Culprit(name, release, tags.get(BISECT_STEP, "?"), tags.get(AB_GROUP, ""),
-                             good[-1] if good else ""))  # fmt: skip
-    return tuple(found)
-
-
-def _release_key(version: str) -> tuple[int, Any]:
-    """Release order (a label that is no version sorts after, by its text)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (0, Version(version))
-    except InvalidVersion:
-        return (1, version)
 
 
 def _baseline_measurements(

@@ -1,0 +1,200 @@
+"""`daskbench bisect --repo` over the commits of a git checkout, end to end: real commits, real source
+installs (setuptools, built in isolation), real overlay environments, real lockstep A/B.
+
+The test makes a git repository of a stand-in package, ``standin`` (a setuptools project with a
+pyproject.toml): its first commit's ``standin.work()`` sleeps 0.5 s; ten commits follow, the eighth of
+which makes it sleep 1.3x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
+environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
+From the first commit to the fifth nothing is slower: the A/A bisection. ``--max-rounds 3`` lets a
+clear step decide at its first look: the sleep is long enough (0.5 s, not the release test's 0.2 s)
+and the floor wide enough (``runtime=1.2``, for a planted 1.3x) that the scheduling noise of a busy
+2-core machine rarely leaves an unchanged step undecided (which would cost a second attempt).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daskbench.ab import bisect
+from daskbench.store import Store
+from tests.helpers import daskbench_cli
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "standin"
+version = "1.0"
+
+[tool.setuptools]
+packages = ["standin"]
+"""
+STANDIN = '''"""The stand-in: work() sleeps {seconds} s."""
+
+import time
+
+NOTE = {note}
+
+
+def work():
+    time.sleep({seconds})
+    return NOTE
+'''
+BENCH = """
+import dask
+import pytest
+import standin
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_standin_work(measure):
+    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.NOTE
+"""
+SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
+#: The commit (1 to 10 after the first) that makes work() 1.3x slower.
+PLANTED = 8
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git ARGS`` in ``repo``, as a fixed test author; its output."""
+    command = ["git", "-C", str(repo), "-c", "user.name=daskbench tests", "-c", "user.email=tests@daskbench.invalid",
+               "-c", "commit.gpgsign=false", *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def commit(repo: Path, note: int, seconds: float, subject: str) -> str:
+    """Write standin at ``note`` sleeping ``seconds``, commit it; the commit's id."""
+    (repo / "standin" / "__init__.py").write_text(STANDIN.format(note=note, seconds=seconds))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def standin_repo(repo: Path) -> list[str]:
+    """The checkout: the first commit, then ten, the `PLANTED`-th 1.3x slower from then on; their ids."""
+    (repo / "standin").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text(PYPROJECT)
+    git(repo, "init", "-q", "-b", "main")
+    commits = [commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
+    for note in range(1, 11):
+        slow = note >= PLANTED
+        subject = "work(): sleep 1.3x longer" if note == PLANTED else f"note {note}: nothing that matters"
+        commits.append(commit(repo, note, 0.65 if slow else 0.5, subject))
+    return commits
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Path:
+    """The benchmark suite, the checkout and the store of this module's bisections."""
+    root = tmp_path_factory.mktemp("bisect-repo")
+    (root / "test_bench.py").write_text(BENCH)
+    standin_repo(root / "standin")
+    return root
+
+
+@pytest.fixture(scope="module")
+def commits(folder: Path) -> list[str]:
+    """The checkout's commits, oldest first."""
+    return git(folder / "standin", "rev-list", "--reverse", "HEAD").split()
+
+
+def _bisect(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``daskbench bisect --repo standin ... --inherit`` in a fresh process in ``folder``."""
+    flags = ["--repo", str(folder / "standin"), "--inherit", "--cache-dir", str(folder / "cache"),
+             "--db", f"sqlite:///{folder / 'bisect.db'}", "--max-rounds", "3"]  # fmt: skip
+    command = [sys.executable, "-m", "daskbench", "bisect", *flags, *args, *SESSION]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def found(folder: Path, commits: list[str]) -> subprocess.CompletedProcess[str]:
+    """The bisection ``found``: the first commit (good) to the last (bad)."""
+    return _bisect(folder, "--good", commits[0], "--bad", "main", "--name", "found")
+
+
+def _steps(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in done.stdout.splitlines() if line.startswith("step ")]
+
+
+def test_bisect_repo_names_the_commit_that_planted_the_slowdown_within_four_steps(
+    found: subprocess.CompletedProcess[str], commits: list[str]
+) -> None:
+    """Exit 1: the planted commit, full id and subject, in at most 4 steps after step 0, each shown with
+    its commit (short id, subject) and verdict; the culprit carries its step's evidence."""
+    assert found.returncode == 1, found.stdout[-2000:] + found.stderr[-3000:]
+    steps = _steps(found)
+    assert 2 <= len(steps) <= 5, found.stdout
+    assert steps[0].startswith(f"step 0  {commits[-1][:12]} note 10: nothing that matters  regressed")
+    assert all(any(f"  {word}  " in line for word in ("regressed", "unchanged", "improved")) for line in steps)
+    assert f"first bad commit: {commits[PLANTED]} work(): sleep 1.3x longer" in found.stdout
+    assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
+    assert max(len(line) for line in found.stdout.splitlines()) <= 120
+    assert "Traceback" not in found.stderr
+
+
+def test_every_commit_step_is_tagged_and_a_resume_reuses_them(
+    found: subprocess.CompletedProcess[str], folder: Path, commits: list[str]
+) -> None:
+    """Each step's runs carry the commit, its subject and the checkout; ``--resume found`` (checkout and
+    ends read back from the tags) runs nothing new and names the planted commit again."""
+    runs = [run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect") == "found"]
+    assert {run.tags["bisect_repo"] for run in runs} == {str(folder / "standin")}
+    steps = {run.tags["bisect_commit"]: run.tags["bisect_verdict"] for run in runs}
+    assert steps[commits[-1]] == "regressed" and steps[commits[PLANTED]] == "regressed"
+    again = subprocess.run([sys.executable, "-m", "daskbench", "bisect", "--resume", "found", "--inherit",
+                            "--cache-dir", str(folder / "cache"), "--db", f"sqlite:///{folder / 'bisect.db'}",
+                            *SESSION], cwd=folder, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert f"first bad commit: {commits[PLANTED]}" in again.stdout and "(stored)" in again.stdout
+    assert "bisect: step" not in again.stderr
+
+
+def test_an_a_a_bisection_of_commits_says_no_regression(
+    found: subprocess.CompletedProcess[str], folder: Path, commits: list[str]
+) -> None:
+    """The first commit to the fifth, none slower: step 0 finds no regression; exit 0, no culprit."""
+    done = _bisect(folder, "--good", commits[0], "--bad", commits[5], "--name", "flat")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "no regression between good and bad" in done.stdout and "first bad" not in done.stdout
+    assert [line[:20] for line in _steps(done)] == [f"step 0  {commits[5][:12]}"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--repo", "{tmp}", "--good", "HEAD~1", "--bad", "HEAD"], "--repo {tmp}: not a git checkout"),
+        (["--repo", "{tmp}/nowhere", "--good", "HEAD~1", "--bad", "HEAD"], "--repo {tmp}/nowhere: no such folder"),
+        (["--repo", "{repo}", "--good", "v9", "--bad", "HEAD"], "--good 'v9': {repo} has no such branch, tag"),
+        (["--repo", "{repo}", "--good", "main", "--bad", "HEAD"], "are the same commit"),
+        (["--repo", "{repo}", "--good", "HEAD", "--bad", "HEAD~3"], "is not an ancestor of"),
+        (["--repo", "{repo}", "--good", "HEAD~3", "--bad", "HEAD", "--only", "standin"], "--only names packages"),
+    ],
+)  # fmt: skip
+def test_bad_repo_input_is_one_line_before_anything_is_built_or_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], said: str
+) -> None:
+    """Not a checkout, no such folder, an unknown ref, identical ends, good not an ancestor of bad, --only:
+    exit 2, one line, and no environment cache made."""
+    repo = tmp_path / "standin"
+    standin_repo(repo)
+    db, cache = f"sqlite:///{tmp_path / 'bad.db'}", tmp_path / "cache"
+    filled = [arg.format(tmp=tmp_path, repo=repo) for arg in args]
+    done = daskbench_cli("bisect", *filled, "--inherit", "--cache-dir", str(cache), "--db", db, capsys=capsys)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and said.format(tmp=tmp_path, repo=repo) in done.stderr, done.stderr
+    assert not cache.exists()
+
+
+def test_a_commit_candidate_shows_its_short_id_and_its_subject_escaped_and_cut() -> None:
+    """Label: the 12-char id; description: id and subject, control characters escaped, cut to 40."""
+    candidate = bisect.Candidate(commit="1a2b3c4d5e6f7a8b9c0d" * 2, subject="fix \x1b[31mred\x1b[0m " + "x" * 60)
+    assert candidate.label() == "1a2b3c4d5e6f"
+    described = candidate.describe()
+    assert described.startswith("1a2b3c4d5e6f fix \\x1b[31mred") and described.endswith("...")
+    assert "\x1b" not in described and len(described) == 12 + 1 + bisect.SUBJECT_WIDTH
