@@ -233,7 +233,7 @@ class Store:
         write lock (``BEGIN IMMEDIATE``) or PostgreSQL's advisory lock serialises the
         check and the change, and whoever comes second finds the work done.
         """
-        found = self._schema_version()
+        found = retrying(self._schema_version)  # a fresh file switching to WAL can refuse even a reader at once
         if found == SCHEMA_VERSION:
             return
         if found is None and not self.create:
