@@ -49,6 +49,32 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if _BENCHMARKS_ONLY.fullmatch(config.getoption("markexpr", "") or "") else None
 
 
+#: The test files that take a minute or more, longest first (pytest --durations, 2026-11-23). Under
+#: `pytest -n auto --dist loadfile` a worker takes the next file when it is nearly done with its last; run
+#: longest first, the long files do not end the run alone on one core (xdist's default order puts files
+#: with many tests first, so a long file of few tests started last). test_first_day leads and
+#: test_lockstep_rounds comes second: the quickstart test loads every core under the exclusive machine lock,
+#: which waits while another worker holds it shared for a whole quiet module (`quiet_machine`: bisect,
+#: confirm, pr, regression_e2e), and lockstep_rounds is not one.
+LONGEST_FIRST = (
+    "test_first_day.py", "test_lockstep_rounds.py", "test_bisect_repo.py", "test_bisect.py",
+    "test_regression_e2e.py", "test_pr.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
+    "test_plugin.py", "test_memory.py", "test_shared_cluster.py", "test_confirm.py", "test_cluster_faults.py",
+)  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the order below for xdist's file scheduling (its own reorders files by their number of tests)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of `LONGEST_FIRST` first, in its order; every other file after them, as collected."""
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: tests keep their order
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     """A real, empty SQLite store in a temporary directory."""
