@@ -453,6 +453,23 @@ def test_history_uses_only_good_runs(store: Store) -> None:
     assert len(verdict.baseline_values) == 12
 
 
+def test_history_skips_runs_made_side_by_side(store: Store) -> None:
+    """Runs of an A/B group (bisect steps on other releases, a confirmation, a pull request's sides) are not
+    a case's history: 10 nightly runs at 10 s, then 6 A/B runs at 20 s, then the candidate at 10 s."""
+    case = make_case("shuffle", size="small")
+    for index, runtime in enumerate(wobble(10)):
+        add_results(store, add_run(store, index), case, runtime, noise=(0.0,))
+    for index in range(10, 16):
+        side = add_run(store, index, label=f"bisect-3-A{index}", tags={"ab_group": "bisect-3", "ab_side": "A"})
+        add_results(store, side, case, 20.0, noise=(0.0,))
+    cand = add_run(store, 16)
+    add_results(store, cand, case, 10.0, noise=(0.0,))
+    comparison = compare_runs(store, candidate=cand.run_id, history=20)
+    verdict = only(comparison)
+    assert verdict.verdict == "unchanged" and len(verdict.baseline_values) == 10
+    assert any(note.startswith("history skips 6 runs made side by side") for note in comparison.notes)
+
+
 def test_history_window_limits_the_lookback(store: Store) -> None:
     """--history 12 looks at the last 12 good runs only."""
     history_store(store, wobble(25), candidate=10.0)

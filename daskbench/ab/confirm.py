@@ -30,15 +30,13 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.model import Comparison, Run, Verdict, group_measurements
-from daskbench.store import Store
+from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
 
 #: Tags on a confirmation's runs: the candidate it confirms, the good run, and both sides' versions.
 CONFIRM_OF, CONFIRM_GOOD, CONFIRM_PINS, CONFIRM_TONIGHT, CONFIRM_FLOORS = (
     "confirm_of", "confirm_good", "confirm_pins", "confirm_tonight", "confirm_floors",
 )  # fmt: skip
-#: Tags of runs no comparison may take as a good run: made by a comparison, not a night.
-_COMPARISON_TAGS = ("ab_group", "calibrate_group")
 #: Most rounds of one case in a confirmation (`daskbench confirm --max-rounds`).
 MAX_ROUNDS = 30
 
@@ -113,7 +111,7 @@ def good_run(store: Store, night: Comparison, suspects: Sequence[Verdict]) -> Ru
     itself slow in them (a run-median below the suspect's floor times the median over those runs);
     else the newest that measured them. One line when none did."""
     fingerprints = {verdict.fingerprint for verdict in suspects}
-    runs = [run for run in night.baseline_runs if not any(tag in run.tags for tag in _COMPARISON_TAGS)]
+    runs = [run for run in night.baseline_runs if not runstatus.made_side_by_side(run)]  # a night's, not an A/B's
     measured = group_measurements(store.measurements([run.run_id for run in runs]) if runs else [], "run_id")
     per_run = {run.run_id: group_measurements(measured.get(run.run_id, []), "fingerprint") for run in runs}
     usable = [run for run in runs if fingerprints <= {fp for fp, ms in per_run[run.run_id].items()

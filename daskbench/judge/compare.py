@@ -233,7 +233,7 @@ def _noise_runs(store: Store, cand: Run, base_runs: tuple[Run, ...], allow_mixed
     the candidate, never later runs: a verdict between two runs does not change as runs are added)."""
     if len(base_runs) > 1:
         return list(base_runs)
-    earlier = [run for run in store.runs() if run.started_at < cand.started_at
+    earlier = [run for run in store.runs() if run.started_at < cand.started_at and not runstatus.made_side_by_side(run)
                and (allow_mixed or matching.same_host(run, cand))]  # fmt: skip
     return earlier[: stats.DEFAULT_HISTORY]  # recent noise, and a bounded read of a long history
 
@@ -331,6 +331,11 @@ def _history_comparison(
     notes: list[str],
 ) -> Comparison:
     earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
+    sides = [run for run in earlier if runstatus.made_side_by_side(run)]
+    if sides:  # other versions (bisect, confirm, pr), half a machine each, planted arms (calibrate)
+        earlier = [run for run in earlier if not runstatus.made_side_by_side(run)]
+        notes.append(f"history skips {plural(len(sides), 'run')} made side by side (ab, calibrate, bisect, "
+                     "confirm, pr: judge those with compare --ab GROUP)")  # fmt: skip
     earlier, skipped = runstatus.finished_only(store, earlier, "history")
     notes.extend(skipped)
     usable = {run.run_id: run for run in earlier if allow_mixed or matching.same_host(run, cand)}

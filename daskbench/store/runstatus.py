@@ -99,8 +99,14 @@ def describe(run: Run, status: str) -> str:
     return f"run {run.run_id[:8]} ({run.label}) is {status}"
 
 
-#: Tags of runs made by a comparison (``daskbench ab``, ``calibrate``): never a plain command's latest run.
+#: Tags of runs made by a comparison (``daskbench ab``, ``calibrate``, and ``bisect``, ``confirm``, ``pr``, whose
+#: runs are lockstep groups): never a plain command's latest run, nor part of a case's history.
 COMPARISON_TAGS = ("ab_group", "calibrate_group")
+
+
+def made_side_by_side(run: Run) -> bool:
+    """Whether ``run`` is one side of a comparison (other versions, a halved machine, a planted arm)."""
+    return any(tag in run.tags for tag in COMPARISON_TAGS)
 
 
 def latest_finished(store: Store) -> tuple[Run, list[str]]:
@@ -110,7 +116,7 @@ def latest_finished(store: Store) -> tuple[Run, list[str]]:
     everything = store.runs()
     if not everything:
         return store.latest_run(), []  # the store's own "no runs yet" error
-    runs = [run for run in everything if not any(tag in run.tags for tag in COMPARISON_TAGS)]
+    runs = [run for run in everything if not made_side_by_side(run)]
     if not runs:
         raise DaskbenchError(
             f"every run in {store.display_url} was made by daskbench ab or calibrate; judge a group with: "
