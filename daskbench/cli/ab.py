@@ -70,11 +70,7 @@ def register(subparsers: Any) -> None:
                         "and round), or auto: lockstep unless --cluster is a running scheduler (default)")  # fmt: skip
     parser.add_argument("--rounds", type=rounds_value, default=None, metavar="N|auto",
                         help="rounds per case: auto (default) adds rounds until decided, N runs exactly N")  # fmt: skip
-    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
-                        default=sequential.MAX_ROUNDS,
-                        help=f"most rounds of one case with --rounds auto (default {sequential.MAX_ROUNDS})")  # fmt: skip
-    parser.add_argument("--max-time", type=minutes_value, default=MAX_MINUTES, metavar="MINUTES",
-                        help=f"most minutes of one case with --rounds auto (default {MAX_MINUTES:g})")  # fmt: skip
+    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto", default_minutes=MAX_MINUTES)
     for side in ("a", "b"):
         parser.add_argument(f"--{side}-python", metavar="PYTHON",
                             help=f"interpreter of side {side.upper()} (default: this one)")  # fmt: skip
@@ -97,6 +93,22 @@ def rounds_value(text: str) -> int | None:
     if text == "auto":
         return None
     return whole_number(1, MAX_ROUNDS, "rounds", "--rounds 5 or --rounds auto")(text)
+
+
+def add_budget_options(
+    parser: argparse.ArgumentParser,
+    *,
+    rounds: str = "",
+    minutes: str = "",
+    default_rounds: int = sequential.MAX_ROUNDS,
+    default_minutes: float = 10.0,
+) -> None:
+    """``--max-rounds`` and ``--max-time``, the budget of one case in a lockstep group (ab, bisect, confirm,
+    pr); ``rounds`` and ``minutes`` end their help's "most rounds/minutes of one case" (what they bound)."""
+    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
+                        default=default_rounds, help=f"most rounds of one case{rounds} (default {default_rounds})")  # fmt: skip
+    parser.add_argument("--max-time", type=minutes_value, default=default_minutes, metavar="MINUTES",
+                        help=f"most minutes of one case{minutes} (default {default_minutes:g})")  # fmt: skip
 
 
 def minutes_value(text: str) -> float:

@@ -17,9 +17,9 @@ from typing import Any
 
 from daskbench import alerts
 from daskbench.ab import confirm
-from daskbench.ab.sessions import MAX_ROUNDS, new_group_name, pytest_arguments
-from daskbench.cli.ab import minutes_value
-from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings, whole_number
+from daskbench.ab.sessions import new_group_name, pytest_arguments
+from daskbench.cli.ab import add_budget_options
+from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
 from daskbench.cli.env import add_build_options, build_options
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
@@ -44,11 +44,7 @@ def register(subparsers: Any) -> None:
     )
     add_selection_options(parser, verb="confirm", ab=False)
     parser.add_argument("--name", help="name of the A/B group (default: confirm-<date-time>)")
-    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
-                        default=confirm.MAX_ROUNDS,
-                        help=f"most rounds of one case (default {confirm.MAX_ROUNDS})")  # fmt: skip
-    parser.add_argument("--max-time", type=minutes_value, default=10.0, metavar="MINUTES",
-                        help="most minutes of one case (default 10)")  # fmt: skip
+    add_budget_options(parser, default_rounds=confirm.MAX_ROUNDS)
     add_db_option(parser)
     add_build_options(parser)
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")

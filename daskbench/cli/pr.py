@@ -21,13 +21,12 @@ from typing import Any
 from daskbench import envs
 from daskbench.ab import pr
 from daskbench.ab.sessions import pytest_arguments
-from daskbench.cli.ab import minutes_value
+from daskbench.cli.ab import add_budget_options
 from daskbench.cli.common import add_db_option, add_floor_option, settings, whole_number
 from daskbench.cli.env import add_build_options, build_options
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
-from daskbench.judge import sequential
 from daskbench.store import Store
 from daskbench.text import wrap_line
 
@@ -72,11 +71,7 @@ def register(subparsers: Any) -> None:
                         help="the link the comment gives to the report (default in GitHub Actions: this workflow "
                         "run's page, which holds the uploaded report; elsewhere the report's path)")  # fmt: skip
     parser.add_argument("--markdown", metavar="FILE", help="also write the verdict table's Markdown to FILE")
-    parser.add_argument("--max-rounds", type=whole_number(3, 200, "rounds", "--max-rounds 30"),
-                        default=sequential.MAX_ROUNDS,
-                        help=f"most rounds of one case (default {sequential.MAX_ROUNDS})")  # fmt: skip
-    parser.add_argument("--max-time", type=minutes_value, default=10.0, metavar="MINUTES",
-                        help="most minutes of one case (default 10)")  # fmt: skip
+    add_budget_options(parser)
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
