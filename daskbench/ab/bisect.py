@@ -374,8 +374,9 @@ class Bisection:
         return step
 
     def _lockstep(self, group: str, sides: dict[str, Side], rounds: int) -> None:
-        run_group(group, sides, self.db, self.pytest_args, floor=self.floors.get("runtime_s",
-                  stats.default_floor("runtime_s")), max_rounds=rounds, max_seconds=self.max_seconds, say=self.say)  # fmt: skip
+        floor = self.floors.get("runtime_s", stats.default_floor("runtime_s"))
+        run_group(group, sides, self.db, self.pytest_args, floor=floor, max_rounds=rounds,
+                  max_seconds=self.max_seconds, say=self.say)  # fmt: skip
 
     def _tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
         """Tag the group's runs: the bisection, the step, the candidate and the step's verdict."""
