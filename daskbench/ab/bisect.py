@@ -149,7 +149,7 @@ def recorded_pins(run: Run) -> dict[str, str]:
 def moving_packages(good: Mapping[str, str], bad: Mapping[str, str], only: Collection[str] | None) -> tuple[str, ...]:
     """The packages to bisect: those that differ (or ``only`` these); one line when there is nothing
     to bisect, or more than one package (dask with distributed counts as one)."""
-    differ = sorted(name for name in {*good, *bad} if not _same(good.get(name), bad.get(name)))
+    differ = differing_names(good, bad)
     if not differ:
         raise DaskbenchError(f"--good and --bad name the same versions ({_shown(good)}): nothing to bisect")
     chosen = sorted(envs.normalized(name) for name in only) if only else differ
@@ -164,6 +164,11 @@ def moving_packages(good: Mapping[str, str], bad: Mapping[str, str], only: Colle
                              "bisect one at a time: --only NAME (dask and distributed move as one) or pins "
                              "that differ in one")  # fmt: skip
     return tuple(chosen)
+
+
+def differing_names(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    """The package names whose versions differ between two version sets (one lacking a name differs), sorted."""
+    return sorted(name for name in {*a, *b} if not _same(a.get(name), b.get(name)))
 
 
 def _same(a: str | None, b: str | None) -> bool:

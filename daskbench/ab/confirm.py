@@ -148,7 +148,7 @@ def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
     """The packages whose recorded versions differ, at the good run's and at the candidate's versions; one
     line when none differ (then no other environment can be built) or the good run lacks one."""
     ours, theirs = bisect.recorded_pins(good), bisect.recorded_pins(candidate)
-    names = sorted(name for name in {*ours, *theirs} if not _same(ours.get(name), theirs.get(name)))
+    names = bisect.differing_names(ours, theirs)
     if not names:
         raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded the same package versions as run "
                              f"{candidate.run_id[:8]}: no other environment to rebuild")  # fmt: skip
@@ -157,10 +157,6 @@ def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
         raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded no version of "
                              f"{first_few(missing, 3)}: its environment cannot be rebuilt")  # fmt: skip
     return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
-
-
-def _same(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and envs.same_version(a, b)
 
 
 def build_good(plan: Plan, say: Say = envs.say_stderr, **options: object) -> str:
