@@ -19,9 +19,9 @@ from daskbench.ab import bisect, confirm
 from daskbench.config import resolve
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected
+from daskbench.judge import confirmed as confirm_tags
 from daskbench.judge.compare import compare_runs
 from daskbench.model import Case, ClusterSpec, Comparison, Verdict
-from daskbench.report import data as report_data
 from daskbench.store import Store
 from tests.helpers import add_results, add_run, daskbench_cli, standin_module, write_wheel
 
@@ -88,7 +88,7 @@ def test_a_slower_release_is_confirmed_side_by_side_with_its_evidence(
     assert "per-round ratios" in out and "round" in out
     assert "confirmed side by side: 1 of 1 regression" in out
     assert all(len(line) <= 120 for line in done.stdout.splitlines())
-    found = confirm.stored(Store(f"sqlite:///{root / 'confirm.db'}"), "confirm-tonight")
+    found = confirm_tags.stored(Store(f"sqlite:///{root / 'confirm.db'}"), "confirm-tonight")
     assert (found.candidate, found.pins, found.tonight) == (candidate, "standin 1.0", "standin 1.1")
     assert found.good == "run002-nightly" and found.floors == {"runtime_s": 1.5}
     assert "Traceback" not in done.stderr
@@ -229,7 +229,7 @@ def test_a_bisection_of_the_run_names_its_culprit_in_the_alert_and_the_report(
                     bisect.TAG: "found", bisect.STEP: str(index), bisect.VERSION: version, bisect.VERDICT: verdict,
                     "bisect_pins": f"standin=={version}", bisect.GOOD_TAG: "standin==1.0", bisect.BAD_TAG: candidate[:8]}  # fmt: skip
             store.tag_run(run.run_id, tags)
-    said = confirm.culprit(store, candidate)
+    said = bisected.culprit_line(store, candidate)
     assert (
         said == "bisection found: first bad standin 1.5 (step 2, daskbench compare --ab b-2); newest good standin 1.4"
     )
@@ -242,11 +242,21 @@ def test_a_bisection_of_the_run_names_its_culprit_in_the_alert_and_the_report(
     assert "found the first bad standin 1.5 (step 2," in " ".join((tmp_path / "r.html").read_text().split())
 
 
-def test_the_report_reads_the_tags_confirm_writes() -> None:
-    """The report may not import daskbench.ab, so it names the tags itself: they must be the same."""
-    assert (report_data.CONFIRM_OF, report_data.CONFIRM_GOOD, report_data.CONFIRM_PINS, report_data.CONFIRM_TONIGHT,
-            report_data.CONFIRM_FLOORS) == (confirm.CONFIRM_OF, confirm.CONFIRM_GOOD, confirm.CONFIRM_PINS,
-                                            confirm.CONFIRM_TONIGHT, confirm.CONFIRM_FLOORS)  # fmt: skip
+def test_a_confirmation_is_read_back_from_the_tags_it_writes_one_per_group_oldest_first(tmp_path: Path) -> None:
+    """The alert (`stored`) and the report (`of_candidate`) read what ``confirm`` tags, the versions in words;
+    a group not tagged as a confirmation is one line naming the command that makes one."""
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    tags = confirm_tags.tags("cand", "good", (("standin", "1.0"),), (("standin", "1.1"),), {"runtime_s": 1.2})
+    for index, group in enumerate(("c-1", "c-1", "c-2")):
+        run = add_run(store, index, label=f"{group}-{index}")
+        store.tag_run(run.run_id, {"ab_group": group, **tags})
+    found = confirm_tags.stored(store, "c-2")
+    assert found == confirm_tags.Stored("c-2", "cand", "good", "standin 1.0", "standin 1.1", {"runtime_s": 1.2})
+    assert found.versions() == "standin 1.0 against standin 1.1"
+    assert [stored.group for stored in confirm_tags.of_candidate(store, "cand")] == ["c-1", "c-2"]
+    assert confirm_tags.of_candidate(store, "other") == ()
+    with pytest.raises(DaskbenchError, match=r"no confirmation 'c-3' .* daskbench confirm --name GROUP"):
+        confirm_tags.stored(store, "c-3")
 
 
 def test_a_run_records_the_versions_of_the_packages_it_is_asked_to(monkeypatch: pytest.MonkeyPatch) -> None:

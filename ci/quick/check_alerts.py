@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from daskbench.ab.confirm import CONFIRM_OF, CONFIRM_PINS
+from daskbench.judge.confirmed import OF as CONFIRM_OF
+from daskbench.judge.confirmed import PINS as CONFIRM_PINS
 from daskbench.store import Store
 
 #: What the alert of a regression confirmed side by side says, in the summary and in the issue.
@@ -33,7 +34,7 @@ def main(calls_path: str, summary_path: str, db_path: str) -> int:
     for said in EVIDENCE:  # read as rendered: Markdown's escapes and line wrapping left out
         if any(said not in " ".join(text.replace("\\", "").split()) for text in (summary, body)):
             problems.append(f"the alert does not carry the side-by-side evidence {said!r}")
-    groups = {run.tags[CONFIRM_OF]: run.tags.get(CONFIRM_PINS) for run in Store(f"sqlite:///{db_path}").runs()
+    groups = {run.tags[CONFIRM_OF]: run.tags.get(CONFIRM_PINS, "") for run in Store(f"sqlite:///{db_path}").runs()
               if CONFIRM_OF in run.tags}  # fmt: skip
     if sorted(groups.values()) != ["standin==1.0", "standin==1.0"]:
         problems.append(f"expected two side-by-side confirmations against standin 1.0 (nights 2 and 3), found {groups}")

@@ -7,17 +7,15 @@ that measured every suspect case and was not itself slow in them), rebuilds that
 an overlay over this interpreter holding the good run's versions of the packages that differ
 (`make_plan`, `daskbench.envs`), and runs a lockstep A/B (`daskbench.ab.lockstep`) of it (side A)
 against this interpreter (side B, tonight's), each case measured in turn until the sequential rule
-decides it. The group's runs carry `CONFIRM_OF` (the candidate run), `CONFIRM_GOOD` and the two
-version sets (`stored`), so ``daskbench alert --confirm-ab GROUP`` and the report find the evidence.
+decides it. The group's runs carry the tags of `daskbench.judge.confirmed` (the candidate run, the good
+run and the two version sets), so ``daskbench alert --confirm-ab GROUP`` and the report find the evidence.
 
 When no environment can be rebuilt (the good run recorded the same versions as tonight's, or the
 build fails) this says so in one line, and the nightly falls back to a re-run of the same environment.
-`culprit` reads back a bisection (``daskbench bisect --bad RUN``) of a candidate, for the alert.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,21 +25,17 @@ from daskbench.ab import bisect
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import bisected, stats
+from daskbench.judge import confirmed, stats
 from daskbench.judge.compare import AB_GROUP
+from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
 
-#: Tags on a confirmation's runs: the candidate it confirms, the good run, and both sides' versions.
-CONFIRM_OF, CONFIRM_GOOD, CONFIRM_PINS, CONFIRM_TONIGHT, CONFIRM_FLOORS = (
-    "confirm_of", "confirm_good", "confirm_pins", "confirm_tonight", "confirm_floors",
-)  # fmt: skip
 #: Most rounds of one case in a confirmation (`daskbench confirm --max-rounds`).
 MAX_ROUNDS = 30
 
 Say = Callable[[str], None]
-Pins = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -66,30 +60,6 @@ class Plan:
         """``standin 1.0 (run 1a2b3c4d) against standin 1.1 (run 5e6f7a8b)``."""
         return f"{describe_pins(self.pins)} (run {self.good.run_id[:8]}) against {describe_pins(self.tonight)} " \
                f"(run {self.candidate.run_id[:8]})"  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Stored:
-    """A confirmation read back from its runs' tags."""
-
-    group: str
-    candidate: str
-    good: str
-    pins: str
-    tonight: str
-    floors: Mapping[str, float]
-
-    def versions(self) -> str:
-        """``standin 1.0 against 1.1``, as the alert says it."""
-        return f"{self.pins} against {self.tonight}"
-
-
-def describe_pins(pins: Pins) -> str:
-    return ", ".join(f"{name} {version}" for name, version in pins)
-
-
-def pins_text(pins: Pins) -> str:
-    return ",".join(f"{name}=={version}" for name, version in pins)
 
 
 # -- what is confirmed ------------------------------------------------------------------------
@@ -194,36 +164,7 @@ class Runner:
         self.tag(plan, group)
 
     def tag(self, plan: Plan, group: str) -> None:
-        tags = {CONFIRM_OF: plan.candidate.run_id, CONFIRM_GOOD: plan.good.run_id,
-                CONFIRM_PINS: pins_text(plan.pins), CONFIRM_TONIGHT: pins_text(plan.tonight),
-                CONFIRM_FLOORS: json.dumps(dict(self.floors), sort_keys=True)}  # fmt: skip
+        tags = confirmed.tags(plan.candidate.run_id, plan.good.run_id, plan.pins, plan.tonight, self.floors)
         for run in self.store.runs():
             if run.tags.get(AB_GROUP) == group:
                 self.store.tag_run(run.run_id, tags)
-
-
-# -- reading back -----------------------------------------------------------------------------
-
-
-def stored(store: Store, group: str) -> Stored:
-    """The confirmation of A/B group ``group``; one line when no run of it is tagged as one."""
-    for run in store.runs():
-        if run.tags.get(AB_GROUP) == group and CONFIRM_OF in run.tags:
-            tags = run.tags
-            return Stored(group, tags[CONFIRM_OF], tags.get(CONFIRM_GOOD, ""),
-                          describe_pins(_pins(tags.get(CONFIRM_PINS, ""))),
-                          describe_pins(_pins(tags.get(CONFIRM_TONIGHT, ""))),
-                          json.loads(tags.get(CONFIRM_FLOORS) or "{}"))  # fmt: skip
-    raise DaskbenchError(f"no confirmation {group!r} in {store.display_url} (no run tagged {CONFIRM_OF} in that "
-                         "A/B group); run one with: daskbench confirm --name GROUP")  # fmt: skip
-
-
-def _pins(text: str) -> Pins:
-    return tuple(tuple(item.split("==", 1)) for item in text.split(",") if "==" in item)  # type: ignore[misc]
-
-
-def culprit(store: Store, candidate: str) -> str:
-    """The first bad release or commit a bisection of ``candidate`` (``--bad`` its run id or a prefix of it)
-    named, as one line with its step; empty when no bisection of it has a regressed step."""
-    found = bisected.culprits(store, candidate)
-    return found[0].line() if found else ""

@@ -17,6 +17,7 @@ from typing import Any
 from daskbench import alerts
 from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
 from daskbench.errors import DaskbenchError
+from daskbench.judge import bisected, confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.model import Comparison
 from daskbench.store import Store
@@ -97,11 +98,9 @@ def _confirmed(
     args: argparse.Namespace, store: Store, night: Comparison
 ) -> tuple[Comparison, alerts.Confirmation | None]:
     """The night's verdicts as the confirmation re-judged them, and how it was confirmed (None: not)."""
-    from daskbench.ab import confirm
-
     candidate = night.candidate_run.run_id
     if args.confirm_ab:
-        found = confirm.stored(store, args.confirm_ab)
+        found = confirmed.stored(store, args.confirm_ab)
         if not candidate.startswith(found.candidate):
             raise DaskbenchError(f"A/B group {args.confirm_ab} confirms run {found.candidate[:8]}, not the judged run "
                                  f"{candidate[:8]}; pass --candidate {found.candidate[:8]}")  # fmt: skip
@@ -114,7 +113,7 @@ def _confirmed(
         confirmation = alerts.Confirmation(alerts.RERUN, rerun.candidate_run.run_id, reason=args.fallback_reason or "")
     else:
         return night, None
-    return comparison, replace(confirmation, culprit=confirm.culprit(store, candidate))
+    return comparison, replace(confirmation, culprit=bisected.culprit_line(store, candidate))
 
 
 def _github(repo: str | None) -> alerts.GitHub | None:

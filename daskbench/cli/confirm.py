@@ -21,6 +21,7 @@ from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.ab import add_budget_options
 from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
 from daskbench.cli.env import add_build_options, build_options
+from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.text import plural, wrap_line
@@ -66,7 +67,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     runner = confirm.Runner(store, settings(args).db, pytest_args, chosen.floors, args.max_rounds,
                             args.max_time * 60, say=_say)  # fmt: skip
     runner.run(plan, group, good_python, sys.executable)
-    found = confirm.stored(store, group)
+    found = confirmed.stored(store, group)
     ab = compare_group(store, group, floors=found.floors)
     judged, confirmation = alerts.side_by_side(night, ab, reference=group, good=found.good, versions=found.versions())
     for verdict in plan.suspects:

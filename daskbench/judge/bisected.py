@@ -7,7 +7,7 @@ the bad end moves to each step found ``regressed`` and the good end to each step
 **first bad candidate is the regressed step with the highest number**, and the newest good one the
 unchanged (or improved) step with the highest number. This holds for releases and commits alike, with
 no ordering of versions; for a bisection still under way it is the best bound found so far.
-Read by the alert (`daskbench.ab.confirm`) and the report (`daskbench.report.data`).
+Read by the alert (`culprit_line`, `daskbench.cli.alert`) and the report (`daskbench.report.data`).
 """
 
 from __future__ import annotations
@@ -73,3 +73,10 @@ def _culprit(name: str, by_number: Mapping[int, Mapping[str, str]]) -> Culprit |
     tags = by_number[max(bad)]
     newest_good = described(by_number[max(good)]) if good else ""
     return Culprit(name, described(tags), str(max(bad)), tags.get(AB_GROUP, ""), newest_good)
+
+
+def culprit_line(store: Store, candidate: str) -> str:
+    """The first bad release or commit a bisection of ``candidate`` (``--bad`` its run id or a prefix of it)
+    named, as one line with its step (`Culprit.line`); empty when no bisection of it has a regressed step."""
+    found = culprits(store, candidate)
+    return found[0].line() if found else ""

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import stats
+from daskbench.judge import confirmed, stats
 from daskbench.judge.bisected import Culprit, culprits
-from daskbench.judge.compare import AB_GROUP, OUTCOME_METHOD, compare_group
+from daskbench.judge.compare import OUTCOME_METHOD, compare_group
 from daskbench.judge.matching import same_host
 from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store
@@ -101,13 +101,6 @@ class Section:
         return tuple(sorted({view.n_workers for view in self.cases}))
 
 
-#: The tags ``daskbench confirm`` (`daskbench.ab.confirm`) sets on its runs, read here by name (the report may
-#: not import ``daskbench.ab``; a test checks they agree). A bisection's are read by `daskbench.judge.bisected`.
-CONFIRM_OF, CONFIRM_GOOD, CONFIRM_PINS, CONFIRM_TONIGHT, CONFIRM_FLOORS = (
-    "confirm_of", "confirm_good", "confirm_pins", "confirm_tonight", "confirm_floors",
-)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class Confirmation:
     """A side-by-side confirmation of the candidate (``daskbench confirm``): its lockstep A/B group, the
@@ -154,24 +147,14 @@ def gather(store: Store, comparison: Comparison, *, history_window: int | None =
 def confirmations(store: Store, candidate: str) -> tuple[Confirmation, ...]:
     """The side-by-side confirmations of run ``candidate``, oldest first (a group with no complete round
     is left out)."""
-    groups: dict[str, Mapping[str, str]] = {}
-    for run in reversed(store.runs()):
-        if run.tags.get(CONFIRM_OF) == candidate and run.tags.get(AB_GROUP):
-            groups.setdefault(run.tags[AB_GROUP], run.tags)
     found = []
-    for group, tags in groups.items():
+    for stored in confirmed.of_candidate(store, candidate):
         try:
-            ab = compare_group(store, group, floors=json.loads(tags.get(CONFIRM_FLOORS) or "{}"))
+            ab = compare_group(store, stored.group, floors=stored.floors)
         except (DaskbenchError, ValueError):
             continue
-        versions = f"{_pins_text(tags.get(CONFIRM_PINS, ''))} against {_pins_text(tags.get(CONFIRM_TONIGHT, ''))}"
-        found.append(Confirmation(group, tags.get(CONFIRM_GOOD, ""), versions, ab.verdicts))
+        found.append(Confirmation(stored.group, stored.good, stored.versions(), ab.verdicts))
     return tuple(found)
-
-
-def _pins_text(pins: str) -> str:
-    """``standin==1.0,dask==X`` -> ``standin 1.0, dask X``."""
-    return ", ".join(item.replace("==", " ", 1) for item in pins.split(",") if item) or "?"
 
 
 def _baseline_measurements(
