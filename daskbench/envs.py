@@ -308,9 +308,9 @@ class Installer:
 
     def install(self, folder: Path, spec: EnvSpec, index: Index) -> list[str]:
         python = str(interpreter(folder))
-        if self.name == "uv":
-            return [*self.command, "pip", "install", "--python", python, *_no_deps(spec), *index.args(),
-                    *spec.requirements()]  # fmt: skip
+        if self.name == "uv":  # compiled as pip does: else every restarted worker compiles dask again
+            return [*self.command, "pip", "install", "--python", python, "--compile-bytecode", *_no_deps(spec),
+                    *index.args(), *spec.requirements()]  # fmt: skip
         pip = [*self.command, "--python", python] if self.command else [python, "-m", "pip"]
         return [*pip, "install", "--disable-pip-version-check", *_no_deps(spec), *index.args(), *spec.requirements()]
 

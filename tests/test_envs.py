@@ -138,10 +138,12 @@ def test_two_builders_of_one_environment_build_it_once(db: str, wheels: Path, tm
 
 
 @pytest.mark.skipif(envs._find_uv() is None, reason="uv is neither on PATH nor importable here")
-def test_uv_builds_the_recorded_environment(db: str, wheels: Path, tmp_path: Path) -> None:
-    """With --installer uv the environment holds the same recorded version."""
+def test_uv_builds_the_recorded_environment_compiled(db: str, wheels: Path, tmp_path: Path) -> None:
+    """With --installer uv the environment holds the same recorded version, its modules compiled as pip
+    compiles them (PYTHONDONTWRITEBYTECODE would otherwise make every restarted worker compile them)."""
     done = _env(db, wheels, tmp_path, "good0001", "--installer", "uv")
     assert done.returncode == 0, done.stderr
+    assert list(Path(done.stdout.strip()).parent.parent.glob("lib/python*/site-packages/standin/__pycache__/*.pyc"))
     assert "with uv" in done.stderr and _version_in(done.stdout.strip()) == "1.0"
 
 
