@@ -17,8 +17,10 @@ import math
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import dask
 import dask.array as da
 
 from daskbench.clusters import open_cluster
@@ -36,8 +38,21 @@ SIDE = 1500
 
 
 def workload(side: int = SIDE) -> object:
+    """``--work matmul``: a matrix product of 36 chunks (numpy releases the GIL)."""
     x = da.random.random((side, side), chunks=(side // 6, side // 6))
     return (x @ x.T).sum()
+
+
+def burn_workload(side: int = SIDE) -> object:
+    """``--work burn``: the calibration benchmark's graph, four tasks of a pure-Python loop holding the
+    GIL (about 1 s in all at tiny), the worst case for the collectors' sampling threads; per-round
+    log-ratio sd 0.110 against 0.126 for the matrix product, the same hour here (2026-11-23)."""
+    from daskbench.ab.bench_calibration import TASKS, UNITS, burn
+
+    return dask.delayed(sum)([dask.delayed(burn)(UNITS["tiny"]) for _ in range(TASKS)])
+
+
+WORK = {"matmul": workload, "burn": burn_workload}
 
 
 def main() -> None:
@@ -45,16 +60,17 @@ def main() -> None:
     parser.add_argument("--max-rounds", type=int, default=200)
     parser.add_argument("--evidence", action="store_true", help="also time a side that keeps evidence")
     parser.add_argument("--side", type=int, default=SIDE, help=f"side of the square matrix (default {SIDE})")
+    parser.add_argument("--work", choices=sorted(WORK), default="matmul", help="the workload (default matmul)")
     args = parser.parse_args()
     opened = open_cluster(ClusterSpec("local", 1, 1, 2 * 2**30, 1.1))
     scratch = Path(tempfile.mkdtemp(prefix="daskbench-overhead-"))
     try:
-        run(opened, scratch, args.max_rounds, args.evidence, args.side)
+        run(opened, scratch, args.max_rounds, args.evidence, lambda: WORK[args.work](args.side))
     finally:
         opened.close()
 
 
-def run(opened: object, scratch: Path, max_rounds: int, evidence: bool, side: int) -> None:
+def run(opened: object, scratch: Path, max_rounds: int, evidence: bool, work: Callable[[], object]) -> None:
     client = opened.client  # type: ignore[attr-defined]
     plain = Measurer(client, "overhead", load_prices(), 600, 1)
     keeping = Measurer(client, "overhead", load_prices(), 600, 1, evidence_dir=scratch)
@@ -63,11 +79,11 @@ def run(opened: object, scratch: Path, max_rounds: int, evidence: bool, side: in
     def off() -> float:
         plain.restart()
         start = time.perf_counter()
-        client.compute(workload(side)).result()
+        client.compute(work()).result()
         return time.perf_counter() - start
 
     def on(measurer: Measurer) -> tuple[float, float]:
-        measurement, _ = measurer.measure(case, 0, workload(side), {}, {})
+        measurement, _ = measurer.measure(case, 0, work(), {}, {})
         assert measurement.outcome == "passed", measurement.message
         return float(measurement.runtime_s), float(measurement.extra.get("evidence_seconds", 0.0))
 
