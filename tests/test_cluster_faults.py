@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import dask
 import pytest
 
+from daskbench.clusters import open_cluster
 from daskbench.judge.compare import compare_runs
-from daskbench.model import Measurement
+from daskbench.model import ClusterSpec, Measurement
 from daskbench.store import Store, runstatus
 from tests.helpers import add_results, add_run, daskbench_cli, free_port, make_case, run_pytest
 
@@ -201,3 +203,22 @@ def test_a_worker_killed_mid_task_is_worker_lost_and_kept_out_of_verdicts(tmp_pa
     asked = daskbench_cli("compare", "--db", db, "--baseline", base_id, "--candidate", lost.run_id,
                           "--include-worker-loss")  # fmt: skip
     assert asked.returncode == 1 and "newly-failing" in asked.stdout, asked.stdout + asked.stderr
+
+
+@pytest.mark.parametrize(("backend", "target"), [("local", ""), ("class", "distributed:LocalCluster")])
+def test_restarts_in_a_row_keep_the_workers_of_a_cluster_the_harness_started(backend: str, target: str) -> None:
+    """A SpecCluster closes a worker for good when it is still gone ``lost-worker-timeout`` after a
+    removal; with a restart before every measurement, an earlier restart's check lands inside a later
+    restart. Here that timeout is 2 s and the worker restarts back to back for 5 s: it is still there."""
+    kwargs = {"dashboard_address": ":0", "threads_per_worker": 1} if backend == "class" else {}
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "2s"}):
+        opened = open_cluster(ClusterSpec(backend, 1, 1, 2**30, 1.1, target=target), kwargs)
+        try:
+            started = time.monotonic()
+            while time.monotonic() - started < 5:
+                opened.client.restart(wait_for_workers=False)
+                opened.client.wait_for_workers(1, timeout=20)
+            time.sleep(2.5)  # the last restart's check comes too
+            assert len(opened.client.scheduler_info()["workers"]) == 1 and len(opened.cluster.workers) == 1
+        finally:
+            opened.close()

@@ -25,6 +25,15 @@ if TYPE_CHECKING:
     from distributed import Client
 
 SATURATION_KEY = "distributed.scheduler.worker-saturation"
+#: A SpecCluster (LocalCluster, and most cluster managers) closes a worker for good when it has been
+#: gone for ``lost-worker-timeout`` (15 s). The check is scheduled at every removal and reads the
+#: scheduler's view then, so with a restart before every measurement a check from an earlier restart
+#: can land while a later restart has the worker briefly away, and the nanny (or job) is closed: the
+#: cluster is left with no workers. With restarts at a steady pace (one every 2.5 s: 15 s is 6 of
+#: them) it happens within a few measurements. Our workers only go away because we restart them
+#: (a worker truly lost is still "cluster lost" when it does not come back), so that clean-up is put
+#: off for the clusters the harness starts in this process.
+LOST_WORKER_TIMEOUT = {"distributed.deploy.lost-worker-timeout": "1 day"}
 
 
 def no_preflight(target: str) -> None:
@@ -34,6 +43,13 @@ def no_preflight(target: str) -> None:
 def any_keywords(target: str) -> list[str] | None:
     """For backends whose ``--cluster-kwargs`` are not checked ahead (None: any keyword)."""
     return None
+
+
+def keep_restarted_workers() -> None:
+    """Before the harness starts a cluster manager here: its restarted workers are not lost workers."""
+    import dask
+
+    dask.config.set(LOST_WORKER_TIMEOUT)
 
 
 def close_client_and_cluster(client: Client, cluster: Any) -> None:

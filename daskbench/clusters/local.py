@@ -5,27 +5,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from daskbench.clusters.common import Backend, default_memory_per_worker, keywords_of
+from daskbench.clusters.common import Backend, default_memory_per_worker, keep_restarted_workers, keywords_of
 from daskbench.model import ClusterSpec
 
 if TYPE_CHECKING:
     from distributed import Client
 
-#: LocalCluster (a SpecCluster) closes a worker's nanny when the worker has been gone for
-#: ``lost-worker-timeout`` (15 s). The check is scheduled at every removal and reads the
-#: config then, so with a restart before every measurement a check from an earlier restart
-#: can land while a later restart has the workers briefly away, and the nannies are closed
-#: for good: the cluster is left with no workers after ~8 restarts. Our workers only go
-#: away because we restart them, so that clean-up is turned off for this process.
-LOST_WORKER_TIMEOUT = {"distributed.deploy.lost-worker-timeout": "1 day"}
-
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     """A LocalCluster of ``spec``'s size; ``kwargs`` override the defaults below."""
-    import dask
     from distributed import Client, LocalCluster
 
-    dask.config.set(LOST_WORKER_TIMEOUT)
+    keep_restarted_workers()
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
     options: dict[str, Any] = {
         "n_workers": spec.n_workers,

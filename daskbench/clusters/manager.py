@@ -6,7 +6,7 @@ import importlib
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from daskbench.clusters.common import Backend, keywords_of
+from daskbench.clusters.common import Backend, keep_restarted_workers, keywords_of
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 from daskbench.text import one_line
@@ -19,6 +19,7 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     """``ClassName(**kwargs)`` from ``module``, scaled to ``spec``'s size and waited for."""
     from distributed import Client
 
+    keep_restarted_workers()
     cluster = cluster_class(spec.target)(**kwargs)
     cluster.scale(spec.n_workers)
     client = Client(cluster)
