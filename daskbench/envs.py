@@ -58,6 +58,9 @@ MARKER = "daskbench-env.json"
 #: Recorded names that are not pins: the interpreter, and daskbench (this one is installed instead).
 NOT_PINNED = frozenset({"python", "daskbench"})
 INSTALLERS = ("auto", "uv", "pip")
+#: Seconds one installer step (create, install) may take before it is stopped and said: a build from
+#: source on a slow machine takes minutes, an index that stopped answering would take forever.
+STEP_TIMEOUT_S = 1800
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
 _VERSIONS_SCRIPT = (
     "import json, sys\nfrom importlib import metadata\nfound = {}\nfor name in sys.argv[1:]:\n"
@@ -433,11 +436,27 @@ def offline(command: list[str]) -> list[str]:
 
 
 def _succeeds(command: list[str], log: Path) -> bool:
-    """Run ``command`` with its output appended to ``log``; whether it succeeded."""
-    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    with log.open("a") as out:
-        out.write(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
-    return done.returncode == 0
+    """Run ``command`` with its output appended to ``log``; whether it succeeded in time."""
+    done = _logged(command, log, "a")
+    return done is not None and done.returncode == 0
+
+
+def _logged(command: list[str], log: Path, mode: str) -> subprocess.CompletedProcess[str] | None:
+    """Run one installer step, its output written to ``log``; None when it outran ``STEP_TIMEOUT_S``."""
+    done: subprocess.CompletedProcess[str] | None = None
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=STEP_TIMEOUT_S)  # fmt: skip
+        output = done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        output = f"{_text(expired.stdout)}{_text(expired.stderr)}\n(stopped after {STEP_TIMEOUT_S} s)\n"
+    with log.open(mode) as out:
+        out.write(f"$ {' '.join(command)}\n{output}")
+    return done
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def _note_python(spec: EnvSpec, say: Say) -> None:
@@ -448,10 +467,11 @@ def _note_python(spec: EnvSpec, say: Say) -> None:
 
 
 def _run(command: list[str], log: Path, mode: str, *, what: str, spec: EnvSpec, index: Index, tool: Installer) -> None:
-    """Run one installer step with its output appended to ``log``; one line when it fails."""
-    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    with log.open(mode) as out:
-        out.write(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
+    """Run one installer step with its output appended to ``log``; one line when it fails or hangs."""
+    done = _logged(command, log, mode)
+    if done is None:
+        raise DaskbenchError(f"{tool.name} did not {what} for {spec.source} within {STEP_TIMEOUT_S} s; stopped "
+                             f"(is the index answering? its output: {log})")  # fmt: skip
     if done.returncode != 0:
         raise DaskbenchError(failure_line(done.stdout + done.stderr, spec, index, tool.name, what, log))
 

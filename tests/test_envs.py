@@ -303,3 +303,20 @@ def test_a_source_install_with_uv_tries_its_cache_alone_first() -> None:
     command = ["uv", "pip", "install", "--python", "/env/bin/python", "--no-deps", "/src/tree"]
     assert envs.offline(command) == ["uv", "pip", "install", "--offline", "--python", "/env/bin/python",
                                      "--no-deps", "/src/tree"]  # fmt: skip
+
+
+def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that never ends (an index that stopped answering) is stopped after ``STEP_TIMEOUT_S``: one
+    line naming the step, the source and the log, which keeps what the step printed."""
+    monkeypatch.setattr(envs, "STEP_TIMEOUT_S", 1)
+    log = tmp_path / "build.log"
+    spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
+    hangs = [sys.executable, "-c", "import time; print('resolving', flush=True); time.sleep(30)"]
+    with pytest.raises(DaskbenchError) as raised:
+        envs._run(hangs, log, "w", what="install", spec=spec, index=envs.Index(), tool=envs.Installer("uv", ("uv",)))
+    assert str(raised.value).count("\n") == 0
+    assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
+    assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()
+    assert not envs._succeeds(hangs, log)
