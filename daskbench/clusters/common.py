@@ -31,8 +31,8 @@ SATURATION_KEY = "distributed.scheduler.worker-saturation"
 #: can land while a later restart has the worker briefly away, and the nanny (or job) is closed: the
 #: cluster is left with no workers. With restarts at a steady pace (one every 2.5 s: 15 s is 6 of
 #: them) it happens within a few measurements. Our workers only go away because we restart them
-#: (a worker truly lost is still "cluster lost" when it does not come back), so that clean-up is put
-#: off for the clusters the harness starts in this process.
+#: (a worker truly gone still fails the restart's wait for it), so that clean-up is put off for the
+#: clusters the harness starts in this process.
 LOST_WORKER_TIMEOUT = {"distributed.deploy.lost-worker-timeout": "1 day"}
 
 
