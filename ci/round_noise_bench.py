@@ -35,6 +35,8 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
+from daskbench.judge.stats import pooled_run_noise
+
 if TYPE_CHECKING:
     from distributed import Client
 
@@ -93,7 +95,7 @@ def prepare(client: Client, way: str) -> bool:
 
 
 def block(way: str, rounds: int) -> tuple[list[float], float]:
-    """One block of ``rounds`` rounds: the log ratios B/A and the seconds the rounds took."""
+    """One block of ``rounds`` rounds: the ratios B/A and the seconds the rounds took."""
     context = get_context("spawn")
     cpus = (0, 1) if way in ("pinned", "duet") else (None, None)
     pipes, processes = [], []
@@ -105,17 +107,17 @@ def block(way: str, rounds: int) -> tuple[list[float], float]:
         processes.append(process)
     for pipe in pipes:
         pipe.recv()
-    logs, started = [], time.monotonic()
+    ratios, started = [], time.monotonic()
     for round_ in range(rounds):
         a, b = duet_round(pipes) if way == "duet" else turns_round(pipes, round_, way)
         if a is not None and b is not None:
-            logs.append(math.log(b / a))
+            ratios.append(b / a)
     seconds = time.monotonic() - started
     for pipe in pipes:
         pipe.send("stop")
     for process in processes:
         process.join(timeout=60)
-    return logs, seconds
+    return ratios, seconds
 
 
 def duet_round(pipes: list[Connection]) -> list[float | None]:
@@ -130,13 +132,6 @@ def turns_round(pipes: list[Connection], round_: int, way: str) -> list[float | 
         pipes[index].send(way)
         times[index] = pipes[index].recv()
     return times
-
-
-def pooled_sd(blocks: list[list[float]]) -> float:
-    """The within-block sd, pooled (each block's mean removed, so a drift between blocks is not noise)."""
-    squares = sum(sum((x - statistics.fmean(b)) ** 2 for x in b) for b in blocks)
-    freedom = sum(len(b) - 1 for b in blocks)
-    return math.sqrt(squares / freedom) if freedom > 0 else math.nan
 
 
 def spread(logs: list[float]) -> str:
@@ -162,18 +157,20 @@ def main() -> None:
     seconds = dict.fromkeys(ways, 0.0)
     for number in range(args.blocks):
         for way in ways:
-            logs, took = block(way, args.rounds)
-            found[way].append(logs)
+            ratios, took = block(way, args.rounds)
+            found[way].append(ratios)
             seconds[way] += took
+            logs = [math.log(ratio) for ratio in ratios]
             print(f"block {number + 1} {way:14s} sd {spread(logs)} mean {statistics.fmean(logs or [math.nan]):+.4f}",
                   flush=True)  # fmt: skip
     print("way             pooled sd  block means (bias)  rounds kept  rounds per minute")
     for way in ways:
         kept = [b for b in found[way] if b]
-        means = [statistics.fmean(b) for b in kept]
+        means = [statistics.fmean(math.log(ratio) for ratio in b) for b in kept]
         bias = f"{min(means):+.3f} to {max(means):+.3f}" if means else "none"
         rounds = sum(len(b) for b in kept)
-        print(f"{way:14s}  {pooled_sd(kept):.4f}     {bias:18s}  {rounds:3d} of {args.blocks * args.rounds:<5d}  "
+        # the within-block sd of the log ratios, pooled: a drift between blocks is not noise
+        print(f"{way:14s}  {pooled_run_noise(kept, math.nan).sd:.4f}     {bias:18s}  {rounds:3d} of {args.blocks * args.rounds:<5d}  "
               f"{60 * rounds / seconds[way]:.1f}")  # fmt: skip
 
 
