@@ -20,6 +20,7 @@ import pytest
 from daskbench import envs
 from daskbench.cli import build_parser
 from daskbench.cli.ab import resolve_sides
+from daskbench.envs import builds, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, make_run
@@ -137,7 +138,7 @@ def test_two_builders_of_one_environment_build_it_once(db: str, wheels: Path, tm
     assert _version_in(outputs[0][0].strip()) == "1.0"
 
 
-@pytest.mark.skipif(envs._find_uv() is None, reason="uv is neither on PATH nor importable here")
+@pytest.mark.skipif(builds._find_uv() is None, reason="uv is neither on PATH nor importable here")
 def test_uv_builds_the_recorded_environment_compiled(db: str, wheels: Path, tmp_path: Path) -> None:
     """With --installer uv the environment holds the same recorded version, its modules compiled as pip
     compiles them (PYTHONDONTWRITEBYTECODE would otherwise make every restarted worker compile them)."""
@@ -207,7 +208,7 @@ def test_ab_b_from_runs_side_b_in_the_environment_rebuilt_from_that_run(
 ) -> None:
     """`ab --b-from RUN` gives side B the interpreter of RUN's environment (this daskbench left out, to
     keep the install small), tagged with RUN, and the header names it; side A stays this python."""
-    monkeypatch.setattr(envs, "daskbench_requirement", lambda: ())
+    monkeypatch.setattr(specs, "daskbench_requirement", lambda: ())
     args = build_parser().parse_args(["ab", "--b-from", "good0001", "--find-links", str(wheels), "--no-index",
                                       "--cache-dir", str(tmp_path), "--db", db])  # fmt: skip
     sides = resolve_sides(args, Store(db, create=False))
@@ -310,13 +311,13 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
 ) -> None:
     """A step that never ends (an index that stopped answering) is stopped after ``STEP_TIMEOUT_S``: one
     line naming the step, the source and the log, which keeps what the step printed."""
-    monkeypatch.setattr(envs, "STEP_TIMEOUT_S", 1)
+    monkeypatch.setattr(builds, "STEP_TIMEOUT_S", 1)
     log = tmp_path / "build.log"
     spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
     hangs = [sys.executable, "-c", "import time; print('resolving', flush=True); time.sleep(30)"]
     with pytest.raises(DaskbenchError) as raised:
-        envs._run(hangs, log, "w", what="install", spec=spec, index=envs.Index(), tool=envs.Installer("uv", ("uv",)))
+        builds._run(hangs, log, "w", what="install", spec=spec, index=envs.Index(), tool=envs.Installer("uv", ("uv",)))
     assert str(raised.value).count("\n") == 0
     assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
     assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()
-    assert not envs._succeeds(hangs, log)
+    assert not builds._succeeds(hangs, log)

@@ -1,0 +1,96 @@
+"""Environments from the record: a virtualenv holding the package versions a run recorded, built once.
+
+`specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
+`builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
+interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
+checkout as source trees an `EnvSpec` installs; `output`: a failed step's one line. The names the rest of
+daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
+"""
+
+from daskbench.envs.builds import (
+    CACHE_ENV,
+    INSTALLERS,
+    MARKER,
+    OVERLAY_PTH,
+    STEP_TIMEOUT_S,
+    Installer,
+    Say,
+    build,
+    cache_root,
+    check_versions,
+    choose_installer,
+    failure_line,
+    installed_versions,
+    interpreter,
+    is_built,
+    mismatches,
+    missing_pin,
+    offline,
+    overlay_of,
+    overlay_source,
+    same_version,
+    say_stderr,
+)
+from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
+from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
+from daskbench.envs.output import first_error
+from daskbench.envs.specs import (
+    NOT_PINNED,
+    EnvSpec,
+    daskbench_requirement,
+    install_record,
+    interpreter_tag,
+    normalized,
+    parse_names,
+    parse_pins,
+    requirement_from_record,
+    spec_from_pins,
+    spec_from_run,
+)
+
+__all__ = [
+    "CACHE_ENV",
+    "INSTALLERS",
+    "MARKER",
+    "NOT_PINNED",
+    "OVERLAY_PTH",
+    "STEP_TIMEOUT_S",
+    "EnvSpec",
+    "Index",
+    "Installer",
+    "Say",
+    "available_versions",
+    "build",
+    "cache_root",
+    "check_versions",
+    "choose_installer",
+    "commit_subject",
+    "commit_subjects",
+    "commits_between",
+    "daskbench_requirement",
+    "exported",
+    "failure_line",
+    "first_error",
+    "folder_versions",
+    "git_checkout",
+    "index_versions",
+    "install_record",
+    "installed_versions",
+    "interpreter",
+    "interpreter_tag",
+    "is_built",
+    "mismatches",
+    "missing_pin",
+    "normalized",
+    "offline",
+    "overlay_of",
+    "overlay_source",
+    "parse_names",
+    "parse_pins",
+    "requirement_from_record",
+    "resolve_commit",
+    "same_version",
+    "say_stderr",
+    "spec_from_pins",
+    "spec_from_run",
+]

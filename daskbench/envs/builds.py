@@ -1,0 +1,361 @@
+"""Building an environment once: a virtualenv under the cache folder, checked, then marked built.
+
+`build` makes the environment under the cache folder (`cache_root`), in a folder named by the spec's
+`EnvSpec.key` (a stable hash of its sorted pins, this daskbench's requirement and the interpreter),
+with ``uv`` when it is on PATH or importable, else ``python -m venv`` and pip. A builder holds a lock
+file beside the folder (``<key>.lock``, ``flock``), so two builders of one environment take turns and
+the second finds it built; the folder counts as built only once its marker (`MARKER`) is written,
+which happens last, after the versions inside it were checked against the spec (`check_versions`,
+``importlib.metadata`` run by the environment's own interpreter). A failed or interrupted build
+leaves no marker and is removed; the installer's output stays in ``<key>.log``.
+
+``build(..., inherit=True)`` makes an *overlay* instead (part of the key): a virtualenv whose
+site-packages holds only the pins (installed without their dependencies) and a ``.pth`` that adds this
+interpreter's site-packages after its own (`overlay_of`), so everything else, daskbench included, is
+this interpreter's: seconds to build, what ``daskbench bisect --inherit`` uses. Source trees (`EnvSpec.sources`)
+are built in isolation; uv tries its cache alone first, so a build backend fetched once needs no network again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from daskbench.envs.index import Index
+from daskbench.envs.output import first_error
+from daskbench.envs.specs import EnvSpec
+from daskbench.errors import DaskbenchError, check_writable
+from daskbench.model import now_iso
+from daskbench.text import plural
+
+#: Environment variable naming the cache folder (default ``~/.cache/daskbench/envs``).
+CACHE_ENV = "DASKBENCH_ENV_CACHE"
+#: The file a finished environment holds; written last, so its presence means "built and checked".
+MARKER = "daskbench-env.json"
+INSTALLERS = ("auto", "uv", "pip")
+#: Seconds one installer step (create, install) may take before it is stopped and said: a build from
+#: source on a slow machine takes minutes, an index that stopped answering would take forever.
+STEP_TIMEOUT_S = 1800
+_VERSIONS_SCRIPT = (
+    "import json, sys\nfrom importlib import metadata\nfound = {}\nfor name in sys.argv[1:]:\n"
+    "    try:\n        found[name] = metadata.version(name)\n"
+    "    except metadata.PackageNotFoundError:\n        found[name] = None\nprint(json.dumps(found))"
+)
+
+Say = Callable[[str], None]
+
+
+def say_stderr(line: str) -> None:
+    """Progress goes to stderr, so that stdout holds only the interpreter's path."""
+    print(line, file=sys.stderr, flush=True)
+
+
+# -- where environments live ------------------------------------------------------------------
+
+
+def cache_root(explicit: str | Path | None = None) -> Path:
+    """The cache folder: ``explicit``, else ``$DASKBENCH_ENV_CACHE``, else ``$XDG_CACHE_HOME/daskbench/envs``
+    (``~/.cache/daskbench/envs``)."""
+    chosen = explicit or os.environ.get(CACHE_ENV)
+    if chosen:
+        return Path(chosen).expanduser().absolute()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base, "daskbench", "envs").absolute()
+
+
+def interpreter(folder: Path) -> Path:
+    """The python of the environment in ``folder``."""
+    return folder / "bin" / "python"
+
+
+def is_built(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished environment (its marker is written last)."""
+    return (folder / MARKER).is_file()
+
+
+# -- installers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Installer:
+    """How environments are made: ``uv`` (``uv venv``, ``uv pip install --python``) or pip
+    (``python -m venv``, then ``pip --python ENV install`` from this interpreter's pip; with an empty
+    ``command``, the environment's own pip)."""
+
+    name: str
+    command: tuple[str, ...]
+
+    def create(self, folder: Path) -> list[str]:
+        if self.name == "uv":
+            return [*self.command, "venv", "--quiet", "--python", sys.executable, str(folder)]
+        if self.command:  # this interpreter's pip installs, so the environment needs none
+            return [sys.executable, "-m", "venv", "--without-pip", str(folder)]
+        return [sys.executable, "-m", "venv", str(folder)]
+
+    def install(self, folder: Path, spec: EnvSpec, index: Index) -> list[str]:
+        python = str(interpreter(folder))
+        if self.name == "uv":  # compiled as pip does: else every restarted worker compiles dask again
+            return [*self.command, "pip", "install", "--python", python, "--compile-bytecode", *_no_deps(spec),
+                    *index.args(), *spec.requirements()]  # fmt: skip
+        pip = [*self.command, "--python", python] if self.command else [python, "-m", "pip"]
+        return [*pip, "install", "--disable-pip-version-check", *_no_deps(spec), *index.args(), *spec.requirements()]
+
+
+def _no_deps(spec: EnvSpec) -> list[str]:
+    """An overlay gets the pinned packages alone: everything else comes from the site-packages it sees."""
+    return ["--no-deps"] if spec.overlay else []
+
+
+def choose_installer(asked: str = "auto") -> Installer:
+    """``uv`` when asked or (auto) when on PATH or importable; pip otherwise; one line when unavailable."""
+    if asked not in INSTALLERS:
+        raise DaskbenchError(f"--installer {asked!r}: choose one of {', '.join(INSTALLERS)}")
+    uv = _find_uv()
+    if asked == "uv" and uv is None:
+        raise DaskbenchError("--installer uv: uv is neither on PATH nor importable here; pip install uv")
+    if uv is not None and asked != "pip":
+        return Installer("uv", uv)
+    if importlib.util.find_spec("pip") is not None:
+        return Installer("pip", (sys.executable, "-m", "pip"))
+    return Installer("pip", ())  # no pip here: the environment's own (python -m venv installs it)
+
+
+def _find_uv() -> tuple[str, ...] | None:
+    """The command that runs uv: the one on PATH, else ``python -m uv``."""
+    found = shutil.which("uv")
+    if found:
+        return (found,)
+    return (sys.executable, "-m", "uv") if importlib.util.find_spec("uv") is not None else None
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def build(
+    spec: EnvSpec,
+    *,
+    cache: str | Path | None = None,
+    index: Index | None = None,
+    installer: str = "auto",
+    say: Say = say_stderr,
+    inherit: bool = False,
+) -> Path:
+    """The interpreter of ``spec``'s environment: reused when built already (its versions checked
+    again), else built under a lock. One `DaskbenchError` line for what could not be had. With
+    ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages."""
+    index = index or Index()
+    spec = replace(spec, overlay=overlay_source()) if inherit else spec
+    root = cache_root(cache)
+    folder = root / spec.key()
+    if is_built(folder):
+        say(f"env: reusing {folder} ({spec.source})")
+        check_versions(folder, spec, rebuilt=False)
+        return interpreter(folder)
+    index.check()
+    tool = choose_installer(installer)
+    check_writable(root, "--cache-dir", folder=True)
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f"{spec.key()}.lock", say):
+        if is_built(folder):
+            say(f"env: another process built {folder}; reusing it")
+        else:
+            _build_into(folder, spec, index, tool, say)
+    return interpreter(folder)
+
+
+@contextmanager
+def _locked(path: Path, say: Say) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (waiting, and saying so, while another builder has it)."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"env: another process is building this environment; waiting for it ({path})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say: Say) -> None:
+    """Create, install, check, mark; on any failure remove the half-built folder."""
+    _note_python(spec, say)
+    shutil.rmtree(folder, ignore_errors=True)  # a build that died before its marker
+    log = folder.with_name(folder.name + ".log")
+    started = time.monotonic()
+    say(f"env: building {folder} for {spec.source} with {tool.name}: {spec.describe()}")
+    try:
+        _run(tool.create(folder), log, "w", what="create the environment", spec=spec, index=index, tool=tool)
+        if spec.overlay:
+            overlay_of(folder, spec.overlay)
+        count = plural(len(spec.pins) + len(spec.sources) + bool(spec.daskbench), "package")
+        deps = f", over {spec.overlay}" if spec.overlay else " and their dependencies"
+        say(f"env: installing {count}{deps} (the installer's output: {log})")
+        _install(folder, spec, index, tool, log)
+        check_versions(folder, spec, rebuilt=True)
+        _mark(folder, spec, tool, time.monotonic() - started)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    checked = f"; checked {plural(len(spec.pins), 'version')} against {spec.source}" if spec.pins else ""
+    say(f"env: built in {time.monotonic() - started:.0f} s{checked}")
+
+
+def _install(folder: Path, spec: EnvSpec, index: Index, tool: Installer, log: Path) -> None:
+    """Install the spec. Source trees are built in isolation, their build backend (setuptools, hatchling)
+    fetched from the index; uv first tries its cache alone (``--offline``: no index asked, and it works
+    without a network once the backend was fetched), then asks the index."""
+    command = tool.install(folder, spec, index)
+    if spec.sources and tool.name == "uv" and _succeeds(offline(command), log):
+        return
+    _run(command, log, "a", what="install", spec=spec, index=index, tool=tool)
+
+
+def offline(command: list[str]) -> list[str]:
+    """A ``uv pip install`` command that uses uv's cache alone."""
+    at = command.index("install") + 1
+    return [*command[:at], "--offline", *command[at:]]
+
+
+def _succeeds(command: list[str], log: Path) -> bool:
+    """Run ``command`` with its output appended to ``log``; whether it succeeded in time."""
+    done = _logged(command, log, "a")
+    return done is not None and done.returncode == 0
+
+
+def _logged(command: list[str], log: Path, mode: str) -> subprocess.CompletedProcess[str] | None:
+    """Run one installer step, its output written to ``log``; None when it outran ``STEP_TIMEOUT_S``."""
+    done: subprocess.CompletedProcess[str] | None = None
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=STEP_TIMEOUT_S)  # fmt: skip
+        output = done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        output = f"{_text(expired.stdout)}{_text(expired.stderr)}\n(stopped after {STEP_TIMEOUT_S} s)\n"
+    with log.open(mode) as out:
+        out.write(f"$ {' '.join(command)}\n{output}")
+    return done
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
+def _note_python(spec: EnvSpec, say: Say) -> None:
+    """Say so when the record's python (major.minor) is not the one the environment gets."""
+    here = platform.python_version()
+    if spec.recorded_python and spec.recorded_python.split(".")[:2] != here.split(".")[:2]:
+        say(f"env: note: {spec.source} recorded python {spec.recorded_python}; this environment gets {here}")
+
+
+def _run(command: list[str], log: Path, mode: str, *, what: str, spec: EnvSpec, index: Index, tool: Installer) -> None:
+    """Run one installer step with its output appended to ``log``; one line when it fails or hangs."""
+    done = _logged(command, log, mode)
+    if done is None:
+        raise DaskbenchError(f"{tool.name} did not {what} for {spec.source} within {STEP_TIMEOUT_S} s; stopped "
+                             f"(is the index answering? its output: {log})")  # fmt: skip
+    if done.returncode != 0:
+        raise DaskbenchError(failure_line(done.stdout + done.stderr, spec, index, tool.name, what, log))
+
+
+def failure_line(output: str, spec: EnvSpec, index: Index, tool: str, what: str, log: Path) -> str:
+    """One line for a failed step: the pin the index does not have, named with the index asked;
+    else the installer's first error line."""
+    missing = missing_pin(output, spec)
+    if missing is not None:
+        return f"{missing} ({spec.source}) cannot be had: not on the index (asked {index.describe(tool)}); nothing was built"
+    return f"{tool} could not {what} for {spec.source}: {first_error(output)} (its output: {log})"
+
+
+def missing_pin(output: str, spec: EnvSpec) -> str | None:
+    """``name==version`` of the first pin the installer said it could not find (pip's and uv's words)."""
+    for name, version in spec.pins:
+        spelled = "[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", name))
+        said = rf"(?:requirement|no versions? of)\s+{spelled}\s*==\s*{re.escape(version)}(?![\w.])"
+        if re.search(said, output, flags=re.IGNORECASE):
+            return f"{name}=={version}"
+    return None
+
+
+def _mark(folder: Path, spec: EnvSpec, tool: Installer, seconds: float) -> None:
+    """Write the marker, atomically: the environment is built from this moment."""
+    record = {"lines": spec.lines(), "source": spec.source, "installer": tool.name,
+              "built_at": now_iso(), "seconds": round(seconds, 1)}  # fmt: skip
+    scratch = folder / f".{MARKER}.tmp"
+    scratch.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(scratch, folder / MARKER)
+
+
+# -- overlays ---------------------------------------------------------------------------------
+
+#: The file that makes an overlay see the site-packages under it.
+OVERLAY_PTH = "zz-daskbench-overlay.pth"
+
+
+def overlay_source() -> str:
+    """The site-packages an overlay built here sees: this interpreter's purelib."""
+    return str(Path(sysconfig.get_paths()["purelib"]).absolute())
+
+
+def overlay_of(folder: Path, site_packages: str) -> None:
+    """Make the environment in ``folder`` see ``site_packages`` after its own: a ``.pth`` whose line
+    runs `site.addsitedir`, so that folder's own ``.pth`` files (an editable daskbench) count too."""
+    own = sorted((folder / "lib").glob("python3*/site-packages"))
+    if not own:
+        raise DaskbenchError(f"the new environment {folder} has no lib/python3*/site-packages folder to overlay")
+    (own[0] / OVERLAY_PTH).write_text(f"import site; site.addsitedir({site_packages!r})\n")
+
+
+# -- the check --------------------------------------------------------------------------------
+
+
+def installed_versions(python: Path, names: Collection[str]) -> dict[str, str | None]:
+    """Each name's version as the environment's own interpreter reads it (None: not installed)."""
+    done = subprocess.run([str(python), "-c", _VERSIONS_SCRIPT, *names], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise DaskbenchError(f"{python} could not report its versions: {first_error(done.stderr)}")
+    found: dict[str, str | None] = json.loads(done.stdout)
+    return found
+
+
+def mismatches(spec: EnvSpec, found: Mapping[str, str | None]) -> list[str]:
+    """``standin 1.1 (recorded 1.0)`` for each pin the environment does not hold as pinned."""
+    wrong = []
+    for name, version in spec.pins:
+        have = found.get(name)
+        if have is None or not same_version(have, version):
+            wrong.append(f"{name} {have or 'missing'} (wanted {version})")
+    return wrong
+
+
+def same_version(a: str, b: str) -> bool:
+    """PEP 440 equality (``2026.07.0`` is ``2026.7.0``), else the same text."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def check_versions(folder: Path, spec: EnvSpec, *, rebuilt: bool) -> None:
+    """One line when the environment's versions are not the spec's."""
+    wrong = mismatches(spec, installed_versions(interpreter(folder), [name for name, _ in spec.pins]))
+    if not wrong:
+        return
+    fix = "the installer did not install what was pinned" if rebuilt else f"remove {folder} to rebuild it"
+    raise DaskbenchError(f"the environment {folder} does not hold {spec.source}'s versions: {'; '.join(wrong)}; {fix}")

@@ -1,0 +1,96 @@
+"""The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
+`commit_subjects` name them; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
+installs (``sources``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from daskbench.envs.builds import cache_root
+from daskbench.envs.output import first_error
+from daskbench.errors import DaskbenchError, check_writable
+
+# -- commits of a git checkout, as source trees -----------------------------------------------
+
+
+def git_checkout(path: str | Path, flag: str) -> Path:
+    """The top folder of the git checkout at ``path``; one line when it is not one."""
+    folder = Path(path).expanduser().absolute()
+    if not folder.is_dir():
+        raise DaskbenchError(f"{flag} {path}: no such folder; give the path of a git checkout")
+    done = _git(folder, "rev-parse", "--show-toplevel", check=False)
+    if done.returncode != 0:
+        raise DaskbenchError(f"{flag} {path}: not a git checkout (git rev-parse found no repository there)")
+    return Path(done.stdout.strip())
+
+
+def resolve_commit(repo: Path, ref: str, flag: str) -> str:
+    """The full commit id ``ref`` (a branch, tag or commit) names in ``repo``; one line when none."""
+    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise DaskbenchError(f"{flag} {ref!r}: {repo} has no such branch, tag or commit (git log shows its commits)")
+    return done.stdout.strip()
+
+
+def commits_between(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits after ``good`` up to ``bad``, oldest first (``bad`` last), on the first-parent line;
+    one line when ``good`` is not an ancestor of ``bad``."""
+    if _git(repo, "merge-base", "--is-ancestor", good, bad, check=False).returncode != 0:
+        raise DaskbenchError(f"commit {good[:12]} is not an ancestor of {bad[:12]} in {repo}; give --good before --bad")
+    listed = _git(repo, "rev-list", "--reverse", "--first-parent", f"{good}..{bad}").stdout.split()
+    return listed
+
+
+def commit_subject(repo: Path, commit: str) -> str:
+    """The first line of ``commit``'s message (text from users: escape it before showing it)."""
+    return _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
+
+
+def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
+    """The first line of each commit's message after ``good`` up to ``bad``, by full id, in one ``git log``
+    (text from users: escape it before showing it)."""
+    listed = _git(repo, "log", "--first-parent", "--format=%H %s", f"{good}..{bad}").stdout.splitlines()
+    return {commit: subject for commit, _, subject in (line.partition(" ") for line in listed)}
+
+
+def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
+    """The source tree of ``commit`` (``git archive``), once, under ``<cache>/sources/<name>-<commit>``:
+    installable like any project folder, whatever the checkout's working tree holds now."""
+    root = cache_root(cache) / "sources"
+    target = root / f"{repo.name}-{commit[:16]}"
+    if target.is_dir():
+        return target
+    check_writable(root, "--cache-dir", folder=True)
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = root / f".{target.name}.{os.getpid()}.tmp"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True,
+                                 check=True, stdin=subprocess.DEVNULL, timeout=300)  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True,
+                       timeout=300)  # fmt: skip
+        os.replace(scratch, target)
+    except OSError:
+        if not target.is_dir():  # another process did not export it first
+            raise
+    except subprocess.CalledProcessError as error:
+        said = first_error(error.stderr.decode(errors="replace"))
+        raise DaskbenchError(f"exporting commit {commit[:12]} of {repo} failed: {said}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``git -C repo ARGS``; with ``check``, one line naming the command when it fails."""
+    if shutil.which("git") is None:
+        raise DaskbenchError("git is not on PATH; install git to work with a checkout")
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300)  # fmt: skip
+    if check and done.returncode != 0:
+        raise DaskbenchError(f"git {' '.join(args)} failed in {repo}: {first_error(done.stderr)}")
+    return done
