@@ -1,0 +1,132 @@
+"""A/B-group mode: an interleaved group from ``daskbench ab`` (lockstep or sessions), by its rounds, and
+the run tags that mark its runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from daskbench.errors import DaskbenchError
+from daskbench.judge import sequential, stats
+from daskbench.judge.compare.verdicts import (
+    Decide,
+    Judge,
+    SideValues,
+    _finish,
+    _merge_floors,
+    _paired_verdicts,
+    _Rules,
+    _values,
+)
+from daskbench.model import (
+    Comparison,
+    Measurement,
+    Run,
+    group_measurements,
+)
+from daskbench.store import Store
+
+# -- interleaved A/B groups (daskbench ab) ----------------------------------------------
+
+#: Run tags `daskbench ab` sets on each session it runs.
+AB_GROUP, AB_SIDE, AB_ROUND = "ab_group", "ab_side", "ab_round"
+
+
+def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
+    """The runs of A/B group ``group`` by round and side (the newest ended run of each); rounds
+    missing a side are left out."""
+    rounds: dict[int, dict[str, Run]] = {}
+    for run in store.runs():  # newest first
+        if run.tags.get(AB_GROUP) == group and run.tags.get(AB_SIDE) in ("A", "B") and run.ended_at:
+            rounds.setdefault(int(run.tags.get(AB_ROUND, "0")), {}).setdefault(run.tags[AB_SIDE], run)
+    return {number: sides for number, sides in sorted(rounds.items()) if len(sides) == 2}
+
+
+def compare_group(
+    store: Store, group: str, *, floors: Mapping[str, float] | None = None, include_worker_loss: bool = False
+) -> Comparison:
+    """Verdicts of an interleaved A/B group: each case's per-round B/A ratios, judged by the
+    sequential rule (`sequential.rounds_decision`) over the rounds the group allowed.
+
+    A round is one A and one B measurement taken side by side: in a lockstep group (``ab_mode``
+    ``lockstep``: one session per side, measuring in turn) the same repeat of a case on both
+    sides; in a group of sessions, one session per side and the median of its repeats. The
+    pairs carry the drift between rounds themselves, so no run-to-run noise is assumed. A
+    B-side failure where A passed is ``newly-failing``.
+    """
+    rounds = group_rounds(store, group)
+    if not rounds:
+        raise DaskbenchError(
+            f"no complete round of A/B group {group!r} in {store.display_url}; list groups with: daskbench runs "
+            "(column tags), or run one with: daskbench ab"
+        )
+    rules = _Rules(_merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss)
+    by_side = {side: [sides[side] for sides in rounds.values()] for side in ("A", "B")}
+    ms = {run.run_id: store.measurements([run.run_id]) for runs in by_side.values() for run in runs}
+    side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
+    a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
+    cases = store.cases({*a_by, *b_by})
+    shape = _GroupShape.of(by_side)
+
+    def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: _Rules) -> Judge:
+        return _rounds_rule(a_side, b_side, shape, own)
+
+    verdicts = _paired_verdicts(a_by, b_by, cases, True, rules, rule)
+    base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
+    return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], shape.label(group), [])
+
+
+@dataclass(frozen=True)
+class _GroupShape:
+    """How a group's rounds are laid out: lockstep (a round is a repeat) or sessions (a round is a
+    run pair), the run pairs, and the most rounds the group allowed (None: as many as it has)."""
+
+    lockstep: bool
+    pairs: tuple[tuple[str, str], ...]  # (A run id, B run id) per session round or lockstep part
+    max_rounds: int | None
+
+    @classmethod
+    def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
+        newest = by_side["A"][-1].tags
+        limit = newest.get("ab_max_rounds", "")
+        pairs = tuple((a.run_id, b.run_id) for a, b in zip(by_side["A"], by_side["B"], strict=True))
+        return cls(newest.get("ab_mode") == "lockstep", pairs, int(limit) if limit.isdigit() else None)
+
+    def label(self, group: str) -> str:
+        if self.lockstep:
+            return f"A/B group {group}: lockstep, each case measured in turn until decided, side A"
+        return f"A/B group {group}: {len(self.pairs)} interleaved rounds, side A"
+
+
+def _rounds_rule(
+    a_side: list[Measurement], b_side: list[Measurement], shape: _GroupShape, rules: _Rules
+) -> tuple[SideValues, Decide]:
+    """The value pairs of each round: per lockstep repeat both sides measured, or per session
+    round the median of each side's passing repeats."""
+    a_runs, b_runs = (group_measurements(ms, "run_id") for ms in (a_side, b_side))
+
+    def per_round(metric: str) -> tuple[list[float], list[float]]:
+        a_vals, b_vals = [], []
+        for a_run, b_run in shape.pairs:
+            a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
+            for a, b in _lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric):
+                a_vals.append(a)
+                b_vals.append(b)
+        return a_vals, b_vals
+
+    def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
+        return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds)
+
+    return per_round, decide
+
+
+def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
+    a, b = _values(a_ms, metric), _values(b_ms, metric)
+    return [(stats.median(a), stats.median(b))] if a and b else []
+
+
+def _lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
+    """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
+    a_by = {m.repeat: _values([m], metric) for m in a_ms}
+    b_by = {m.repeat: _values([m], metric) for m in b_ms}
+    return [(a_by[r][0], b_by[r][0]) for r in sorted(a_by.keys() & b_by.keys()) if a_by[r] and b_by[r]]

@@ -1,0 +1,160 @@
+"""History mode: each case of the candidate against its own last N good runs (runs started before the
+candidate, on the same kind of host unless ``allow_mixed``); a level the history stepped to is judged as such."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from daskbench.judge import explain, machine, matching, stats
+from daskbench.judge.compare.verdicts import (
+    _finish,
+    _metric_verdicts,
+    _outcome_change,
+    _outcome_verdict,
+    _Rules,
+    _values,
+)
+from daskbench.model import (
+    ACCEPTED_STEP,
+    Case,
+    Comparison,
+    Measurement,
+    Run,
+    Verdict,
+    group_measurements,
+)
+from daskbench.store import Store, runstatus
+from daskbench.text import plural
+
+# -- history ----------------------------------------------------------------------------
+
+
+def _history_comparison(
+    store: Store,
+    cand: Run,
+    cand_ms: list[Measurement],
+    window: int,
+    rules: _Rules,
+    allow_mixed: bool,
+    notes: list[str],
+) -> Comparison:
+    earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
+    sides = [run for run in earlier if runstatus.made_side_by_side(run)]
+    if sides:  # other versions (bisect, confirm, pr), half a machine each, planted arms (calibrate)
+        earlier = [run for run in earlier if not runstatus.made_side_by_side(run)]
+        notes.append(f"history skips {plural(len(sides), 'run')} made side by side (ab, calibrate, bisect, "
+                     "confirm, pr: judge those with compare --ab GROUP)")  # fmt: skip
+    earlier, skipped = runstatus.finished_only(store, earlier, "history")
+    notes.extend(skipped)
+    usable = {run.run_id: run for run in earlier if allow_mixed or matching.same_host(run, cand)}
+    if len(usable) < len(earlier):
+        notes.append(
+            f"history skips {len(earlier) - len(usable)} earlier runs from other hosts "
+            f"({matching.HOST_CLASS} when both runs name one, else {', '.join(matching.HOST_IDENTITY)} "
+            "differ); --allow-mixed includes them, DASKBENCH_HOST_CLASS names hosts that count as one"
+        )
+    cand_by = group_measurements(cand_ms, "fingerprint")
+    cases = store.cases(cand_by)
+    verdicts: list[Verdict] = []
+    used: dict[str, Run] = {}
+    for fp, ms in sorted(cand_by.items()):
+        past = _past(store.measurements(fingerprint=fp), usable)
+        good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
+        used.update((run.run_id, run) for run, _ in good)
+        verdicts += _history_case(cases[fp], fp, ms, past, good, rules.of(cases[fp].workload))
+    reference = _reference_run(list(usable.values()), cand)
+    if reference is not None:
+        used[reference.run_id] = reference
+        verdicts += _missing_from(store, reference, cand_by)
+        notes.append(
+            f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
+        )
+    base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
+    history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
+    verdicts, speed_notes = machine.guard(verdicts, history_ms, cand_ms)
+    label = f"last {window} good runs of each case"
+    return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label,
+                   [*notes, *speed_notes])  # fmt: skip
+
+
+def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> list[tuple[Run, list[Measurement]]]:
+    grouped: dict[str, list[Measurement]] = {}
+    for m in ms:
+        if m.run_id in usable:
+            grouped.setdefault(m.run_id, []).append(m)
+    return sorted(((usable[run_id], group) for run_id, group in grouped.items()), key=lambda item: item[0].started_at)
+
+
+def _history_case(
+    case: Case,
+    fp: str,
+    cand: list[Measurement],
+    past: list[tuple[Run, list[Measurement]]],
+    good: list[tuple[Run, list[Measurement]]],
+    rules: _Rules,
+) -> list[Verdict]:
+    if not past:
+        return [_outcome_verdict(case, fp, "new", [], cand, "no earlier run of this case")]
+    status = _outcome_change(case, fp, past[-1][1], cand, rules)
+    if status is not None:
+        return [status]
+
+    good, accepted = _since_accepted(good)
+    steps: dict[str, str] = {}
+
+    def values(metric: str) -> tuple[list[float], list[float]]:
+        rows = [(run, stats.median(found)) for run, group in good if (found := _values(group, metric))]
+        step = stats.last_step([value for _, value in rows], rules.floors[metric])
+        if step is None:
+            return [value for _, value in rows], _values(cand, metric)
+        ratio = stats.median([v for _, v in rows[step:]]) / stats.median([v for _, v in rows[:step]])
+        since, run_id = len(rows) - step, rows[step][0].run_id[:8]
+        if since >= rules.min_history:  # an established new level: judged against it
+            steps[metric] = f"history steps {ratio:.2f}x at run {run_id}: judged against the {since} runs since"
+            rows = rows[step:]
+        else:  # a recent step keeps counting until accepted (or established)
+            steps[metric] = (
+                f"history steps {ratio:.2f}x at run {run_id}, {since} runs ago; if that is the new normal: "
+                f"daskbench baseline accept {run_id}"
+            )
+        return [value for _, value in rows], _values(cand, metric)
+
+    def decide(metric: str, history: list[float], c: list[float]) -> stats.Decision:
+        floor, z, least = rules.floors[metric], rules.z_threshold, rules.min_history
+        decision = stats.history_decision(history, c, floor, z_threshold=z, min_history=least)
+        said = "; ".join(part for part in (accepted, steps.get(metric, ""), decision.note) if part)
+        return replace(decision, note=said)
+
+    found = _metric_verdicts(case, fp, values, decide, rules, "")
+    return explain.explain_verdicts(found, [m for _, group in good for m in group], cand)
+
+
+def _since_accepted(
+    good: list[tuple[Run, list[Measurement]]],
+) -> tuple[list[tuple[Run, list[Measurement]]], str]:
+    """The history from the newest run whose measurements were accepted as a new level
+    (``daskbench baseline accept``) on, and a note saying so; all of it when none was."""
+    marked = [n for n, (_, group) in enumerate(good) if any(ACCEPTED_STEP in m.flags for m in group)]
+    if not marked:
+        return good, ""
+    run = good[marked[-1]][0]
+    return good[marked[-1] :], f"history since run {run.run_id[:8]}, accepted as a new level"
+
+
+def _reference_run(earlier: list[Run], cand: Run) -> Run | None:
+    """The latest earlier run, preferring one with the candidate's label (e.g. the last nightly)."""
+    ordered = sorted(earlier, key=lambda run: run.started_at)
+    same_label = [run for run in ordered if run.label == cand.label]
+    return (same_label or ordered)[-1] if ordered else None
+
+
+def _missing_from(store: Store, reference: Run, cand_by: Mapping[str, list[Measurement]]) -> list[Verdict]:
+    gone = {
+        fp: ms
+        for fp, ms in group_measurements(store.measurements([reference.run_id]), "fingerprint").items()
+        if fp not in cand_by
+    }
+    cases = store.cases(gone)
+    note = f"in run {reference.run_id[:8]}, not in the candidate"
+    return [_outcome_verdict(cases[fp], fp, "missing", ms, [], note) for fp, ms in sorted(gone.items())]
