@@ -1,6 +1,7 @@
 """The results store: the only package that speaks SQL.
 
-`Store` (facade.py) is what the rest of daskbench uses; `schema` holds the tables and migrations,
+`Store` (facade.py) is what the rest of daskbench uses: opened by `opening.Database`, with the records
+API of each noun from `records`; `schema` holds the tables and migrations,
 `rows` maps records to rows, `merge` and `exchange` carry rows between stores (export/import),
 `runstatus` derives a run's status from its events, `engine` holds what differs per database.
 """

@@ -1,0 +1,324 @@
+"""The records API of a store, a class per noun: runs (with their tags and events), baselines (names
+for runs), cases, measurements (with their flags), and rows exchanged with another store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from daskbench.errors import DaskbenchError
+from daskbench.model import Case, Measurement, Run, now_iso
+from daskbench.store.engine import (
+    first_line,
+    insert_or_ignore,
+    retry_busy,
+)
+from daskbench.store.merge import MERGERS, children_of
+from daskbench.store.opening import Database
+from daskbench.store.rows import (
+    case_from_row,
+    dumps,
+    measurement_from_row,
+    measurement_row,
+    metrics_by_measurement,
+    run_from_row,
+    run_row,
+    tag_rows,
+    tags_by_run,
+    task_rows,
+    tasks_by_measurement,
+)
+from daskbench.store.schema import (
+    baselines,
+    cases,
+    measurement_flags,
+    measurements,
+    metric_values,
+    run_events,
+    run_tags,
+    runs,
+    task_memory,
+)
+from daskbench.text import first_few, plural
+
+#: The longest text taken as a run id or prefix (daskbench's own are UUIDs, 36 characters).
+MAX_RUN_ID = 200
+
+
+class RunRecords(Database):
+    """Runs: added, tagged (write-once), their status events, finished; read newest first or by id prefix."""
+
+    @retry_busy
+    def add_run(self, run: Run) -> None:
+        with self._tx(write=True) as conn:
+            conn.execute(runs.insert().values(**run_row(run)))
+            if run.tags:
+                conn.execute(run_tags.insert(), tag_rows(run.run_id, run.tags))
+
+    @retry_busy
+    def tag_run(self, run_id: str, tags: Mapping[str, str]) -> None:
+        """Add write-once tags to a run; a tag already set to another value is an error."""
+        Run(run_id=run_id, label="", started_at="check", tags=tags)  # the record's checks of keys and values
+        with self._tx(write=True) as conn:
+            have = dict(
+                conn.execute(sa.select(run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id == run_id)).all()
+            )
+            clash = {key for key, value in tags.items() if key in have and have[key] != value}
+            if clash:
+                raise DaskbenchError(
+                    f"run {run_id[:8]} already has {plural(len(clash), 'tag')} set differently: {first_few(sorted(clash))}"
+                )
+            new = {key: value for key, value in tags.items() if key not in have}
+            if new:
+                conn.execute(run_tags.insert(), tag_rows(run_id, new))
+
+    @retry_busy
+    def record_event(self, run_id: str, status: str, detail: str = "") -> None:
+        """Append a status event to a run's history (the newest event is its status)."""
+        with self._tx(write=True) as conn:
+            conn.execute(run_events.insert().values(run_id=run_id, status=status, at=now_iso(), detail=detail))
+
+    def events(self, run_ids: Sequence[str] | None = None) -> dict[str, list[tuple[str, str, str]]]:
+        """(status, at, detail) per run, oldest first."""
+        query = sa.select(run_events).order_by(run_events.c.id)
+        if run_ids is not None:
+            query = query.where(run_events.c.run_id.in_(list(run_ids)))
+        found: dict[str, list[tuple[str, str, str]]] = {}
+        with self._tx() as conn:
+            for row in conn.execute(query).mappings():
+                found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
+        return found
+
+    def last_activity(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """The newest measurement time of each run that has one: the heartbeat of a running run."""
+        query = (
+            sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
+            .where(measurements.c.run_id.in_(list(run_ids)))
+            .group_by(measurements.c.run_id)
+        )
+        with self._tx() as conn:
+            return {run_id: at for run_id, at in conn.execute(query).all() if at}
+
+    @retry_busy
+    def finish_run(self, run_id: str, ended_at: str | None = None) -> None:
+        """Stamp the run's end: the one update the store makes, and only to an unset field."""
+        with self._tx(write=True) as conn:
+            conn.execute(
+                runs.update()
+                .where(runs.c.run_id == run_id, runs.c.ended_at.is_(None))
+                .values(ended_at=ended_at or now_iso())
+            )
+
+    def runs(self, limit: int | None = None) -> list[Run]:
+        """Runs, newest first."""
+        query = sa.select(runs).order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self._tx() as conn:
+            rows = conn.execute(query).mappings().all()
+            tags = tags_by_run(conn, [row["run_id"] for row in rows])
+        return [run_from_row(row, tags.get(row["run_id"], {})) for row in rows]
+
+    def run(self, run_id: str) -> Run:
+        """The run with this id or unique id prefix."""
+        if len(run_id) > MAX_RUN_ID:
+            raise DaskbenchError(f"run id {run_id[:12]!r}... is {len(run_id)} characters long; a run id has at most "
+                                 f"{MAX_RUN_ID} (see: daskbench runs)")  # fmt: skip
+        with self._tx() as conn:
+            rows = (
+                conn.execute(sa.select(runs).where(runs.c.run_id.startswith(run_id, autoescape=True))).mappings().all()
+            )
+        if not run_id or not rows:
+            raise DaskbenchError(f"no run {run_id!r} in {self.display_url}; list runs with: daskbench runs")
+        exact = [row for row in rows if row["run_id"] == run_id]
+        if len(rows) > 1 and not exact:
+            raise DaskbenchError(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
+        row = exact[0] if exact else rows[0]
+        with self._tx() as conn:
+            tags = tags_by_run(conn, [row["run_id"]])
+        return run_from_row(row, tags.get(row["run_id"], {}))
+
+    def latest_run(self) -> Run:
+        found = self.runs(limit=1)
+        if not found:
+            raise DaskbenchError(f"{self.display_url} has no runs yet; run: pytest -m benchmark")
+        return found[0]
+
+
+class BaselineRecords(RunRecords):
+    """Baselines: a name for a set of runs; the newest setting of a name wins."""
+
+    @retry_busy
+    def set_baseline(self, name: str, run_ids: Sequence[str]) -> tuple[str, ...]:
+        """Point baseline ``name`` at these runs (ids or unique prefixes); returns the full ids."""
+        if not name.strip():
+            raise DaskbenchError("a baseline needs a name, e.g. daskbench baseline set main <run-id>")
+        if name != name.strip() or len(name) > 100 or not name.isprintable():
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise DaskbenchError(
+                f"baseline name {shown!r} must be at most 100 printable characters, "
+                "without leading or trailing spaces, e.g. main"
+            )
+        full = tuple(self.run(run_id).run_id for run_id in run_ids)
+        if not full:
+            raise DaskbenchError(f"baseline {name!r} needs at least one run id; see daskbench runs")
+        with self._tx(write=True) as conn:
+            conn.execute(baselines.insert().values(name=name, run_ids=dumps(full), created_at=now_iso()))
+        return full
+
+    def baseline(self, name: str) -> tuple[str, ...]:
+        """The run ids of the newest setting of baseline ``name``."""
+        query = sa.select(baselines.c.run_ids).where(baselines.c.name == name).order_by(baselines.c.id.desc()).limit(1)
+        with self._tx() as conn:
+            found = conn.execute(query).scalar_one_or_none()
+        if found is None:
+            raise DaskbenchError(
+                f"no baseline named {name!r} in {self.display_url}; set one with: daskbench baseline set {name} <run-id>"
+            )
+        return tuple(json.loads(found))
+
+    def baselines(self) -> dict[str, tuple[str, ...]]:
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(baselines).order_by(baselines.c.id)).mappings().all()
+        return {row["name"]: tuple(json.loads(row["run_ids"])) for row in rows}
+
+
+class CaseRecords(Database):
+    """Cases: one row per fingerprint, shared by the runs that measured it."""
+
+    @retry_busy
+    def add_case(self, case: Case) -> None:
+        """Insert the case if its fingerprint is new (cases are shared across runs)."""
+        row = {
+            "fingerprint": case.fingerprint,
+            "workload": case.workload,
+            "params": dumps(case.params),
+            "cluster": dumps(case.cluster.identity()),
+            "first_seen_at": now_iso(),
+        }
+        with self._tx(write=True) as conn:
+            conn.execute(insert_or_ignore(conn, cases, ("fingerprint",)).values(**row))
+
+    def cases(self, fingerprints: Iterable[str] | None = None) -> dict[str, Case]:
+        query = sa.select(cases)
+        if fingerprints is not None:
+            query = query.where(cases.c.fingerprint.in_(list(fingerprints)))
+        with self._tx() as conn:
+            return {row["fingerprint"]: case_from_row(row) for row in conn.execute(query).mappings()}
+
+
+class MeasurementRecords(Database):
+    """Measurements: appended one per transaction with their metric values and task peaks; flagged; read."""
+
+    @retry_busy
+    def add_measurement(self, measurement: Measurement) -> None:
+        """Append one measurement in its own transaction; a duplicate key is an error."""
+        try:
+            with self._tx(write=True) as conn:
+                inserted = conn.execute(measurements.insert().values(**measurement_row(measurement)))
+                (measurement_id,) = inserted.inserted_primary_key or (None,)
+                values = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
+                          for name, value in measurement.metrics.items()]  # fmt: skip
+                if values:
+                    conn.execute(metric_values.insert(), values)
+                if measurement.tasks:
+                    conn.execute(task_memory.insert(), task_rows(measurement))
+        except IntegrityError as exc:
+            raise DaskbenchError(
+                f"measurement {measurement.fingerprint} repeat {measurement.repeat} of run {measurement.run_id} "
+                f"is already stored or its run/case is unknown ({first_line(exc)})"
+            ) from None
+
+    @retry_busy
+    def flag_measurements(self, run_id: str, fingerprint: str, flag: str, detail: str = "") -> int:
+        """Mark every measurement of one case in one run (append-only); returns how many were marked."""
+        with self._tx(write=True) as conn:
+            ids = (
+                conn.execute(
+                    sa.select(measurements.c.id).where(
+                        measurements.c.run_id == run_id, measurements.c.fingerprint == fingerprint
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            if ids:
+                at = now_iso()
+                conn.execute(measurement_flags.insert(),
+                             [{"measurement_id": i, "flag": flag, "at": at, "detail": detail} for i in ids])  # fmt: skip
+        return len(ids)
+
+    def measurements(self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None) -> list[Measurement]:
+        """Measurements in insertion order, optionally of some runs and/or one case."""
+        where: list[sa.ColumnElement[bool]] = []
+        if run_ids is not None:
+            where.append(measurements.c.run_id.in_(list(run_ids)))
+        if fingerprint is not None:
+            where.append(measurements.c.fingerprint == fingerprint)
+        query = sa.select(measurements).where(*where).order_by(measurements.c.id)
+        values_query = (
+            sa.select(metric_values)
+            .join(measurements, measurements.c.id == metric_values.c.measurement_id)
+            .where(*where)
+        )
+        flags_query = (
+            sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
+            .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
+            .where(*where)
+            .order_by(measurement_flags.c.id)
+        )
+        with self._tx() as conn:
+            rows = conn.execute(query).mappings().all()
+            found = metrics_by_measurement(conn.execute(values_query).mappings())
+            flags: dict[int, list[str]] = {}
+            for measurement_id, flag in conn.execute(flags_query).all():
+                flags.setdefault(measurement_id, []).append(flag)
+            tasks = tasks_by_measurement(conn, where)
+        return [measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], []),
+                                      tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()))
+                for row in rows]  # fmt: skip
+
+
+class RowExchange(Database):
+    """Every row out (`dump_rows`) and rows in (`merge_rows`): what ``daskbench export``/``import`` carry."""
+
+    def dump_rows(self, since: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``.
+
+        Rows are keyed by what identifies them in any store (run id, fingerprint, (run,
+        fingerprint, repeat), ...), never by autoincrement ids, so `merge_rows` can merge them.
+        """
+        run_query = sa.select(runs).order_by(runs.c.started_at, runs.c.run_id)
+        if since is not None:
+            run_query = run_query.where(runs.c.started_at >= since)
+        with self._tx() as conn:
+            run_rows = [dict(row) for row in conn.execute(run_query).mappings()]
+            run_ids = {row["run_id"] for row in run_rows}
+            found = children_of(conn, run_ids)
+            base_query = sa.select(baselines).order_by(baselines.c.id)
+            if since is not None:
+                base_query = base_query.where(baselines.c.created_at >= since)
+            base_rows = [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(base_query).mappings()]
+        yield from (("run", row) for row in run_rows)
+        for kind in ("tag", "event", "case", "measurement", "flag", "task_peak"):
+            yield from ((kind, row) for row in found[kind])
+        yield from (("baseline", row) for row in base_rows)
+
+    @retry_busy
+    def merge_rows(self, groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, tuple[int, int]]:
+        """Insert the rows this store lacks, kind by kind in the order given (parents first), in one
+        transaction, so rows that do not fit (a measurement of a run neither has) change nothing;
+        returns (added, skipped) per kind."""
+        counts: dict[str, tuple[int, int]] = {}
+        try:
+            with self._tx(write=True) as conn:
+                for kind, rows in groups.items():
+                    added = MERGERS[kind](conn, rows)
+                    counts[kind] = (added, len(rows) - added)
+        except IntegrityError as exc:
+            raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
+        return counts
