@@ -1,43 +1,37 @@
-"""Compare a candidate run with a baseline: verdicts from the store, and what differs beside them.
+"""Compare a candidate run with what it is judged against: verdicts from the store, and what differs beside them.
 
-Two modes (the statistics and their defaults live in `daskbench.judge.stats`):
+`compare(store, selection)` is the one dispatch; three modes, a module each (the statistics and their
+defaults live in `daskbench.judge.stats`):
 
-- **A/B**: ``baseline`` is a baseline name (``daskbench baseline set``) or a run id/prefix;
-  the repeats of each case in the baseline run(s) against those in the candidate run.
-- **history**: each case of the candidate against its own last N good runs (runs started
+- **baseline** (`baseline.py`): ``baseline`` is a baseline name (``daskbench baseline set``) or a run
+  id/prefix; the repeats of each case in the baseline run(s) against those in the candidate run.
+- **history** (`history.py`): each case of the candidate against its own last N good runs (runs started
   before the candidate, on the same kind of host unless ``allow_mixed``).
+- **A/B group** (`group.py`): an interleaved group from ``daskbench ab``, judged by its rounds.
 
-With neither ``baseline`` nor ``history``, the baseline named ``main`` is used if it
+With none of ``baseline``, ``history`` and ``ab_group``, the baseline named ``main`` is used if it
 exists; otherwise compare falls back to history mode (``DEFAULT_HISTORY`` runs) and says
 so in ``Comparison.notes``, because a first nightly set-up has history before anyone has
 named a baseline.
 
-The verdicts of one case are made in `verdicts`; each mode in its module: `baseline`, `history`, `group`.
+Every mode makes one case's verdict rows the same way (`verdicts.py`) and returns a `Comparison`
+assembled by `comparison.finish`. The names the rest of daskbench uses are importable from here.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
-from daskbench.judge.compare.baseline import _ab_comparison, _resolve_baseline
+from daskbench.judge.compare.baseline import DEFAULT_BASELINE, compare_baseline
+from daskbench.judge.compare.comparison import Against, Candidate, effect_size, finish
 from daskbench.judge.compare.group import AB_GROUP, AB_ROUND, AB_SIDE, compare_group, group_rounds
-from daskbench.judge.compare.history import _history_comparison
-from daskbench.judge.compare.verdicts import (
-    CASE_METRIC,
-    OUTCOME_METHOD,
-    _finish,
-    _merge_floors,
-    _Rules,
-    _set_aside_note,
-    effect_size,
-)
+from daskbench.judge.compare.history import compare_history
+from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules, set_aside_note
 from daskbench.judge.selection import Selection
 from daskbench.model import Comparison, Run
 from daskbench.store import Store, runstatus
-
-DEFAULT_BASELINE = "main"
 
 
 def compare(store: Store, selection: Selection) -> Comparison:
@@ -45,24 +39,16 @@ def compare(store: Store, selection: Selection) -> Comparison:
     if selection.ab_group is not None:
         return compare_group(store, selection.ab_group, floors=selection.floors,
                              include_worker_loss=selection.include_worker_loss)  # fmt: skip
-    rules = _Rules(_merge_floors(selection.floors), selection.z_threshold, selection.min_history,
-                   selection.include_worker_loss)  # fmt: skip
-    cand, notes = _candidate(store, selection.candidate)
-    cand_ms = store.measurements([cand.run_id])
-    if not cand_ms:
-        raise DaskbenchError(f"run {cand.run_id[:8]} has no measurements; nothing to compare")
-    notes += _set_aside_note(cand_ms, rules)
-    baseline, history = selection.baseline, selection.history
-    if baseline is None and history is None:
-        alone = _alone(store, cand, defaulted=not selection.candidate)
+    rules = Rules.of_selection(selection)
+    candidate = _candidate(store, selection.candidate, rules)
+    if selection.baseline is None and selection.history is None:
+        alone = _alone(store, candidate.run, defaulted=not selection.candidate)
         if alone:
-            return _finish("history", (), cand, [], (), "nothing yet", [*notes, *alone])
-        baseline, history = _default_reference(store, notes)
-    if history is not None:
-        return _history_comparison(store, cand, cand_ms, history, rules, selection.allow_mixed, notes)
-    label, base_runs = _resolve_baseline(store, baseline or DEFAULT_BASELINE)
-    notes += runstatus.partial_notes(store, base_runs, "baseline")
-    return _ab_comparison(store, cand, cand_ms, base_runs, label, rules, selection.allow_mixed, notes)
+            return finish("history", Against((), "nothing yet"), candidate.run, [], [*candidate.notes, *alone])
+        selection, candidate = _default_reference(store, selection, candidate)
+    if selection.history is not None:
+        return compare_history(store, selection, candidate, rules)
+    return compare_baseline(store, selection, candidate, rules)
 
 
 def compare_runs(store: Store, **selection: Any) -> Comparison:
@@ -70,24 +56,27 @@ def compare_runs(store: Store, **selection: Any) -> Comparison:
     return compare(store, Selection(**selection))
 
 
-def _candidate(store: Store, candidate: str | None) -> tuple[Run, list[str]]:
+def _candidate(store: Store, named: str | None, rules: Rules) -> Candidate:
     """The run to judge and notes on it: a named run whatever its status (warned if it did not
-    finish), by default the newest finished run."""
-    if candidate:
-        cand = store.run(candidate)
-        return cand, runstatus.partial_notes(store, [cand], "candidate")
-    return runstatus.latest_finished(store)
+    finish), by default the newest finished run; and its measurements no rule judges, counted."""
+    if named:
+        run = store.run(named)
+        notes = runstatus.partial_notes(store, [run], "candidate")
+    else:
+        run, notes = runstatus.latest_finished(store)
+    measurements = tuple(store.measurements([run.run_id]))
+    return Candidate(run, measurements, tuple(notes)).noted(*set_aside_note(measurements, rules))
 
 
-def _default_reference(store: Store, notes: list[str]) -> tuple[str | None, int | None]:
-    """The baseline named ``main`` if there is one, else history mode (said in ``notes``)."""
+def _default_reference(store: Store, selection: Selection, candidate: Candidate) -> tuple[Selection, Candidate]:
+    """The baseline named ``main`` if there is one, else history mode (said in the candidate's notes)."""
     if DEFAULT_BASELINE in store.baselines():
-        return DEFAULT_BASELINE, None
-    notes.append(
+        return replace(selection, baseline=DEFAULT_BASELINE), candidate
+    said = (
         f"no baseline named {DEFAULT_BASELINE!r}: comparing each case with its last {stats.DEFAULT_HISTORY} good "
         f"runs (name one with: daskbench baseline set {DEFAULT_BASELINE} <run-id>)"
     )
-    return None, stats.DEFAULT_HISTORY
+    return replace(selection, history=stats.DEFAULT_HISTORY), candidate.noted(said)
 
 
 def _alone(store: Store, cand: Run, *, defaulted: bool) -> list[str]:

@@ -15,23 +15,45 @@ from collections.abc import Callable
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import machine, matching, stats
-from daskbench.judge.compare.verdicts import (
-    Decide,
-    Judge,
-    SideValues,
-    _finish,
-    _paired_verdicts,
-    _Rules,
-    _values,
-)
-from daskbench.model import (
-    Comparison,
-    Measurement,
-    Run,
-    group_measurements,
-)
+from daskbench.judge.compare.comparison import Against, Candidate, finish
+from daskbench.judge.compare.verdicts import Decide, Judge, Rules, SideValues, paired_verdicts, passed_values
+from daskbench.judge.selection import Selection
+from daskbench.model import Comparison, Measurement, Run, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
+
+#: The baseline of a plain ``daskbench compare``, when a baseline of that name exists.
+DEFAULT_BASELINE = "main"
+
+
+def compare_baseline(store: Store, selection: Selection, candidate: Candidate, rules: Rules) -> Comparison:
+    """The candidate against the baseline ``selection`` names (`DEFAULT_BASELINE` when it names none)."""
+    label, base_runs = _resolve_baseline(store, selection.baseline or DEFAULT_BASELINE)
+    cand, allow_mixed = candidate.run, selection.allow_mixed
+    if cand.run_id in {run.run_id for run in base_runs}:
+        raise DaskbenchError(f"run {cand.run_id[:8]} is both candidate and baseline {label!r}; pass --candidate")
+    if not allow_mixed:
+        matching.refuse_mixed_hosts(base_runs, cand)
+    base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
+    cand_by = group_measurements(candidate.measurements, "fingerprint")
+    cases = store.cases({*base, *cand_by})
+    taught = _noise_runs(store, cand, base_runs, allow_mixed)
+    noise_by = _noise_medians(store, taught, set(base))
+    notes = [*candidate.notes, *runstatus.partial_notes(store, base_runs, "baseline"), _noise_note(taught)]
+    pooled = {metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
+              for metric, per_case in noise_by.items()}  # fmt: skip
+
+    def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: Rules) -> Judge:
+        def noise(metric: str) -> stats.RunNoise:
+            default = stats.RunNoise(stats.default_run_sd(metric), 0)
+            return stats.case_noise(noise_by.get(metric, {}).get(base_fp, []), pooled.get(metric, default))
+
+        return _ab_rule(base_side, cand_side, noise, own)
+
+    found = paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
+    base_ms = [m for ms in base.values() for m in ms]
+    verdicts, speed_notes = machine.guard(found, base_ms, candidate.measurements)
+    return finish("ab", Against(base_runs, label, base_runs), cand, verdicts, [*notes, *speed_notes])
 
 
 def _resolve_baseline(store: Store, name: str) -> tuple[str, tuple[Run, ...]]:
@@ -45,45 +67,6 @@ def _resolve_baseline(store: Store, name: str) -> tuple[str, tuple[Run, ...]]:
             f"no baseline or run named {name!r}; list them with: daskbench baseline list, daskbench runs"
         ) from None
     return run.run_id[:8], (run,)
-
-
-# -- A/B --------------------------------------------------------------------------------
-
-
-def _ab_comparison(
-    store: Store,
-    cand: Run,
-    cand_ms: list[Measurement],
-    base_runs: tuple[Run, ...],
-    label: str,
-    rules: _Rules,
-    allow_mixed: bool,
-    notes: list[str],
-) -> Comparison:
-    if cand.run_id in {run.run_id for run in base_runs}:
-        raise DaskbenchError(f"run {cand.run_id[:8]} is both candidate and baseline {label!r}; pass --candidate")
-    if not allow_mixed:
-        matching.refuse_mixed_hosts(base_runs, cand)
-    base = group_measurements(store.measurements([run.run_id for run in base_runs]), "fingerprint")
-    cand_by = group_measurements(cand_ms, "fingerprint")
-    cases = store.cases({*base, *cand_by})
-    taught = _noise_runs(store, cand, base_runs, allow_mixed)
-    noise_by = _noise_medians(store, taught, set(base))
-    notes = [*notes, _noise_note(taught)]
-    pooled = {metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
-              for metric, per_case in noise_by.items()}  # fmt: skip
-
-    def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: _Rules) -> Judge:
-        def noise(metric: str) -> stats.RunNoise:
-            default = stats.RunNoise(stats.default_run_sd(metric), 0)
-            return stats.case_noise(noise_by.get(metric, {}).get(base_fp, []), pooled.get(metric, default))
-
-        return _ab_rule(base_side, cand_side, noise, own)
-
-    found = _paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
-    base_ms = [m for ms in base.values() for m in ms]
-    verdicts, speed_notes = machine.guard(found, base_ms, cand_ms)
-    return _finish("ab", base_runs, cand, verdicts, base_runs, label, [*notes, *speed_notes])
 
 
 def _noise_runs(store: Store, cand: Run, base_runs: tuple[Run, ...], allow_mixed: bool) -> list[Run]:
@@ -113,16 +96,16 @@ def _noise_medians(store: Store, taught: list[Run], fingerprints: set[str]) -> d
     for fingerprint, of_case in group_measurements(measured, "fingerprint").items():
         for ms in group_measurements(of_case, "run_id").values():
             for metric in catalog.names():
-                values = _values(ms, metric)
+                values = passed_values(ms, metric)
                 if values:
                     found.setdefault(metric, {}).setdefault(fingerprint, []).append(stats.median(values))
     return found
 
 
 def _ab_rule(
-    base: list[Measurement], cand: list[Measurement], noise: Callable[[str], stats.RunNoise], rules: _Rules
+    base: list[Measurement], cand: list[Measurement], noise: Callable[[str], stats.RunNoise], rules: Rules
 ) -> tuple[SideValues, Decide]:
-    """How two separate runs are judged (stats module docstring, "Two runs are two sessions").
+    """How two separate runs are judged (`daskbench.judge.stats.noise`, "Two runs are two sessions").
 
     ``noise(metric)`` is the run-to-run noise of this case: pooled over the cases of the
     comparison, or its own once it has enough runs. One baseline run: the repeats of both sides,
@@ -132,12 +115,12 @@ def _ab_rule(
     by_run = group_measurements(base, "run_id")
 
     def values(metric: str) -> tuple[list[float], list[float]]:
-        return _values(base, metric), _values(cand, metric)
+        return passed_values(base, metric), passed_values(cand, metric)
 
     def decide(metric: str, b: list[float], c: list[float]) -> stats.Decision:
         floor = rules.floors[metric]
         if len(by_run) > 1:
-            medians = [stats.median(v) for v in (_values(ms, metric) for ms in by_run.values()) if v]
+            medians = [stats.median(v) for v in (passed_values(ms, metric) for ms in by_run.values()) if v]
             return stats.prediction_decision(medians, stats.median(c), floor, noise(metric))
         paired = len(b) >= 2 and _repeat_set(base, metric) == _repeat_set(cand, metric)
         return stats.ab_decision(b, c, floor, paired=paired, noise=noise(metric))

@@ -8,25 +8,18 @@ from dataclasses import dataclass
 
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential, stats
+from daskbench.judge.compare.comparison import Against, finish
 from daskbench.judge.compare.verdicts import (
     Decide,
     Judge,
+    Rules,
     SideValues,
-    _finish,
-    _merge_floors,
-    _paired_verdicts,
-    _Rules,
-    _values,
+    merge_floors,
+    paired_verdicts,
+    passed_values,
 )
-from daskbench.model import (
-    Comparison,
-    Measurement,
-    Run,
-    group_measurements,
-)
+from daskbench.model import Comparison, Measurement, Run, group_measurements
 from daskbench.store import Store
-
-# -- interleaved A/B groups (daskbench ab) ----------------------------------------------
 
 #: Run tags `daskbench ab` sets on each session it runs.
 AB_GROUP, AB_SIDE, AB_ROUND = "ab_group", "ab_side", "ab_round"
@@ -60,7 +53,7 @@ def compare_group(
             f"no complete round of A/B group {group!r} in {store.display_url}; list groups with: daskbench runs "
             "(column tags), or run one with: daskbench ab"
         )
-    rules = _Rules(_merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss)
+    rules = Rules(merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss)
     by_side = {side: [sides[side] for sides in rounds.values()] for side in ("A", "B")}
     ms = {run.run_id: store.measurements([run.run_id]) for runs in by_side.values() for run in runs}
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
@@ -68,12 +61,12 @@ def compare_group(
     cases = store.cases({*a_by, *b_by})
     shape = _GroupShape.of(by_side)
 
-    def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: _Rules) -> Judge:
+    def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: Rules) -> Judge:
         return _rounds_rule(a_side, b_side, shape, own)
 
-    verdicts = _paired_verdicts(a_by, b_by, cases, True, rules, rule)
+    verdicts = paired_verdicts(a_by, b_by, cases, True, rules, rule)
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
-    return _finish("ab", base_runs, cand_runs[-1], verdicts, base_runs[-1:], shape.label(group), [])
+    return finish("ab", Against(base_runs, shape.label(group), base_runs[-1:]), cand_runs[-1], verdicts, [])
 
 
 @dataclass(frozen=True)
@@ -99,7 +92,7 @@ class _GroupShape:
 
 
 def _rounds_rule(
-    a_side: list[Measurement], b_side: list[Measurement], shape: _GroupShape, rules: _Rules
+    a_side: list[Measurement], b_side: list[Measurement], shape: _GroupShape, rules: Rules
 ) -> tuple[SideValues, Decide]:
     """The value pairs of each round: per lockstep repeat both sides measured, or per session
     round the median of each side's passing repeats."""
@@ -121,12 +114,12 @@ def _rounds_rule(
 
 
 def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
-    a, b = _values(a_ms, metric), _values(b_ms, metric)
+    a, b = passed_values(a_ms, metric), passed_values(b_ms, metric)
     return [(stats.median(a), stats.median(b))] if a and b else []
 
 
 def _lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
     """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
-    a_by = {m.repeat: _values([m], metric) for m in a_ms}
-    b_by = {m.repeat: _values([m], metric) for m in b_ms}
+    a_by = {m.repeat: passed_values([m], metric) for m in a_ms}
+    b_by = {m.repeat: passed_values([m], metric) for m in b_ms}
     return [(a_by[r][0], b_by[r][0]) for r in sorted(a_by.keys() & b_by.keys()) if a_by[r] and b_by[r]]

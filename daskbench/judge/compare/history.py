@@ -7,40 +7,58 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from daskbench.judge import explain, machine, matching, stats
+from daskbench.judge.compare.comparison import Against, Candidate, finish
 from daskbench.judge.compare.verdicts import (
-    _finish,
-    _metric_verdicts,
-    _outcome_change,
-    _outcome_verdict,
-    _Rules,
-    _values,
+    Rules,
+    StoredCase,
+    metric_verdicts,
+    outcome_change,
+    outcome_verdict,
+    passed_values,
 )
-from daskbench.model import (
-    ACCEPTED_STEP,
-    Case,
-    Comparison,
-    Measurement,
-    Run,
-    Verdict,
-    group_measurements,
-)
+from daskbench.judge.selection import Selection
+from daskbench.model import ACCEPTED_STEP, Comparison, Measurement, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
 
-# -- history ----------------------------------------------------------------------------
+#: Earlier runs of one case with their measurements, oldest first.
+Past = list[tuple[Run, list[Measurement]]]
 
 
-def _history_comparison(
-    store: Store,
-    cand: Run,
-    cand_ms: list[Measurement],
-    window: int,
-    rules: _Rules,
-    allow_mixed: bool,
-    notes: list[str],
-) -> Comparison:
+def compare_history(store: Store, selection: Selection, candidate: Candidate, rules: Rules) -> Comparison:
+    """Each case of the candidate against its last ``selection.history`` good runs; missing cases and
+    what else differs against the latest earlier run."""
+    cand, window = candidate.run, selection.history or stats.DEFAULT_HISTORY
+    usable, notes = _usable_runs(store, cand, selection.allow_mixed)
+    cand_by = group_measurements(candidate.measurements, "fingerprint")
+    cases = store.cases(cand_by)
+    verdicts: list[Verdict] = []
+    used: dict[str, Run] = {}
+    for fp, ms in sorted(cand_by.items()):
+        past = _past(store.measurements(fingerprint=fp), usable)
+        good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
+        used.update((run.run_id, run) for run, _ in good)
+        verdicts += _history_case(StoredCase(cases[fp], fp), ms, past, good, rules.of(cases[fp].workload))
+    reference = _reference_run(list(usable.values()), cand)
+    if reference is not None:
+        used[reference.run_id] = reference
+        verdicts += _missing_from(store, reference, cand_by)
+        notes.append(
+            f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
+        )
+    base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
+    history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
+    verdicts, speed_notes = machine.guard(verdicts, history_ms, candidate.measurements)
+    against = Against(base_runs, f"last {window} good runs of each case", (reference,) if reference else ())
+    return finish("history", against, cand, verdicts, [*candidate.notes, *notes, *speed_notes])
+
+
+def _usable_runs(store: Store, cand: Run, allow_mixed: bool) -> tuple[dict[str, Run], list[str]]:
+    """The runs a history may hold: started before the candidate, not made side by side, finished, on
+    the candidate's kind of host unless ``allow_mixed``; by id, with notes on what was skipped."""
     earlier = [run for run in store.runs() if run.started_at < cand.started_at and run.run_id != cand.run_id]
     sides = [run for run in earlier if runstatus.made_side_by_side(run)]
+    notes = []
     if sides:  # other versions (bisect, confirm, pr), half a machine each, planted arms (calibrate)
         earlier = [run for run in earlier if not runstatus.made_side_by_side(run)]
         notes.append(f"history skips {plural(len(sides), 'run')} made side by side (ab, calibrate, bisect, "
@@ -54,31 +72,10 @@ def _history_comparison(
             f"({matching.HOST_CLASS} when both runs name one, else {', '.join(matching.HOST_IDENTITY)} "
             "differ); --allow-mixed includes them, DASKBENCH_HOST_CLASS names hosts that count as one"
         )
-    cand_by = group_measurements(cand_ms, "fingerprint")
-    cases = store.cases(cand_by)
-    verdicts: list[Verdict] = []
-    used: dict[str, Run] = {}
-    for fp, ms in sorted(cand_by.items()):
-        past = _past(store.measurements(fingerprint=fp), usable)
-        good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
-        used.update((run.run_id, run) for run, _ in good)
-        verdicts += _history_case(cases[fp], fp, ms, past, good, rules.of(cases[fp].workload))
-    reference = _reference_run(list(usable.values()), cand)
-    if reference is not None:
-        used[reference.run_id] = reference
-        verdicts += _missing_from(store, reference, cand_by)
-        notes.append(
-            f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
-        )
-    base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
-    history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
-    verdicts, speed_notes = machine.guard(verdicts, history_ms, cand_ms)
-    label = f"last {window} good runs of each case"
-    return _finish("history", base_runs, cand, verdicts, (reference,) if reference else (), label,
-                   [*notes, *speed_notes])  # fmt: skip
+    return usable, notes
 
 
-def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> list[tuple[Run, list[Measurement]]]:
+def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> Past:
     grouped: dict[str, list[Measurement]] = {}
     for m in ms:
         if m.run_id in usable:
@@ -86,17 +83,11 @@ def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> list[tuple[Run, l
     return sorted(((usable[run_id], group) for run_id, group in grouped.items()), key=lambda item: item[0].started_at)
 
 
-def _history_case(
-    case: Case,
-    fp: str,
-    cand: list[Measurement],
-    past: list[tuple[Run, list[Measurement]]],
-    good: list[tuple[Run, list[Measurement]]],
-    rules: _Rules,
-) -> list[Verdict]:
+def _history_case(of: StoredCase, cand: list[Measurement], past: Past, good: Past, rules: Rules) -> list[Verdict]:
+    """The verdicts of one case against its ``good`` runs (of its ``past``), a step in their level said."""
     if not past:
-        return [_outcome_verdict(case, fp, "new", [], cand, "no earlier run of this case")]
-    status = _outcome_change(case, fp, past[-1][1], cand, rules)
+        return [outcome_verdict(of, "new", [], cand, "no earlier run of this case")]
+    status = outcome_change(of, past[-1][1], cand, rules)
     if status is not None:
         return [status]
 
@@ -104,10 +95,10 @@ def _history_case(
     steps: dict[str, str] = {}
 
     def values(metric: str) -> tuple[list[float], list[float]]:
-        rows = [(run, stats.median(found)) for run, group in good if (found := _values(group, metric))]
+        rows = [(run, stats.median(found)) for run, group in good if (found := passed_values(group, metric))]
         step = stats.last_step([value for _, value in rows], rules.floors[metric])
         if step is None:
-            return [value for _, value in rows], _values(cand, metric)
+            return [value for _, value in rows], passed_values(cand, metric)
         ratio = stats.median([v for _, v in rows[step:]]) / stats.median([v for _, v in rows[:step]])
         since, run_id = len(rows) - step, rows[step][0].run_id[:8]
         if since >= rules.min_history:  # an established new level: judged against it
@@ -118,7 +109,7 @@ def _history_case(
                 f"history steps {ratio:.2f}x at run {run_id}, {since} runs ago; if that is the new normal: "
                 f"daskbench baseline accept {run_id}"
             )
-        return [value for _, value in rows], _values(cand, metric)
+        return [value for _, value in rows], passed_values(cand, metric)
 
     def decide(metric: str, history: list[float], c: list[float]) -> stats.Decision:
         floor, z, least = rules.floors[metric], rules.z_threshold, rules.min_history
@@ -126,13 +117,11 @@ def _history_case(
         said = "; ".join(part for part in (accepted, steps.get(metric, ""), decision.note) if part)
         return replace(decision, note=said)
 
-    found = _metric_verdicts(case, fp, values, decide, rules, "")
+    found = metric_verdicts(of, values, decide, rules, "")
     return explain.explain_verdicts(found, [m for _, group in good for m in group], cand)
 
 
-def _since_accepted(
-    good: list[tuple[Run, list[Measurement]]],
-) -> tuple[list[tuple[Run, list[Measurement]]], str]:
+def _since_accepted(good: Past) -> tuple[Past, str]:
     """The history from the newest run whose measurements were accepted as a new level
     (``daskbench baseline accept``) on, and a note saying so; all of it when none was."""
     marked = [n for n, (_, group) in enumerate(good) if any(ACCEPTED_STEP in m.flags for m in group)]
@@ -157,4 +146,4 @@ def _missing_from(store: Store, reference: Run, cand_by: Mapping[str, list[Measu
     }
     cases = store.cases(gone)
     note = f"in run {reference.run_id[:8]}, not in the candidate"
-    return [_outcome_verdict(cases[fp], fp, "missing", ms, [], note) for fp, ms in sorted(gone.items())]
+    return [outcome_verdict(StoredCase(cases[fp], fp), "missing", ms, [], note) for fp, ms in sorted(gone.items())]

@@ -1,4 +1,5 @@
-"""The verdict rows of one case, shared by the three modes, and their assembly into a `Comparison`.
+"""The verdict rows of one case, shared by the three modes: how they are decided (`Rules`), the pairing loop
+of the two A/B modes (`paired_verdicts`), outcome rows and one row per metric.
 
 Cases are matched by fingerprint. Per case, outcomes come first: a case with a repeat
 that did not pass (any outcome but ``passed``) in the candidate but none in the baseline (history: the
@@ -14,29 +15,28 @@ the comparison's notes count what was set aside.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import explain, matching, stats
+from daskbench.judge.selection import Selection
 from daskbench.model import (
     NOT_RESULTS,
     WORKER_LOST,
     Case,
-    Comparison,
     Measurement,
-    Run,
     Verdict,
     VerdictKind,
 )
-from daskbench.text import flatten, plural
+from daskbench.text import plural
 
-#: Per metric: (baseline values, candidate values) of one case.
-SideValues = Callable[[str], tuple[list[float], list[float]]]
+#: (baseline values, candidate values) of one metric of one case.
+BothSides = tuple[list[float], list[float]]
+#: Per metric: both sides' values.
+SideValues = Callable[[str], BothSides]
 #: Per metric and both sides' values: the statistical decision.
 Decide = Callable[[str, list[float], list[float]], stats.Decision]
 #: How one pair of sides is judged: where its values come from and how they are decided.
@@ -46,17 +46,18 @@ Judge = tuple[SideValues, Decide]
 CASE_METRIC = "runtime_s"
 #: The ``method`` of those case-level rows, so readers (the report) can tell them apart.
 OUTCOME_METHOD = "outcome"
-#: Tie-break of equal effects: the verdicts a maintainer must act on first.
-_ORDER = {
-    kind: index
-    for index, kind in enumerate(
-        ("newly-failing", "regressed", "fixed", "improved", "inconclusive", "unchanged", "new", "missing")
-    )
-}
 
 
 @dataclass(frozen=True)
-class _Rules:
+class StoredCase:
+    """A case as the store holds it: its record and the fingerprint its measurements carry."""
+
+    case: Case
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Rules:
     """How verdicts are decided. ``floors`` holds every metric's floor and, keyed
     ``workload:metric``, the floors of one workload; `of` gives a case its own."""
 
@@ -65,13 +66,19 @@ class _Rules:
     min_history: int
     include_worker_loss: bool = False  # judge worker-lost measurements as the workload's failures
 
-    def of(self, workload: str) -> _Rules:
+    @classmethod
+    def of_selection(cls, selection: Selection) -> Rules:
+        """The rules a `Selection` asks for, every metric's declared floor overridden by its floors."""
+        floors = merge_floors(selection.floors)
+        return cls(floors, selection.z_threshold, selection.min_history, selection.include_worker_loss)
+
+    def of(self, workload: str) -> Rules:
         """These rules with ``workload``'s own floors in place of the general ones."""
         own = {key.split(":", 1)[1]: value for key, value in self.floors.items() if key.startswith(f"{workload}:")}
         return replace(self, floors={**self.floors, **own}) if own else self
 
 
-def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
+def merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
     """The declared floor of every metric, overridden by ``floors``."""
     merged = {metric: stats.default_floor(metric) for metric in catalog.names()}
     for key, value in (floors or {}).items():
@@ -85,13 +92,13 @@ def _merge_floors(floors: Mapping[str, float] | None) -> dict[str, float]:
     return merged
 
 
-def _paired_verdicts(
+def paired_verdicts(
     base: Mapping[str, list[Measurement]],
     cand: Mapping[str, list[Measurement]],
     cases: Mapping[str, Case],
     allow_mixed: bool,
-    rules: _Rules,
-    rule: Callable[[str, list[Measurement], list[Measurement], _Rules], Judge],
+    rules: Rules,
+    rule: Callable[[str, list[Measurement], list[Measurement], Rules], Judge],
 ) -> list[Verdict]:
     """The one pairing loop of both A/B modes: pair the cases, then per pair a presence or
     outcome change, else one verdict per metric by ``rule`` (with the case's own floors),
@@ -99,16 +106,15 @@ def _paired_verdicts(
     verdicts: list[Verdict] = []
     for base_fp, cand_fp, note in matching.pair_cases(set(base), set(cand), cases, allow_mixed):
         fp = cand_fp or base_fp or ""
+        of = StoredCase(cases[fp], fp)
         base_side, cand_side = base.get(base_fp or "", []), cand.get(cand_fp or "", [])
-        status = _presence(cases[fp], fp, base_side, cand_side) or _outcome_change(
-            cases[fp], fp, base_side, cand_side, rules
-        )
+        status = _presence(of, base_side, cand_side) or outcome_change(of, base_side, cand_side, rules)
         if status is not None:
             verdicts.append(status)
             continue
-        own = rules.of(cases[fp].workload)
+        own = rules.of(of.case.workload)
         values, decide = rule(base_fp or "", base_side, cand_side, own)
-        found = _metric_verdicts(cases[fp], fp, values, decide, own, note)
+        found = metric_verdicts(of, values, decide, own, note)
         verdicts += explain.explain_verdicts(found, base_side, cand_side)
     return verdicts
 
@@ -116,57 +122,55 @@ def _paired_verdicts(
 # -- one case ---------------------------------------------------------------------------
 
 
-def _presence(case: Case, fp: str, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
+def _presence(of: StoredCase, base: list[Measurement], cand: list[Measurement]) -> Verdict | None:
     if not base:
-        return _outcome_verdict(case, fp, "new", [], cand, "not in the baseline")
+        return outcome_verdict(of, "new", [], cand, "not in the baseline")
     if not cand:
-        return _outcome_verdict(case, fp, "missing", base, [], "not in the candidate")
+        return outcome_verdict(of, "missing", base, [], "not in the candidate")
     return None
 
 
-def _outcome_change(
-    case: Case, fp: str, base: list[Measurement], cand: list[Measurement], rules: _Rules
-) -> Verdict | None:
+def outcome_change(of: StoredCase, base: list[Measurement], cand: list[Measurement], rules: Rules) -> Verdict | None:
     """newly-failing / fixed / failing on both sides, of the measurements that are results (`_results`);
     a side with none is one ``inconclusive`` row saying why."""
-    unmeasured = _unmeasured(case, fp, base, cand, rules)
+    unmeasured = _unmeasured(of, base, cand, rules)
     if unmeasured is not None:
         return unmeasured
     base, cand = _results(base, rules), _results(cand, rules)
     base_failed, cand_failed = [m for m in base if not m.ok], [m for m in cand if not m.ok]
     if cand_failed and not base_failed:
-        return _outcome_verdict(case, fp, "newly-failing", base, cand, _failure(cand_failed, len(cand)))
+        return outcome_verdict(of, "newly-failing", base, cand, _failure(cand_failed, len(cand)))
     if base_failed and not cand_failed:
-        return _outcome_verdict(case, fp, "fixed", base, cand, f"passes; was {_failure(base_failed, len(base))}")
+        return outcome_verdict(of, "fixed", base, cand, f"passes; was {_failure(base_failed, len(base))}")
     if base_failed and cand_failed:
         note = f"fails on both sides: was {_failure(base_failed, len(base))}; now {_failure(cand_failed, len(cand))}"
-        return _outcome_verdict(case, fp, "inconclusive", base, cand, note)
+        return outcome_verdict(of, "inconclusive", base, cand, note)
     return None
 
 
-def _results(ms: list[Measurement], rules: _Rules) -> list[Measurement]:
+def _results(ms: Sequence[Measurement], rules: Rules) -> list[Measurement]:
     """The measurements that are results of the workload: never one cut short (``interrupted``) or
     lost with its cluster (``cluster-lost``); one that lost a worker only when asked (``include_worker_loss``)."""
     return [m for m in ms if m.outcome not in NOT_RESULTS and (rules.include_worker_loss or m.outcome != WORKER_LOST)]
 
 
-def _unmeasured(case: Case, fp: str, base: list[Measurement], cand: list[Measurement], rules: _Rules) -> Verdict | None:
+def _unmeasured(of: StoredCase, base: list[Measurement], cand: list[Measurement], rules: Rules) -> Verdict | None:
     """One ``inconclusive`` row for a case a side measured but got no result of (cluster lost, worker
     lost, interrupted), instead of a row per metric without values; None when both sides have results."""
     for side, ms in (("candidate", cand), ("baseline", base)):
         if ms and not _results(ms, rules):
             note = f"no result of the workload in the {side}: {_failure(ms, len(ms))}; not judged"
-            return _outcome_verdict(case, fp, "inconclusive", base, cand, note + _include_hint(ms, rules))
+            return outcome_verdict(of, "inconclusive", base, cand, note + _include_hint(ms, rules))
     return None
 
 
-def _include_hint(ms: list[Measurement], rules: _Rules) -> str:
+def _include_hint(ms: Sequence[Measurement], rules: Rules) -> str:
     """How to have worker-lost measurements judged, when some were set aside."""
     lost = not rules.include_worker_loss and any(m.outcome == WORKER_LOST for m in ms)
     return " (--include-worker-loss judges a lost worker as the workload's failure)" if lost else ""
 
 
-def _set_aside_note(cand: list[Measurement], rules: _Rules) -> list[str]:
+def set_aside_note(cand: Sequence[Measurement], rules: Rules) -> list[str]:
     """The comparison's note counting the candidate's measurements left out of every verdict, by outcome."""
     aside = [m for m in cand if not _results([m], rules)]
     if not aside:
@@ -184,9 +188,7 @@ def _failure(failed: list[Measurement], total: int) -> str:
     return f"{counts} in {len(failed)} of {total} repeats" + (f" ({message[:160]})" if message else "")
 
 
-def _metric_verdicts(
-    case: Case, fp: str, values: SideValues, decide: Decide, rules: _Rules, note: str
-) -> list[Verdict]:
+def metric_verdicts(of: StoredCase, values: SideValues, decide: Decide, rules: Rules, note: str) -> list[Verdict]:
     """One verdict per compared metric that has values on either side."""
     verdicts = []
     for metric in catalog.compared():
@@ -198,7 +200,7 @@ def _metric_verdicts(
         else:
             side = "baseline" if not base else "candidate"
             decision = stats.Decision("inconclusive", note=f"no {metric} values in the {side}")
-        verdicts.append(_verdict(case, fp, metric, base, cand, rules.floors[metric], decision, note))
+        verdicts.append(_verdict(of, metric, (base, cand), rules.floors[metric], decision, note))
     return verdicts
 
 
@@ -222,18 +224,11 @@ def _judged_on(judged: str, decision: stats.Decision) -> stats.Decision:
 
 
 def _verdict(
-    case: Case,
-    fp: str,
-    metric: str,
-    base: list[float],
-    cand: list[float],
-    floor: float | None,
-    d: stats.Decision,
-    note: str,
+    of: StoredCase, metric: str, values: BothSides, floor: float | None, d: stats.Decision, note: str
 ) -> Verdict:
-    d = _oriented(metric, d)
+    d, (base, cand), case = _oriented(metric, d), values, of.case
     return Verdict(
-        fingerprint=fp,
+        fingerprint=of.fingerprint,
         workload=case.workload,
         params=dict(case.params),
         metric=metric,
@@ -263,53 +258,16 @@ def _oriented(metric: str, d: stats.Decision) -> stats.Decision:
     return replace(d, verdict="improved" if d.verdict == "regressed" else "regressed")
 
 
-def _outcome_verdict(
-    case: Case, fp: str, kind: VerdictKind, base: list[Measurement], cand: list[Measurement], note: str
+def outcome_verdict(
+    of: StoredCase, kind: VerdictKind, base: Sequence[Measurement], cand: Sequence[Measurement], note: str
 ) -> Verdict:
+    """A row about the whole case (new, missing, an outcome change), carrying `CASE_METRIC`."""
     decision = stats.Decision(kind, method=OUTCOME_METHOD, note=note)
-    return _verdict(case, fp, CASE_METRIC, _values(base, CASE_METRIC), _values(cand, CASE_METRIC), None, decision, "")
+    values = (passed_values(base, CASE_METRIC), passed_values(cand, CASE_METRIC))
+    return _verdict(of, CASE_METRIC, values, None, decision, "")
 
 
-def _values(ms: Iterable[Measurement], metric: str) -> list[float]:
+def passed_values(ms: Iterable[Measurement], metric: str) -> list[float]:
     """A metric's values over the passed repeats, in repeat order (pairs line up by repeat)."""
     ordered = sorted(ms, key=lambda m: (m.repeat, m.run_id))
     return [float(getattr(m, metric)) for m in ordered if m.ok and getattr(m, metric) is not None]
-
-
-# -- assembling -------------------------------------------------------------------------
-
-
-def _finish(
-    mode: Literal["ab", "history"],
-    base_runs: tuple[Run, ...],
-    cand: Run,
-    verdicts: list[Verdict],
-    diff_against: Sequence[Run],
-    label: str,
-    notes: list[str],
-) -> Comparison:
-    return Comparison(
-        mode=mode,
-        baseline_runs=base_runs,
-        candidate_run=cand,
-        verdicts=tuple(sorted(verdicts, key=_sort_key)),
-        version_diff=matching.diff([run.versions for run in diff_against], cand.versions),
-        config_diff=matching.diff([flatten(run.dask_config) for run in diff_against], flatten(cand.dask_config)),
-        host_diff=matching.diff([run.host for run in diff_against], cand.host),
-        baseline_label=label,
-        notes=tuple(notes),
-    )
-
-
-def effect_size(v: Verdict) -> float:
-    """How big a change is, for sorting: outcome changes first, then |log ratio|."""
-    if v.verdict in ("newly-failing", "fixed"):
-        return math.inf
-    if v.ratio is None or not v.ratio > 0:
-        return -1.0
-    return abs(math.log(v.ratio))
-
-
-def _sort_key(v: Verdict) -> tuple[float, int, str, str, int]:
-    order = catalog.names()
-    return (-effect_size(v), _ORDER[v.verdict], v.workload, v.fingerprint, order.index(v.metric))
