@@ -316,7 +316,7 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
     hangs = [sys.executable, "-c", "import time; print('resolving', flush=True); time.sleep(30)"]
     with pytest.raises(DaskbenchError) as raised:
-        builds._run(hangs, log, "w", what="install", spec=spec, index=envs.Index(), tool=envs.Installer("uv", ("uv",)))
+        builds._run(builds.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), log), hangs, "w", "install")
     assert str(raised.value).count("\n") == 0
     assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
     assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()

@@ -191,21 +191,33 @@ def _locked(path: Path, say: Say) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@dataclass(frozen=True)
+class Build:
+    """One environment being built: what it holds, where the installer looks, the installer, and the
+    log file its steps write to."""
+
+    spec: EnvSpec
+    index: Index
+    tool: Installer
+    log: Path
+
+
 def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say: Say) -> None:
     """Create, install, check, mark; on any failure remove the half-built folder."""
     _note_python(spec, say)
     shutil.rmtree(folder, ignore_errors=True)  # a build that died before its marker
     log = folder.with_name(folder.name + ".log")
+    job = Build(spec, index, tool, log)
     started = time.monotonic()
     say(f"env: building {folder} for {spec.source} with {tool.name}: {spec.describe()}")
     try:
-        _run(tool.create(folder), log, "w", what="create the environment", spec=spec, index=index, tool=tool)
+        _run(job, tool.create(folder), "w", "create the environment")
         if spec.overlay:
             overlay_of(folder, spec.overlay)
         count = plural(len(spec.pins) + len(spec.sources) + bool(spec.daskbench), "package")
         deps = f", over {spec.overlay}" if spec.overlay else " and their dependencies"
         say(f"env: installing {count}{deps} (the installer's output: {log})")
-        _install(folder, spec, index, tool, log)
+        _install(folder, job)
         check_versions(folder, spec, rebuilt=True)
         _mark(folder, spec, tool, time.monotonic() - started)
     except BaseException:
@@ -215,14 +227,14 @@ def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say:
     say(f"env: built in {time.monotonic() - started:.0f} s{checked}")
 
 
-def _install(folder: Path, spec: EnvSpec, index: Index, tool: Installer, log: Path) -> None:
+def _install(folder: Path, job: Build) -> None:
     """Install the spec. Source trees are built in isolation, their build backend (setuptools, hatchling)
     fetched from the index; uv first tries its cache alone (``--offline``: no index asked, and it works
     without a network once the backend was fetched), then asks the index."""
-    command = tool.install(folder, spec, index)
-    if spec.sources and tool.name == "uv" and _succeeds(offline(command), log):
+    command = job.tool.install(folder, job.spec, job.index)
+    if job.spec.sources and job.tool.name == "uv" and _succeeds(offline(command), job.log):
         return
-    _run(command, log, "a", what="install", spec=spec, index=index, tool=tool)
+    _run(job, command, "a", "install")
 
 
 def offline(command: list[str]) -> list[str]:
@@ -262,23 +274,26 @@ def _note_python(spec: EnvSpec, say: Say) -> None:
         say(f"env: note: {spec.source} recorded python {spec.recorded_python}; this environment gets {here}")
 
 
-def _run(command: list[str], log: Path, mode: str, *, what: str, spec: EnvSpec, index: Index, tool: Installer) -> None:
-    """Run one installer step with its output appended to ``log``; one line when it fails or hangs."""
-    done = _logged(command, log, mode)
+def _run(job: Build, command: list[str], mode: str, what: str) -> None:
+    """Run one installer step of ``job`` with its output written to its log (``mode`` ``w`` or ``a``);
+    one line saying ``what`` failed or hung."""
+    done = _logged(command, job.log, mode)
     if done is None:
-        raise DaskbenchError(f"{tool.name} did not {what} for {spec.source} within {STEP_TIMEOUT_S} s; stopped "
-                             f"(is the index answering? its output: {log})")  # fmt: skip
+        raise DaskbenchError(f"{job.tool.name} did not {what} for {job.spec.source} within {STEP_TIMEOUT_S} s; "
+                             f"stopped (is the index answering? its output: {job.log})")  # fmt: skip
     if done.returncode != 0:
-        raise DaskbenchError(failure_line(done.stdout + done.stderr, spec, index, tool.name, what, log))
+        raise DaskbenchError(failure_line(done.stdout + done.stderr, job, what))
 
 
-def failure_line(output: str, spec: EnvSpec, index: Index, tool: str, what: str, log: Path) -> str:
+def failure_line(output: str, job: Build, what: str) -> str:
     """One line for a failed step: the pin the index does not have, named with the index asked;
     else the installer's first error line."""
+    spec, tool = job.spec, job.tool.name
     missing = missing_pin(output, spec)
     if missing is not None:
-        return f"{missing} ({spec.source}) cannot be had: not on the index (asked {index.describe(tool)}); nothing was built"
-    return f"{tool} could not {what} for {spec.source}: {first_error(output)} (its output: {log})"
+        asked = job.index.describe(tool)
+        return f"{missing} ({spec.source}) cannot be had: not on the index (asked {asked}); nothing was built"
+    return f"{tool} could not {what} for {spec.source}: {first_error(output)} (its output: {job.log})"
 
 
 def missing_pin(output: str, spec: EnvSpec) -> str | None:

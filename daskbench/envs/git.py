@@ -13,8 +13,6 @@ from daskbench.envs.builds import cache_root
 from daskbench.envs.output import first_error
 from daskbench.errors import DaskbenchError, check_writable
 
-# -- commits of a git checkout, as source trees -----------------------------------------------
-
 
 def git_checkout(path: str | Path, flag: str) -> Path:
     """The top folder of the git checkout at ``path``; one line when it is not one."""

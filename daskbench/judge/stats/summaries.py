@@ -12,9 +12,6 @@ import numpy as np
 MAD_TO_SD = 1.0 / NormalDist().inv_cdf(0.75)
 
 
-# -- summaries ------------------------------------------------------------------------
-
-
 def median(values: Sequence[float]) -> float:
     """The sample median: the summary of one case's repeats."""
     return float(np.median(np.asarray(values, dtype=float)))
