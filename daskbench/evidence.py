@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
+from daskbench.store.engine import sqlite_file
 from daskbench.text import json_safe, one_line
 
 DEFAULT_DIR = Path("results/evidence")
@@ -42,9 +43,9 @@ def evidence_root(db: str, evidence_dir: str | None) -> Path:
     """Where evidence folders go: ``evidence_dir`` if given, beside a SQLite file, else results/evidence."""
     if evidence_dir:
         return Path(evidence_dir).expanduser().resolve()
-    url = make_url(db)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        database = Path(url.database).expanduser().resolve()
+    file = sqlite_file(db)
+    if file is not None:
+        database = file.expanduser().resolve()
         return database.with_name(database.name + ".evidence")
     return DEFAULT_DIR.resolve()
 
@@ -52,9 +53,10 @@ def evidence_root(db: str, evidence_dir: str | None) -> Path:
 def store_identity(db: str) -> str:
     """The store a run folder belongs to, as written in `OWNER_FILE`: a SQLite file's absolute path,
     else the URL without password or query (so it holds no secret)."""
+    file = sqlite_file(db)
+    if file is not None:
+        return f"sqlite:///{file.expanduser().resolve()}"
     url = make_url(db)
-    if url.get_backend_name() == "sqlite" and url.database:
-        return f"sqlite:///{Path(url.database).expanduser().resolve()}"
     plain = URL.create(url.drivername, url.username, None, url.host, url.port, url.database)
     return plain.render_as_string(hide_password=False)
 

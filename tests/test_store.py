@@ -10,6 +10,7 @@ import pytest
 from daskbench.errors import DaskbenchError
 from daskbench.redact import redact_url
 from daskbench.store import SCHEMA_VERSION, Store
+from daskbench.store.engine import sqlite_file
 from tests.helpers import make_case, make_measurement, make_run
 
 
@@ -130,3 +131,22 @@ def test_flags_mark_a_case_of_a_run_without_editing_its_measurements(store: Stor
     flagged = store.measurements([run.run_id])
     assert all(m.flags == ("wrong-result",) and m.runtime_s == 1.0 for m in flagged)
     assert all(m.flags == () for m in store.measurements([other.run_id]))
+
+
+@pytest.mark.parametrize(
+    ("url", "file"),
+    [
+        ("sqlite:///results/r.db", "results/r.db"),
+        ("sqlite:////tmp/r.db?mode=ro", "/tmp/r.db"),
+        ("sqlite+pysqlite:///r.sqlite", "r.sqlite"),
+        ("sqlite://", None),
+        ("sqlite:///:memory:", None),
+        ("sqlite:///file::memory:?cache=shared", None),
+        ("sqlite:///r.db?mode=memory", None),
+        ("postgresql://user@host/db", None),
+    ],
+)
+def test_one_helper_tells_a_sqlite_file_url_from_memory_and_other_databases(url: str, file: str | None) -> None:
+    """`engine.sqlite_file`, which the store, --db's check and the evidence folder all ask: the file a
+    SQLite URL names, as written; None for an in-memory SQLite database or another database."""
+    assert sqlite_file(url) == (Path(file) if file else None)

@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from daskbench.config.values import Shortened, _split
+from daskbench.config.values import Shortened, comma_list
 from daskbench.redact import masked_choices, redact_value
 from daskbench.text import first_few
 
@@ -38,7 +38,7 @@ def parse_config_sweep(text: str) -> ConfigSweep:
         _check_config_key(key)
         if key in sweeps:
             raise ValueError(f"{key} is given twice; give its values once: {key}=V1,V2")
-        sweeps[key] = tuple(dict.fromkeys(_split(values)))
+        sweeps[key] = tuple(dict.fromkeys(comma_list(values)))
         _check_config_values(key, sweeps[key])
     return tuple(sweeps.items())
 

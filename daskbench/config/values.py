@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from daskbench import catalog
 from daskbench.redact import redact_text, redact_url
 from daskbench.workloads.base import SIZES
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 DEFAULT_DB = "sqlite:///results/daskbench.db"
 
@@ -37,7 +40,7 @@ _UNITS = {
 def parse_saturation_list(text: str) -> tuple[float, ...]:
     """``"1.0,1.1,inf"`` -> (1.0, 1.1, inf); each value a number > 0 or ``inf``."""
     values = []
-    for item in _split(text):
+    for item in comma_list(text):
         try:
             value = float(item)
         except ValueError:
@@ -52,7 +55,7 @@ def parse_saturation_list(text: str) -> tuple[float, ...]:
 
 def parse_workers_list(text: str) -> tuple[int, ...]:
     """``"1,2"`` -> (1, 2); each a whole number of workers >= 1."""
-    return tuple(dict.fromkeys(_positive_int(item, "worker count") for item in _split(text)))
+    return tuple(dict.fromkeys(_positive_int(item, "worker count") for item in comma_list(text)))
 
 
 def parse_positive_int(text: str) -> int:
@@ -63,7 +66,7 @@ def parse_floors(text: str) -> dict[str, float]:
     """``"runtime=1.1,memory=15%,wordcount:runtime=1.3"`` or ``"1.2"`` -> floors keyed by metric
     name, or by ``workload:metric`` for one workload's cases (which wins over the plain one)."""
     floors: dict[str, float] = {}
-    for item in _split(text):
+    for item in comma_list(text):
         name, _, value = item.rpartition("=")
         workload, colon, target = name.rpartition(":")
         if colon and not workload.strip():
@@ -100,12 +103,12 @@ def _floor_value(text: str) -> float:
 
 def parse_threads_list(text: str) -> tuple[int, ...]:
     """``"1,2"`` -> (1, 2): threads per worker, each a whole number >= 1."""
-    return tuple(dict.fromkeys(_positive_int(item, "threads per worker") for item in _split(text)))
+    return tuple(dict.fromkeys(_positive_int(item, "threads per worker") for item in comma_list(text)))
 
 
 def parse_memory_list(text: str) -> tuple[int | None, ...]:
     """``"2GiB,4GiB"`` -> bytes each, at least `MIN_MEMORY_PER_WORKER`; ``auto`` (None) splits this machine's memory."""
-    items = _split(text)
+    items = comma_list(text)
     values = [parse_bytes(item) for item in items]
     for item, value in zip(items, values, strict=True):
         if value is not None and value < MIN_MEMORY_PER_WORKER:
@@ -281,16 +284,19 @@ def _known_dialect(url: str) -> str:
         scheme = url.split("://", 1)[0]
         raise ValueError(f"{scheme!r} is not a database SQLAlchemy knows (sqlite, postgresql, ...)") from None
     if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_url(url, parsed.host, parsed.database or "", parsed.query.get("mode"))
+        _check_sqlite_url(url, parsed)
     return url
 
 
-def _check_sqlite_url(url: str, host: str | None, database: str, mode: Any) -> None:
+def _check_sqlite_url(url: str, parsed: URL) -> None:
     """A SQLite URL names a file: not a host (two slashes), not an in-memory database (lost at exit)."""
+    from daskbench.store.engine import sqlite_file  # here: the store and SQLAlchemy load only for --db
+
+    host = parsed.host
     if host:
         raise Shortened(f"{url!r} names a host, not a file; a SQLite file takes three slashes: sqlite:///{host}",
                         f"{url!r} names no file; use three slashes: sqlite:///{host}")  # fmt: skip
-    if database in ("", ":memory:") or database.startswith("file::memory:") or mode == "memory":
+    if sqlite_file(parsed) is None:
         raise Shortened(*(f"{start} loses every result when the session ends; give a file: {DEFAULT_DB}"
                           for start in (f"{url} is in memory and", "an in-memory store")))  # fmt: skip
 
@@ -319,7 +325,8 @@ def parse_db(text: str) -> str:
     raise ValueError(f"{value!r} is neither a database URL nor a .db file path")
 
 
-def _split(text: str) -> list[str]:
+def comma_list(text: str) -> list[str]:
+    """``"a, b"`` -> ["a", "b"]; an empty item (``"a,,b"``, ``""``) is an error."""
     items = [item.strip() for item in str(text).split(",")]
     if not items or any(not item for item in items):
         raise ValueError(f"{text!r} is not a comma-separated list")

@@ -1,4 +1,4 @@
-"""How the store talks to its database: SQLite's pragmas and write locks, retries while another
+"""How the store talks to its database: whether a URL names a SQLite file, SQLite's pragmas and write locks, retries while another
 writer holds the lock, a read-only look at a SQLite file, why a store cannot be written (SQLite's
 error name, the file system's read-only flag and free space, the user's permissions), one-statement
 insert-or-ignore, and a driver error's first line."""
@@ -31,6 +31,17 @@ _FULL = (
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+
+def sqlite_file(url: str | sa.URL) -> Path | None:
+    """The file a SQLite URL names, as written in it (``sqlite:///results/r.db`` -> ``results/r.db``); None for
+    any other database and for an in-memory SQLite one (``sqlite://``, ``:memory:``, ``file::memory:``,
+    ``?mode=memory``). The one place that decides whether a database URL is a SQLite file."""
+    parsed = sa.engine.make_url(url) if isinstance(url, str) else url
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file::memory:"):
+        return None
+    return None if parsed.query.get("mode") == "memory" else Path(database)
 
 
 class Busy(DaskbenchError):

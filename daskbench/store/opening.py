@@ -21,6 +21,7 @@ from daskbench.store.engine import (
     is_busy,
     retrying,
     sqlite_begin,
+    sqlite_file,
     sqlite_pragmas,
     sqlite_read_pragmas,
     store_fault,
@@ -67,8 +68,8 @@ class Database:
                 f"{url!r} is not a database URL; use e.g. sqlite:///results/daskbench.db or postgresql://host/db"
             ) from None
         read_uri = None
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            self.path = Path(parsed.database)
+        self.path = sqlite_file(parsed)
+        if self.path is not None:
             read_uri = self._check_sqlite_file(self.path)
         if read_uri is not None:
             return self._read_only_engine(read_uri)
