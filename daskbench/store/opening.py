@@ -27,13 +27,7 @@ from daskbench.store.engine import (
     store_fault,
     unwritable,
 )
-from daskbench.store.schema import (
-    MIGRATION_LOCK_KEY,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    metadata,
-    schema_meta,
-)
+from daskbench.store.schema import MIGRATION_LOCK_KEY, MIGRATIONS, SCHEMA_VERSION, metadata, schema_meta
 
 
 class Database:

@@ -12,11 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import Case, Measurement, Run, now_iso
-from daskbench.store.engine import (
-    first_line,
-    insert_or_ignore,
-    retry_busy,
-)
+from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
 from daskbench.store.merge import MERGERS, children_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
