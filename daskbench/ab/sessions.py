@@ -84,7 +84,7 @@ def check_side(side: Side) -> None:
         raise DaskbenchError(
             f"--{side.name.lower()}-python {side.python}: no such interpreter; give the path to a python"
         )
-    probe = subprocess.run([python, "-c", "import daskbench.plugin"], capture_output=True, text=True, timeout=120)
+    probe = subprocess.run([python, "-c", "import daskbench.plugin.hooks"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
         raise DaskbenchError(
             f"--{side.name.lower()}-python {side.python} cannot import daskbench; "
