@@ -24,7 +24,7 @@ from daskbench.clusters import open_cluster
 from daskbench.judge.compare import compare_runs
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec, Run, now_iso
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 from daskbench.store import Store
 
 PLANT = textwrap.dedent("""

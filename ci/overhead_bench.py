@@ -27,7 +27,7 @@ from daskbench.clusters import open_cluster
 from daskbench.judge.sequential import sequential_interval
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 
 TARGET = 1.02
 

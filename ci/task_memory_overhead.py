@@ -20,7 +20,7 @@ import dask.array as da
 from daskbench.clusters import open_cluster
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 
 
 def workload() -> object:

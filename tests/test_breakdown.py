@@ -18,7 +18,7 @@ from daskbench.judge.compare import compare_runs
 from daskbench.metrics.breakdown import TOLERANCE, fold
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 from daskbench.report import write_report
 from daskbench.store import Store
 from tests.helpers import HOST, daskbench_cli

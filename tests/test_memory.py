@@ -13,7 +13,7 @@ from daskbench.clusters import OpenCluster, open_cluster
 from daskbench.metrics.cost import load_prices
 from daskbench.metrics.memory import summarize
 from daskbench.model import Case, ClusterSpec
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 
 SPIKE = 800 * 2**20
 

@@ -2,6 +2,6 @@
 
 `hooks` holds pytest's hooks and the fixture declarations (the ``pytest11`` entry point),
 `fixture` the ``measure`` fixture's object, `sweep` the parametrization and test ids,
-`session` one pytest session's state, and `measure` one measurement on a cluster.
+`state` one pytest session's state, and `measuring` one measurement on a cluster.
 This package's ``__init__`` imports nothing, so importing a part loads only what that part needs.
 """

@@ -18,8 +18,8 @@ from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement
-from daskbench.plugin.measure import call_once, failed_measurement, interrupted_measurement
-from daskbench.plugin.session import DaskbenchSession
+from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text, wrap_items, wrap_line
 
 #: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.

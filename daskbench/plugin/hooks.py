@@ -3,7 +3,7 @@
 As pytest-benchmark splits it: the hooks and fixture declarations are here; the ``measure``
 fixture's object is `daskbench.plugin.fixture.Measure`; the sweep (parametrization, test ids, the
 settings header) is `daskbench.plugin.sweep`; the session's state (store, run, clusters) is one
-`daskbench.plugin.session.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
+`daskbench.plugin.state.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
 with one line before any cluster starts.
 
 Installed, the plugin loads in every pytest run (entry point ``pytest11``), so it stays
@@ -31,7 +31,7 @@ from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
 from daskbench.plugin import sweep
 from daskbench.plugin.fixture import QUIET_KEY, Measure, benchmark_fixture_of
-from daskbench.plugin.session import DaskbenchSession
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.text import plural, wrap_line
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()

@@ -23,7 +23,7 @@ from daskbench.clusters.common import (
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import CLUSTER_LOST, Case, ClusterSpec, Measurement, Run, now_iso
-from daskbench.plugin.measure import Measurer
+from daskbench.plugin.measuring import Measurer
 from daskbench.redact import redact_url
 from daskbench.store import Store
 from daskbench.text import one_line, plural
