@@ -45,7 +45,10 @@ def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
 
 
 @dataclass
-class Measure:
+class MeasureFixture:
+    """What a test gets as ``measure``: it measures a target on the session's cluster (through the
+    session's `Measurer`), writes the progress lines and records each repeat."""
+
     node: pytest.Item
     session: DaskbenchSession
     cluster: OpenCluster
