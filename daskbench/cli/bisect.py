@@ -155,13 +155,13 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect.commit_plan(repo, *ends)
     return plan, _commit_maker(args, repo, build_options(args))
 
 
-def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
@@ -176,7 +176,9 @@ def _end(store: Store, text: str, flag: str) -> tuple[Run | None, dict[str, str]
     return run, bisect.recorded_pins(run)
 
 
-def _plan(args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, str], index: envs.Index) -> bisect.Plan:
+def _plan(
+    args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, str], index: envs.Index
+) -> bisect.BisectPlan:
     """The moving packages and their candidate releases, listed from the index."""
     only = envs.parse_names(args.only, "--only") if args.only else None
     moving = bisect.moving_packages(good, bad, only)
