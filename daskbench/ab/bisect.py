@@ -31,7 +31,7 @@ from daskbench import envs
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import bisected, stats
+from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
 from daskbench.model import Comparison, Run, Verdict
 from daskbench.store import Store
@@ -44,14 +44,14 @@ if TYPE_CHECKING:
 SUBJECT_WIDTH = 36
 #: Packages that move together: when both differ, a step pins both to one version.
 PAIRED = ("dask", "distributed")
-#: The default most rounds of one case in a step, and the most an undecided step is raised to.
 #: The step tags (`daskbench.judge.bisected` reads them back for the alert and the report).
 TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
     bisected.TAG, bisected.STEP, bisected.VERSION, bisected.ATTEMPT, bisected.VERDICT, bisected.MINUTES,
 )  # fmt: skip
 GOOD_TAG, BAD_TAG, PINS = bisected.GOOD_TAG, bisected.BAD_TAG, bisected.PINS
 REPO_TAG, COMMIT, SUBJECT = bisected.REPO_TAG, bisected.COMMIT, bisected.SUBJECT
-MAX_ROUNDS, ROUNDS_CAP = 30, 120
+#: The most rounds an undecided step is raised to (its first attempt has ``--max-rounds``).
+ROUNDS_CAP = 120
 
 Say = Callable[[str], None]
 Pins = tuple[tuple[str, str], ...]
@@ -316,7 +316,7 @@ class Bisection:
     ends: tuple[str, str]  # the --good and --bad as given, tagged on every step
     repo: str = ""  # the checkout whose commits are bisected (none: releases), tagged on every step
     floors: Mapping[str, float] = field(default_factory=dict)
-    max_rounds: int = MAX_ROUNDS
+    max_rounds: int = sequential.MAX_ROUNDS
     rounds_cap: int = ROUNDS_CAP
     max_seconds: float = 600.0
     say: Say = envs.say_stderr

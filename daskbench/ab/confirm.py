@@ -25,15 +25,12 @@ from daskbench.ab import bisect
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import confirmed, stats
+from daskbench.judge import confirmed, sequential, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
-
-#: Most rounds of one case in a confirmation (`daskbench confirm --max-rounds`).
-MAX_ROUNDS = 30
 
 Say = Callable[[str], None]
 
@@ -147,7 +144,7 @@ class Runner:
     db: str
     pytest_args: Sequence[str]
     floors: Mapping[str, float]
-    max_rounds: int = MAX_ROUNDS
+    max_rounds: int = sequential.MAX_ROUNDS
     max_seconds: float = 600.0
     say: Say = envs.say_stderr
 
