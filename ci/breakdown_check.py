@@ -22,9 +22,9 @@ import pandas as pd
 
 from daskbench.clusters import open_cluster
 from daskbench.judge.compare import compare_runs
-from daskbench.measure import Measurer
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec, Run, now_iso
+from daskbench.plugin.measuring import Measurer
 from daskbench.store import Store
 
 PLANT = textwrap.dedent("""

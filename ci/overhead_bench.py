@@ -25,9 +25,9 @@ import dask.array as da
 
 from daskbench.clusters import open_cluster
 from daskbench.judge.sequential import sequential_interval
-from daskbench.measure import Measurer
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
+from daskbench.plugin.measuring import Measurer
 
 TARGET = 1.02
 

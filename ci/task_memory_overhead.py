@@ -18,9 +18,9 @@ import warnings
 import dask.array as da
 
 from daskbench.clusters import open_cluster
-from daskbench.measure import Measurer
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
+from daskbench.plugin.measuring import Measurer
 
 
 def workload() -> object:

@@ -15,10 +15,10 @@ from daskbench.cli.runs import measurement_row
 from daskbench.clusters import OpenCluster, open_cluster
 from daskbench.evidence import evidence_root
 from daskbench.judge.compare import compare_runs
-from daskbench.measure import Measurer
 from daskbench.metrics.breakdown import TOLERANCE, fold
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.plugin.measuring import Measurer
 from daskbench.report import write_report
 from daskbench.store import Store
 from tests.helpers import HOST, daskbench_cli

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from daskbench.clusters.address import HARNESS_PLUGIN_PREFIX
-from daskbench.measure import classify
 from daskbench.metrics import breakdown, collectors, memory, probe, taskmemory
 from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.collectors import Collected, Collector, Window
 from daskbench.metrics.memory import MemorySummary
 from daskbench.model import Case, ClusterSpec, TaskMemory
+from daskbench.plugin.measuring import classify
 
 CLIENT = object()  # the planted collectors never use the client
 TASK = TaskMemory("sum", tasks=4, peak_bytes=100, p95_bytes=90)

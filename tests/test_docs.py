@@ -90,7 +90,7 @@ def test_pytest_benchmark_flags_in_docs_are_real_options() -> None:
     """Each --flag after `pytest -m benchmark` in a bash block of the README or docs/ is in pytest's --help.
 
     The plugin comes in through its pytest11 entry point (the installed daskbench), so plain
-    `pytest --help` lists daskbench's options; `-p daskbench.plugin` on top would register it twice.
+    `pytest --help` lists daskbench's options; `-p daskbench.plugin.hooks` on top would register it twice.
     """
     flags: dict[str, set[str]] = {}
     for page, line in bash_lines():

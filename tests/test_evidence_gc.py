@@ -11,7 +11,7 @@ import pytest
 from daskbench.config import resolve
 from daskbench.evidence import OWNER_FILE, claim_folder, store_identity
 from daskbench.metrics.cost import load_prices
-from daskbench.session import DaskbenchSession
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, make_run
 

@@ -90,8 +90,8 @@ def graph() -> Graph:
 
 def test_the_daskbench_graph_is_read_from_its_source(graph: Graph) -> None:
     """A guard for the tests below: the walk found daskbench's modules and their known imports."""
-    assert {"daskbench", "daskbench.model", "daskbench.text", "daskbench.report.data"} <= graph.keys()
-    assert "daskbench.text" in graph["daskbench.report.data"]
+    assert {"daskbench", "daskbench.model", "daskbench.text", "daskbench.report.content"} <= graph.keys()
+    assert "daskbench.text" in graph["daskbench.report.content"]
 
 
 def test_daskbench_has_no_import_cycles(graph: Graph) -> None:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from daskbench.clusters import OpenCluster, open_cluster
-from daskbench.measure import Measurer
 from daskbench.metrics.cost import load_prices
 from daskbench.metrics.memory import summarize
 from daskbench.model import Case, ClusterSpec
+from daskbench.plugin.measuring import Measurer
 
 SPIKE = 800 * 2**20
 

@@ -148,7 +148,7 @@ def test_memory_chart_scales_to_the_traces_not_the_limit() -> None:
 
     from daskbench.judge.compare import compare_runs
     from daskbench.report.charts import LIMIT_IN_VIEW, memory_figure
-    from daskbench.report.data import gather
+    from daskbench.report.content import gather
     from daskbench.report.style import Palette
     from tests.report_data import MEMORY_LIMIT, shared_report
 

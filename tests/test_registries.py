@@ -12,7 +12,7 @@ from daskbench import config as cfg
 from daskbench.clusters import BACKENDS, backend_named, backend_of
 from daskbench.errors import DaskbenchError
 from daskbench.metrics.cost import load_prices
-from daskbench.session import DaskbenchSession
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.workloads import datasets
 from daskbench.workloads.base import SIZES
 from daskbench.workloads.registry import WORKLOADS, describe_all

@@ -17,7 +17,7 @@ from daskbench.judge.compare import compare_runs
 from daskbench.judge.format import comparison_to_json
 from daskbench.report import render_report, write_report
 from daskbench.report.charts import change_figure, memory_figure, representative
-from daskbench.report.data import CASE_VERDICT, ReportData, gather
+from daskbench.report.content import CASE_VERDICT, ReportData, gather
 from daskbench.report.page import DATA_ELEMENT_ID, chart_groups, script_json
 from daskbench.report.style import Palette
 from daskbench.report.trends import history_figure

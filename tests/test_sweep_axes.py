@@ -15,12 +15,12 @@ import pytest
 from daskbench import config as cfg
 from daskbench.clusters import backend_named
 from daskbench.errors import DaskbenchError
-from daskbench.fixture import progress_line
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
-from daskbench.session import DaskbenchSession, check_sweep_fits_backend, config_combinations
+from daskbench.plugin.fixture import progress_line
+from daskbench.plugin.state import DaskbenchSession, check_sweep_fits_backend, config_combinations
+from daskbench.plugin.sweep import header_lines, slots_lines, spec_id
 from daskbench.store import Store
-from daskbench.sweep import header_lines, slots_lines, spec_id
 from daskbench.text import WIDTH
 from tests.helpers import daskbench_cli, make_measurement, make_run, run_pytest
 

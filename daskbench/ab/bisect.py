@@ -31,7 +31,7 @@ from daskbench import envs
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import bisected, stats
+from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
 from daskbench.model import Comparison, Run, Verdict
 from daskbench.store import Store
@@ -44,14 +44,14 @@ if TYPE_CHECKING:
 SUBJECT_WIDTH = 36
 #: Packages that move together: when both differ, a step pins both to one version.
 PAIRED = ("dask", "distributed")
-#: The default most rounds of one case in a step, and the most an undecided step is raised to.
 #: The step tags (`daskbench.judge.bisected` reads them back for the alert and the report).
 TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
     bisected.TAG, bisected.STEP, bisected.VERSION, bisected.ATTEMPT, bisected.VERDICT, bisected.MINUTES,
 )  # fmt: skip
 GOOD_TAG, BAD_TAG, PINS = bisected.GOOD_TAG, bisected.BAD_TAG, bisected.PINS
 REPO_TAG, COMMIT, SUBJECT = bisected.REPO_TAG, bisected.COMMIT, bisected.SUBJECT
-MAX_ROUNDS, ROUNDS_CAP = 30, 120
+#: The most rounds an undecided step is raised to (its first attempt has ``--max-rounds``).
+ROUNDS_CAP = 120
 
 Say = Callable[[str], None]
 Pins = tuple[tuple[str, str], ...]
@@ -88,7 +88,7 @@ def shortened(text: str, width: int) -> str:
 
 
 @dataclass(frozen=True)
-class Plan:
+class BisectPlan:
     """What is bisected: the moving packages, the good point and the candidates after it, oldest first
     (the last is the bad end), and notes (a release of one of a pair only, skipped)."""
 
@@ -182,7 +182,7 @@ def _shown(pins: Mapping[str, str]) -> str:
 def make_plan(
     good: Mapping[str, str], bad: Mapping[str, str], moving: tuple[str, ...], listed: Mapping[str, list[str]],
     where: str,
-) -> Plan:  # fmt: skip
+) -> BisectPlan:  # fmt: skip
     """The candidates strictly after good up to bad, from each moving package's ``listed`` versions
     (oldest first); one line for an end the index (``where``) does not have, or a bad not newer."""
     for name in moving:
@@ -198,7 +198,7 @@ def make_plan(
                   for name in moving for v in between[name] if not _has(common, v))  # fmt: skip
     candidates = [Candidate(tuple((name, v) for name in moving)) for v in common]
     ends = (Candidate(tuple((name, good[name]) for name in moving)), Candidate(tuple((n, bad[n]) for n in moving)))
-    return Plan(moving, ends[0], (*candidates, ends[1]), notes)
+    return BisectPlan(moving, ends[0], (*candidates, ends[1]), notes)
 
 
 def _check_listed(name: str, version: str, listed: list[str], flag: str, where: str) -> None:
@@ -221,7 +221,7 @@ def _other(moving: tuple[str, ...], name: str) -> str:
     return "/".join(other for other in moving if other != name)
 
 
-def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> Plan:
+def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> BisectPlan:
     """The commits of ``repo`` after ``good_ref`` up to ``bad_ref`` (first-parent, oldest first); one line
     for an unknown ref, identical ends, or a good that is not an ancestor of bad."""
     good = envs.resolve_commit(repo, good_ref, "--good")
@@ -232,7 +232,7 @@ def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> Plan:
     commits = envs.commits_between(repo, good, bad)
     subjects = envs.commit_subjects(repo, good, bad)
     candidates = tuple(Candidate(commit=commit, subject=subjects.get(commit, "")) for commit in commits)
-    return Plan((repo.name,), Candidate(commit=good, subject=envs.commit_subject(repo, good)), candidates)
+    return BisectPlan((repo.name,), Candidate(commit=good, subject=envs.commit_subject(repo, good)), candidates)
 
 
 # -- judging a step ---------------------------------------------------------------------------
@@ -316,7 +316,7 @@ class Bisection:
     ends: tuple[str, str]  # the --good and --bad as given, tagged on every step
     repo: str = ""  # the checkout whose commits are bisected (none: releases), tagged on every step
     floors: Mapping[str, float] = field(default_factory=dict)
-    max_rounds: int = MAX_ROUNDS
+    max_rounds: int = sequential.MAX_ROUNDS
     rounds_cap: int = ROUNDS_CAP
     max_seconds: float = 600.0
     say: Say = envs.say_stderr
@@ -324,7 +324,7 @@ class Bisection:
     stored: dict[str, Step] = field(default_factory=dict)  # by label: a resumed bisection's finished steps
     done: dict[str, Step] = field(default_factory=dict)
 
-    def run(self, plan: Plan) -> Outcome:
+    def run(self, plan: BisectPlan) -> Outcome:
         """Step 0, then the binary search; the outcome names the first bad candidate, or why none."""
         good = self.python_of(plan.good)
         first = self._step(plan.candidates[-1], good)
@@ -413,7 +413,7 @@ def step_line(step: Step, *, stored: bool = False) -> str:
     return f"{line}{kept}\n{cases}"
 
 
-def _range(plan: Plan, low: int, high: int) -> str:
+def _range(plan: BisectPlan, low: int, high: int) -> str:
     """Where the first bad candidate can still be: ``1.4 .. 1.5`` or just ``1.5``."""
     first, last = plan.candidates[low + 1], plan.candidates[high]
     if first == last:

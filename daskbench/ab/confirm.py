@@ -25,21 +25,18 @@ from daskbench.ab import bisect
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
-from daskbench.judge import confirmed, stats
+from daskbench.judge import confirmed, sequential, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
 
-#: Most rounds of one case in a confirmation (`daskbench confirm --max-rounds`).
-MAX_ROUNDS = 30
-
 Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Plan:
+class ConfirmPlan:
     """What a confirmation compares: the candidate's suspect verdicts, the good run, and the versions
     of the packages that differ (the good run's, side A; the candidate's, side B)."""
 
@@ -65,7 +62,7 @@ class Plan:
 # -- what is confirmed ------------------------------------------------------------------------
 
 
-def make_plan(store: Store, night: Comparison) -> Plan:
+def make_plan(store: Store, night: Comparison) -> ConfirmPlan:
     """The suspects of ``night``, its last good run and the versions that differ; one line when nothing
     is suspect, no run can stand for good, or no package version differs (nothing to rebuild)."""
     suspects = tuple(night.regressions)
@@ -73,7 +70,7 @@ def make_plan(store: Store, night: Comparison) -> Plan:
         raise DaskbenchError(f"nothing regressed in run {night.candidate_run.run_id[:8]}: nothing to confirm")
     good = good_run(store, night, suspects)
     pins, tonight = differing(good, night.candidate_run)
-    return Plan(night.candidate_run, good, suspects, pins, tonight)
+    return ConfirmPlan(night.candidate_run, good, suspects, pins, tonight)
 
 
 def good_run(store: Store, night: Comparison, suspects: Sequence[Verdict]) -> Run:
@@ -129,7 +126,7 @@ def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
     return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
 
 
-def build_good(plan: Plan, say: Say = envs.say_stderr, **options: object) -> str:
+def build_good(plan: ConfirmPlan, say: Say = envs.say_stderr, **options: object) -> str:
     """The interpreter of the good run's environment: an overlay over this interpreter holding the good
     run's versions of the packages that differ (built once, cached)."""
     spec = envs.spec_from_run(plan.good, only=[name for name, _ in plan.pins], with_daskbench=False)
@@ -147,11 +144,11 @@ class Runner:
     db: str
     pytest_args: Sequence[str]
     floors: Mapping[str, float]
-    max_rounds: int = MAX_ROUNDS
+    max_rounds: int = sequential.MAX_ROUNDS
     max_seconds: float = 600.0
     say: Say = envs.say_stderr
 
-    def run(self, plan: Plan, group: str, good_python: str, tonight_python: str) -> None:
+    def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> None:
         """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""
         if any(run.tags.get(AB_GROUP) == group for run in self.store.runs()):
             raise DaskbenchError(f"A/B group {group!r} exists already in {self.store.display_url}; pick another --name")
@@ -163,7 +160,7 @@ class Runner:
                   max_rounds=self.max_rounds, max_seconds=self.max_seconds, say=self.say)  # fmt: skip
         self.tag(plan, group)
 
-    def tag(self, plan: Plan, group: str) -> None:
+    def tag(self, plan: ConfirmPlan, group: str) -> None:
         tags = confirmed.tags(plan.candidate.run_id, plan.good.run_id, plan.pins, plan.tonight, self.floors)
         for run in self.store.runs():
             if run.tags.get(AB_GROUP) == group:

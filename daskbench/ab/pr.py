@@ -103,7 +103,7 @@ def new_group(base: Revision, head: Revision) -> str:
 
 
 @dataclass(frozen=True)
-class Plan:
+class PrPlan:
     """What one comparison runs: the store, both sides (with their interpreters) and the rules."""
 
     db: str
@@ -115,7 +115,7 @@ class Plan:
     max_seconds: float
 
 
-def measure(plan: Plan, say: Say) -> None:
+def measure(plan: PrPlan, say: Say) -> None:
     """Both sides' sessions at once, each in its own source tree, every common case until decided."""
     environment = {k: v for k, v in os.environ.items() if k not in HIDDEN}
     sides = {name: Side(name, python) for name, (_, python) in plan.sides.items()}
@@ -128,7 +128,7 @@ def measure(plan: Plan, say: Say) -> None:
               max_seconds=plan.max_seconds, say=say)  # fmt: skip
 
 
-def tag_group(store: Store, plan: Plan, number: int | None) -> None:
+def tag_group(store: Store, plan: PrPlan, number: int | None) -> None:
     """Tag the group's runs: a pull request's, its base and head commits (or folders) and its number."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
     tags = {TAG: plan.group, BASE_TAG: base.commit or str(base.tree), HEAD_TAG: head.commit or str(head.tree),
@@ -138,7 +138,7 @@ def tag_group(store: Store, plan: Plan, number: int | None) -> None:
             store.tag_run(run.run_id, tags)
 
 
-def judged(store: Store, plan: Plan) -> Comparison:
+def judged(store: Store, plan: PrPlan) -> Comparison:
     return compare_group(store, plan.group, floors=plan.floors)
 
 

@@ -37,7 +37,6 @@ from daskbench.text import plural
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Flags `run_group` sets itself on each session; a user's copy would break the tagging.
 RESERVED_FLAGS = ("--db", "--label")
-MAX_ROUNDS = 200
 #: pytest exit codes of a session that ran: 0 all passed, 1 some benchmark failed (recorded).
 _SESSION_RAN = (0, 1)
 
@@ -84,7 +83,7 @@ def check_side(side: Side) -> None:
         raise DaskbenchError(
             f"--{side.name.lower()}-python {side.python}: no such interpreter; give the path to a python"
         )
-    probe = subprocess.run([python, "-c", "import daskbench.plugin"], capture_output=True, text=True, timeout=120)
+    probe = subprocess.run([python, "-c", "import daskbench.plugin.hooks"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
         raise DaskbenchError(
             f"--{side.name.lower()}-python {side.python} cannot import daskbench; "

@@ -29,7 +29,6 @@ from daskbench import envs
 from daskbench.ab import turns
 from daskbench.ab.lockstep import Lockstep, pytest_command
 from daskbench.ab.sessions import (
-    MAX_ROUNDS,
     GroupRunner,
     Side,
     check_side,
@@ -46,6 +45,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential, stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
+from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.model import Run
 from daskbench.store import Store
 
@@ -92,7 +92,7 @@ def rounds_value(text: str) -> int | None:
     """``--rounds``: ``auto`` (None) or a whole number of rounds."""
     if text == "auto":
         return None
-    return whole_number(1, MAX_ROUNDS, "rounds", "--rounds 5 or --rounds auto")(text)
+    return whole_number(1, ROUNDS_LIMIT, "rounds", "--rounds 5 or --rounds auto")(text)
 
 
 def add_budget_options(
@@ -105,7 +105,7 @@ def add_budget_options(
 ) -> None:
     """``--max-rounds`` and ``--max-time``, the budget of one case in a lockstep group (ab, bisect, confirm,
     pr); ``rounds`` and ``minutes`` end their help's "most rounds/minutes of one case" (what they bound)."""
-    parser.add_argument("--max-rounds", type=whole_number(3, MAX_ROUNDS, "rounds", "--max-rounds 30"),
+    parser.add_argument("--max-rounds", type=whole_number(3, ROUNDS_LIMIT, "rounds", "--max-rounds 30"),
                         default=default_rounds, help=f"most rounds of one case{rounds} (default {default_rounds})")  # fmt: skip
     parser.add_argument("--max-time", type=minutes_value, default=default_minutes, metavar="MINUTES",
                         help=f"most minutes of one case{minutes} (default {default_minutes:g})")  # fmt: skip

@@ -19,11 +19,12 @@ from typing import Any
 
 from daskbench import envs
 from daskbench.ab import bisect
-from daskbench.ab.sessions import MAX_ROUNDS, new_group_name, pytest_arguments
+from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.ab import add_budget_options
 from daskbench.cli.common import add_db_option, add_floor_option, settings, whole_number
 from daskbench.cli.env import add_build_options, build_options
 from daskbench.errors import DaskbenchError
+from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural, wrap_line
@@ -64,11 +65,10 @@ def register(subparsers: Any) -> None:
                         "bisected package(s): seconds to build (default: the good end's whole version set)")  # fmt: skip
     parser.add_argument("--name", help="name of the bisection (default: bisect-<date-time>), tagged on its runs")
     parser.add_argument("--resume", metavar="NAME", help="continue bisection NAME: its finished steps are reused")
-    parser.add_argument("--rounds-cap", type=whole_number(3, MAX_ROUNDS, "rounds", "--rounds-cap 120"),
+    parser.add_argument("--rounds-cap", type=whole_number(3, ROUNDS_LIMIT, "rounds", "--rounds-cap 120"),
                         default=bisect.ROUNDS_CAP,
                         help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})")  # fmt: skip
-    add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step",
-                       default_rounds=bisect.MAX_ROUNDS)  # fmt: skip
+    add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step")
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
@@ -155,13 +155,13 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect.commit_plan(repo, *ends)
     return plan, _commit_maker(args, repo, build_options(args))
 
 
-def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
@@ -176,7 +176,9 @@ def _end(store: Store, text: str, flag: str) -> tuple[Run | None, dict[str, str]
     return run, bisect.recorded_pins(run)
 
 
-def _plan(args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, str], index: envs.Index) -> bisect.Plan:
+def _plan(
+    args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, str], index: envs.Index
+) -> bisect.BisectPlan:
     """The moving packages and their candidate releases, listed from the index."""
     only = envs.parse_names(args.only, "--only") if args.only else None
     moving = bisect.moving_packages(good, bad, only)

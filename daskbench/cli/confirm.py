@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     )
     add_selection_options(parser, verb="confirm", ab=False)
     parser.add_argument("--name", help="name of the A/B group (default: confirm-<date-time>)")
-    add_budget_options(parser, default_rounds=confirm.MAX_ROUNDS)
+    add_budget_options(parser)
     add_db_option(parser)
     add_build_options(parser)
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")

@@ -109,12 +109,12 @@ def cmd_pr(args: argparse.Namespace) -> int:
     sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
     pythons = {name: pr.side_python(revision, "base" if name == "A" else "head", _say, **options)
                for name, revision in sides.items()}  # fmt: skip
-    plan = pr.Plan(db, pr.new_group(base, head), {name: (sides[name], pythons[name]) for name in sides},
+    plan = pr.PrPlan(db, pr.new_group(base, head), {name: (sides[name], pythons[name]) for name in sides},
                    pytest_args, floors, args.max_rounds, args.max_time * 60)  # fmt: skip
     return _run(args, store, plan, github, link)
 
 
-def _run(args: argparse.Namespace, store: Store, plan: pr.Plan, github: GitHub | None, link: str | None) -> int:
+def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub | None, link: str | None) -> int:
     """Measure (the head's status pending meanwhile), judge, report, publish."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
     _say(f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
@@ -202,7 +202,7 @@ def _status(github: GitHub | None, args: argparse.Namespace, head: pr.Revision, 
         _say(f"pr: could not set the status too: {error}")
 
 
-def _report(store: Store, plan: pr.Plan, path: str) -> str:
+def _report(store: Store, plan: pr.PrPlan, path: str) -> str:
     """The HTML report of the group (its verdicts, memory over time, where the time went)."""
     from daskbench.judge.selection import Selection
     from daskbench.report import write_report

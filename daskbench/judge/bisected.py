@@ -7,7 +7,7 @@ the bad end moves to each step found ``regressed`` and the good end to each step
 **first bad candidate is the regressed step with the highest number**, and the newest good one the
 unchanged (or improved) step with the highest number. This holds for releases and commits alike, with
 no ordering of versions; for a bisection still under way it is the best bound found so far.
-Read by the alert (`culprit_line`, `daskbench.cli.alert`) and the report (`daskbench.report.data`).
+Read by the alert (`culprit_line`, `daskbench.cli.alert`) and the report (`daskbench.report.content`).
 """
 
 from __future__ import annotations

@@ -53,8 +53,10 @@ ALPHA = 0.05
 RHO = 1.5
 #: Rounds before the first look: an interval needs a spread, and two rounds give a wild one.
 MIN_ROUNDS = 3
-#: The default most rounds of one case (``--max-rounds``).
+#: The default most rounds of one case (``--max-rounds`` of ab, bisect, confirm, pr, calibrate).
 MAX_ROUNDS = 30
+#: The most rounds any comparison may be given (``--rounds``, ``--max-rounds``, ``--rounds-cap``).
+ROUNDS_LIMIT = 200
 #: The grid of looks before the last: about 1.2x apart, so the spent alpha is not spread thin.
 _GRID = (3, 4, 5, 6, 8, 10, 12, 15, 18, 22, 26, 30, 36, 42, 50, 60, 72, 86, 100, 120, 150, 180, 200)
 

@@ -4,7 +4,7 @@ Every collector, built-in or registered, is an object with ``start(client)``, ca
 before the compute phase, and ``stop(client)``, called right after it. ``stop`` returns a
 `Collected` (declared metric values by name, ``extra`` entries, per-task memory records,
 a memory timeline) or a plain ``{metric: value}`` mapping, read as ``Collected(metrics=...)``.
-`daskbench.measure.Measurer` starts them in order (counters, the registered ones, the time
+`daskbench.plugin.measuring.Measurer` starts them in order (counters, the registered ones, the time
 breakdown, ``--task-memory``, the nanny memory sampler), stops them in reverse order and
 merges what they return; a registered one is added here::
 

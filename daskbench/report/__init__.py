@@ -4,7 +4,7 @@
     path = write_report(store, "results/report.html", baseline="main")
 
 `render_report` compares what a `daskbench.judge.selection.Selection` asks for (as ``daskbench
-compare`` does) and renders; the modules below split the work: `data` reads
+compare`` does) and renders; the modules below split the work: `content` reads
 the store into plain records, `charts`/`trends`/`tradeoffs` build Bokeh figures, `tables`
 makes the text rows, and `page` puts it all into `template.html` with BokehJS inlined once.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from daskbench.judge.compare import compare
 from daskbench.judge.selection import Selection
-from daskbench.report.data import gather
+from daskbench.report.content import gather
 from daskbench.report.page import render_page
 from daskbench.store import Store
 

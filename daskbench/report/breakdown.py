@@ -21,7 +21,7 @@ from bokeh.transform import stack
 from daskbench.judge.explain import median_breakdown
 from daskbench.metrics.breakdown import ACTIVITIES
 from daskbench.model import Measurement
-from daskbench.report.data import CaseView, Section
+from daskbench.report.content import CaseView, Section
 from daskbench.report.style import draw, new_figure
 
 COLOURS = dict(zip(ACTIVITIES, Category10_10, strict=False))

@@ -1,6 +1,6 @@
 """The charts of one workload section: memory over time and percent change per case.
 
-Every builder takes plain report records (`daskbench.report.data`) and returns Bokeh
+Every builder takes plain report records (`daskbench.report.content`) and returns Bokeh
 models; nothing here reads the store or writes HTML. Text from the store reaches Bokeh
 only as titles, legend labels and tooltip fields, which BokehJS renders as text.
 """
@@ -31,7 +31,7 @@ from bokeh.plotting import figure
 
 from daskbench.judge import stats
 from daskbench.model import Measurement
-from daskbench.report.data import CASE_VERDICT, CaseView, Section
+from daskbench.report.content import CASE_VERDICT, CaseView, Section
 from daskbench.report.style import (
     BASELINE_DASH,
     CANDIDATE_DASH,

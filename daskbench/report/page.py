@@ -30,7 +30,7 @@ from daskbench.judge.format import comparison_to_json
 from daskbench.report import tables
 from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure
-from daskbench.report.data import ReportData, Section
+from daskbench.report.content import ReportData, Section
 from daskbench.report.rightsizing import frontier_figure, task_memory_figure
 from daskbench.report.style import Palette, note_if_empty
 from daskbench.report.summary import TRADEOFF_METRICS, tradeoff_tables

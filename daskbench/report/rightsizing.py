@@ -15,7 +15,7 @@ from bokeh.models import ColumnDataSource, FactorRange, HBar, HoverTool, Line, N
 from bokeh.models.annotations import Legend, LegendItem
 from bokeh.plotting import figure
 
-from daskbench.report.data import CaseView, Section
+from daskbench.report.content import CaseView, Section
 from daskbench.report.style import Palette, draw, new_figure, note_if_empty, style_legend
 from daskbench.report.tradeoffs import median_of
 from daskbench.text import format_bytes, format_usd

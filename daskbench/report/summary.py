@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from daskbench import catalog
 from daskbench.judge import stats
-from daskbench.report.data import CaseView, Section, metric_values
+from daskbench.report.content import CaseView, Section, metric_values
 from daskbench.text import saturation_text
 
 #: The columns of the summary, in order.

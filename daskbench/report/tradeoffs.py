@@ -26,7 +26,7 @@ from bokeh.plotting import figure
 
 from daskbench.judge import stats
 from daskbench.model import Measurement
-from daskbench.report.data import CaseView, Section, metric_values
+from daskbench.report.content import CaseView, Section, metric_values
 from daskbench.report.style import (
     BASELINE_DASH,
     CANDIDATE_DASH,

@@ -23,7 +23,7 @@ from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
 
 from daskbench import catalog
-from daskbench.report.data import CaseView, RunPoint, Section
+from daskbench.report.content import CaseView, RunPoint, Section
 from daskbench.report.style import FAILED_MARKER, Palette, draw, new_figure, style_legend, unit_of, workers_text
 from daskbench.text import saturation_text
 

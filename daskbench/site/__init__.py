@@ -6,7 +6,7 @@ with the trend of each case over runs and commits (a metric switch redraws every
 in runtime, memory or cost, as in the report), the baseline band and failed runs
 marked, linking to each recent run's own report. Each page opens from disk with no
 network: BokehJS is inlined once per page, as in the report, whose history charts
-(`daskbench.report.trends`), data (`daskbench.report.data`) and styles it reuses.
+(`daskbench.report.trends`), content (`daskbench.report.content`) and styles it reuses.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from daskbench.judge.compare import compare
 from daskbench.judge.selection import Selection
 from daskbench.model import Run
 from daskbench.report import tables, write_report
-from daskbench.report.data import Section, gather
+from daskbench.report.content import Section, gather
 from daskbench.report.page import metric_switch_css, static_text
 from daskbench.report.style import Palette
 from daskbench.report.tables import when_text

@@ -21,9 +21,9 @@ from daskbench.clusters.common import (
     wait_until_idle,
 )
 from daskbench.errors import DaskbenchError, check_writable
-from daskbench.measure import Measurer
 from daskbench.metrics.cost import PriceTable
 from daskbench.model import CLUSTER_LOST, Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.plugin.measuring import Measurer
 from daskbench.redact import redact_url
 from daskbench.store import Store
 from daskbench.text import one_line, plural

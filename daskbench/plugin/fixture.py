@@ -1,5 +1,5 @@
 """The ``measure`` fixture's object: one benchmark test's measurements, their progress lines, and
-their times handed to pytest-benchmark's table. The fixture itself is declared in `daskbench.plugin`."""
+their times handed to pytest-benchmark's table. The fixture itself is declared in `daskbench.plugin.hooks`."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from daskbench.clusters import OpenCluster, backend_named
 from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
-from daskbench.measure import call_once, failed_measurement, interrupted_measurement
 from daskbench.model import WRONG_RESULT, Case, Measurement
-from daskbench.session import DaskbenchSession
+from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text, wrap_items, wrap_line
 
 #: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
@@ -45,7 +45,10 @@ def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
 
 
 @dataclass
-class Measure:
+class MeasureFixture:
+    """What a test gets as ``measure``: it measures a target on the session's cluster (through the
+    session's `Measurer`), writes the progress lines and records each repeat."""
+
     node: pytest.Item
     session: DaskbenchSession
     cluster: OpenCluster

@@ -1,9 +1,9 @@
 """The pytest plugin: daskbench's hooks and fixtures, one object per job behind them.
 
 As pytest-benchmark splits it: the hooks and fixture declarations are here; the ``measure``
-fixture's object is `daskbench.fixture.Measure`; the sweep (parametrization, test ids, the
-settings header) is `daskbench.sweep`; the session's state (store, run, clusters) is one
-`daskbench.session.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
+fixture's object is `daskbench.plugin.fixture.MeasureFixture`; the sweep (parametrization, test ids, the
+settings header) is `daskbench.plugin.sweep`; the session's state (store, run, clusters) is one
+`daskbench.plugin.state.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
 with one line before any cluster starts.
 
 Installed, the plugin loads in every pytest run (entry point ``pytest11``), so it stays
@@ -24,14 +24,14 @@ from typing import Any
 import pytest
 
 from daskbench import config as cfg
-from daskbench import sweep
 from daskbench.ab import turns
 from daskbench.clusters import OpenCluster, backend_named, backend_of
 from daskbench.errors import DaskbenchError, StoreFault
-from daskbench.fixture import QUIET_KEY, Measure, benchmark_fixture_of
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
-from daskbench.session import DaskbenchSession
+from daskbench.plugin import sweep
+from daskbench.plugin.fixture import QUIET_KEY, MeasureFixture, benchmark_fixture_of
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.text import plural, wrap_line
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
@@ -41,8 +41,8 @@ ERROR_KEY = pytest.StashKey[DaskbenchError]()
 SEEN_KEY = pytest.StashKey[bool]()
 #: The link to ``daskbench ab`` in a lockstep session (`daskbench.ab.turns`).
 TURNS_KEY = pytest.StashKey[turns.Turns]()
-#: The test's `Measure`, so its report can mark a result the test itself found wrong.
-MEASURE_KEY = pytest.StashKey["Measure"]()
+#: The test's `MeasureFixture`, so its report can mark a result the test itself found wrong.
+MEASURE_KEY = pytest.StashKey["MeasureFixture"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -336,9 +336,9 @@ def measure(
     benchmark = benchmark_fixture_of(request)
     link = request.config.stash.get(TURNS_KEY, None)
     key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""
-    measurer = Measure(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark, link, key)
-    request.node.stash[MEASURE_KEY] = measurer
-    return measurer
+    fixture = MeasureFixture(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark, link, key)
+    request.node.stash[MEASURE_KEY] = fixture
+    return fixture
 
 
 @pytest.hookimpl(hookwrapper=True)

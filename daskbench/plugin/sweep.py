@@ -13,8 +13,8 @@ from daskbench import config as cfg
 from daskbench.ab.turns import case_key
 from daskbench.clusters.common import machine_share
 from daskbench.model import ClusterSpec
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.redact import redact_url
-from daskbench.session import DaskbenchSession
 from daskbench.text import (
     compact_bytes,
     config_key_short,

@@ -102,9 +102,10 @@ class Section:
 
 
 @dataclass(frozen=True)
-class Confirmation:
-    """A side-by-side confirmation of the candidate (``daskbench confirm``): its lockstep A/B group, the
-    good run whose environment was side A, the two version sets and the group's verdicts."""
+class ConfirmationView:
+    """The report's view of a side-by-side confirmation of the candidate (``daskbench confirm``): its lockstep
+    A/B group, the good run whose environment was side A, the two version sets and the group's verdicts
+    (what an alert says of how it was confirmed is `daskbench.alerts.Confirmation`)."""
 
     group: str
     good: str
@@ -118,7 +119,7 @@ class ReportData:
     sections: tuple[Section, ...]
     saturations: tuple[float, ...]  # every value in the report, sorted: one colour each
     history_window: int
-    confirmations: tuple[Confirmation, ...] = ()
+    confirmations: tuple[ConfirmationView, ...] = ()
     culprits: tuple[Culprit, ...] = ()
 
 
@@ -144,7 +145,7 @@ def gather(store: Store, comparison: Comparison, *, history_window: int | None =
                       culprits(store, candidate_id))  # fmt: skip
 
 
-def confirmations(store: Store, candidate: str) -> tuple[Confirmation, ...]:
+def confirmations(store: Store, candidate: str) -> tuple[ConfirmationView, ...]:
     """The side-by-side confirmations of run ``candidate``, oldest first (a group with no complete round
     is left out)."""
     found = []
@@ -153,7 +154,7 @@ def confirmations(store: Store, candidate: str) -> tuple[Confirmation, ...]:
             ab = compare_group(store, stored.group, floors=stored.floors)
         except (DaskbenchError, ValueError):
             continue
-        found.append(Confirmation(stored.group, stored.good, stored.versions(), ab.verdicts))
+        found.append(ConfirmationView(stored.group, stored.good, stored.versions(), ab.verdicts))
     return tuple(found)
 
 
