@@ -10,8 +10,9 @@ helpers from this module and never from one another or from conftest.py
   for ``daskbench advise``);
 - processes: ``run_pytest`` (pytest with the daskbench plugin in a fresh process),
   ``daskbench_cli`` (the CLI in a fresh process, or in this one given ``capsys``),
-  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, and ``pg_bin``,
-  ``as_postgres``, ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
+  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, ``wait_for`` (poll for
+  an event with a generous deadline, never a fixed sleep), and ``pg_bin``, ``as_postgres``,
+  ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
 - browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
   ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium;
 - the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture);
@@ -32,8 +33,9 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -264,6 +266,18 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def wait_for(event: Callable[[], object], what: str, *, within: float = 240.0, every: float = 0.05) -> None:
+    """Poll ``event()`` until it is true; an AssertionError naming ``what`` after ``within`` seconds.
+
+    How tests wait for something to happen (a task started, a row stored, a process gone) instead of
+    sleeping a fixed time: the deadline is generous, as a busy machine is slow, not wrong."""
+    deadline = time.monotonic() + within
+    while not event():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {within:g} s")
+        time.sleep(every)
 
 
 #: The password in the test PostgreSQL server's URL: no output may ever show it.
