@@ -28,6 +28,7 @@ COMMENT = re.compile(r"(^|\s)#.*$")
 SUBCOMMAND = re.compile(r"(?:^|[\s/])daskbench[ \t]+([a-z][a-z-]*)")
 BENCHMARK_RUN = re.compile(r"(?:^|[\s/])pytest[ \t]+-m[ \t]+benchmark\b(.*)$")
 FLAG = re.compile(r"(?<!\S)(--[a-z][a-z0-9-]*)")
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*$", re.M)
 
 
 def relative_links(page: Path) -> list[str]:
@@ -45,16 +46,38 @@ def bash_lines() -> list[tuple[Path, str]]:
     return [(page, line) for page, line in lines if line.strip()]
 
 
-def test_relative_links_point_to_existing_files_without_anchors() -> None:
-    """Every relative link and image in README.md and docs/*.md names a file that exists, with no #anchor."""
+def anchors(text: str) -> set[str]:
+    """The ``#anchors`` GitHub gives a page's headings (outside code): the text lower-cased, code marks and
+    punctuation dropped, each space a hyphen; a repeated heading's numbered ``-1``, ``-2``..."""
+    found: set[str] = set()
+    counts: dict[str, int] = {}
+    for title in HEADING.findall(FENCE.sub("", text)):
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        found.add(f"{slug}-{counts[slug]}" if slug in counts else slug)
+        counts[slug] = counts.get(slug, 0) + 1
+    return found
+
+
+def test_heading_anchors_are_the_ones_github_makes() -> None:
+    """Code marks, colons, slashes and commas go, hyphens stay, spaces become hyphens, repeats are numbered."""
+    lines = ["# Top", "## Lockstep power: `ci/power`", "```", "# a comment, not a heading", "```"]
+    found = anchors("\n".join([*lines, "## Memory, above idle --twice", "## Top", ""]))
+    assert found == {"top", "lockstep-power-cipower", "memory-above-idle---twice", "top-1"}
+
+
+def test_relative_links_point_to_existing_files_and_headings() -> None:
+    """Every relative link and image in README.md and docs/*.md names a file that exists, and its #anchor
+    (if any; alone, on the same page) a heading of that file."""
     checked, broken = 0, []
     for page in PAGES:
         for target in relative_links(page):
             checked += 1
-            if "#" in target or not (page.parent / target).is_file():
+            path, _, anchor = target.partition("#")
+            linked = page.parent / path if path else page
+            if not linked.is_file() or (anchor and anchor not in anchors(linked.read_text())):
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert checked, "no relative links found: the link pattern no longer matches"
-    assert not broken, "broken or anchored links:\n" + "\n".join(broken)
+    assert not broken, "broken links (no such file, or no heading of that anchor):\n" + "\n".join(broken)
 
 
 def test_readme_is_at_most_250_lines() -> None:
