@@ -22,19 +22,24 @@ def _forbidden(module: str) -> bool:
     return bool(parts) and (parts[0].startswith("test_") or parts[0] == "conftest")
 
 
+def imported(node: ast.AST) -> list[str]:
+    """The modules an ``import`` or an absolute ``from ... import`` names; ``from tests import x`` names
+    ``tests`` and ``tests.x``. Nothing for other nodes."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        inside = [f"tests.{alias.name}" for alias in node.names] if node.module == "tests" else []
+        return [node.module, *inside]
+    return []
+
+
 def forbidden_imports(source: str) -> list[str]:
     """``line: module`` for each import of a test module or of conftest.py in ``source``,
     including ``from tests import test_x`` and ``pytest_plugins`` naming one."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        modules: list[str] = []
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module]
-            if node.module == "tests":
-                modules += [f"tests.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Assign) and any(
+        modules = imported(node)
+        if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "pytest_plugins" for target in node.targets
         ):
             modules = [
@@ -101,13 +106,9 @@ def uses_of_tests(source: str) -> list[str]:
     string naming one (``runpy.run_module("tests.x")``, ``"tests/helpers.py"``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        named: list[str] = []
-        if isinstance(node, ast.Import):
-            named = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            named = [node.module]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" not in node.value:
-            named = [node.value] if re.match(r"tests[./]\w", node.value) else []
+        named = imported(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(r"tests[./]\w", node.value):
+            named = [node.value]
         found += [f"{node.lineno}: {name}" for name in named if name == "tests" or re.match(r"tests[./]", name)]
     return found
 
@@ -125,7 +126,13 @@ def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
             f'"""A docstring that mentions {pkg}/helpers.py in prose."""',
         ]
     )
-    expected = [f"1: {pkg}.helpers", f"2: {pkg}.github_server", f"3: {pkg}", f"4: {pkg}.github_server"]
+    expected = [
+        f"1: {pkg}.helpers",
+        f"2: {pkg}.github_server",
+        f"3: {pkg}",
+        f"3: {pkg}.helpers",
+        f"4: {pkg}.github_server",
+    ]
     assert uses_of_tests(planted) == expected
     script = f"python -m {pkg}.github_server --port-file P\n.venv/bin/python {pkg}/helpers.py\npytest ci/{pkg}"
     assert RUNS_TESTS.findall(script) == ["-m tests.", "tests/helpers.py"]
