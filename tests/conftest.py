@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from ci.github_server import FakeGitHub, serve
 from daskbench.store import Store
-from tests.github_server import FakeGitHub, serve
 from tests.helpers import (
     GITHUB_TEST_TOKEN,
     LOCKSTEP_BENCH,
@@ -54,8 +54,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 #: longest first, the long files do not end the run alone on one core (xdist's default order puts files
 #: with many tests first, so a long file of few tests started last). test_first_day leads and
 #: test_lockstep_rounds comes second: the quickstart test loads every core under the exclusive machine lock,
-#: which waits while another worker holds it shared for a whole quiet module (`quiet_machine`: bisect,
-#: confirm, pr, regression_e2e), and lockstep_rounds is not one.
+#: which waits while another worker holds it shared for a whole quiet module (`quiet_machine`: ab, bisect,
+#: bisect_repo, confirm, lockstep, pr, regression_e2e), and lockstep_rounds is not one.
 LONGEST_FIRST = (
     "test_first_day.py", "test_lockstep_rounds.py", "test_bisect_repo.py", "test_bisect.py",
     "test_regression_e2e.py", "test_pr.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
@@ -112,7 +112,7 @@ def running_scheduler(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    """The loopback stand-in for GitHub's issues API (`tests.github_server`), with the token
+    """The loopback stand-in for GitHub's issues API (`ci.github_server`), with the token
     `GITHUB_TEST_TOKEN` in the environment and no job summary file."""
     fake = FakeGitHub()
     server = serve(fake)

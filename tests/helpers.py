@@ -10,29 +10,32 @@ helpers from this module and never from one another or from conftest.py
   for ``daskbench advise``);
 - processes: ``run_pytest`` (pytest with the daskbench plugin in a fresh process),
   ``daskbench_cli`` (the CLI in a fresh process, or in this one given ``capsys``),
-  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, and ``pg_bin``,
-  ``as_postgres``, ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
+  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, ``wait_for`` (poll for
+  an event with a generous deadline, never a fixed sleep), and ``pg_bin``, ``as_postgres``,
+  ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
 - browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
-  ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium.
+  ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium;
+- the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture);
+- the stand-in package: ``STANDIN`` (its module), ``standin_module``, ``standin_wheel`` (a wheel,
+  no build backend), ``standin_project`` (a flit project, to build or commit), and ``git``.
 
 Larger stand-ins have modules of their own: report_data.py (the report's story store),
-s3server.py (moto's S3), github_server.py (GitHub's issues API) and import_graph.py.
+s3server.py (moto's S3) and import_graph.py; ci/github_server.py (GitHub's issues API) and
+ci/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in ci/, which never imports tests/.
 """
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import glob
-import hashlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
-import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ci.wheel import write_wheel
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory, now_iso
 from daskbench.store import Store
 
@@ -264,6 +268,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def wait_for(event: Callable[[], object], what: str, *, within: float = 240.0, every: float = 0.05) -> None:
+    """Poll ``event()`` until it is true; an AssertionError naming ``what`` after ``within`` seconds.
+
+    How tests wait for something to happen (a task started, a row stored, a process gone) instead of
+    sleeping a fixed time: the deadline is generous, as a busy machine is slow, not wrong."""
+    deadline = time.monotonic() + within
+    while not event():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {within:g} s")
+        time.sleep(every)
+
+
 #: The password in the test PostgreSQL server's URL: no output may ever show it.
 POSTGRES_PASSWORD = "hunter2-not-for-logs"
 #: The token the `github` fixture puts in GITHUB_TOKEN: it must never reach output, JSON or a summary.
@@ -364,31 +380,11 @@ def machine_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_wheel(folder: Path, name: str, version: str, modules: Mapping[str, str]) -> Path:
-    """A pure-Python wheel of ``name`` ``version`` holding ``modules`` (path in the wheel -> source), with its
-    METADATA, WHEEL and RECORD: what an index serves, built without a build backend (tests/test_bisect.py,
-    tests/test_confirm.py, ci/quick/standin.py)."""
-    info = f"{name}-{version}.dist-info"
-    files = {
-        **modules,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: daskbench-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as wheel:
-        for inside, text in files.items():
-            wheel.writestr(inside, text)
-    return path
+# -- the stand-in package and git -------------------------------------------------------------
 
-
-def _digest(text: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-
-
-#: The stand-in package of the environment tests (test_bisect, test_confirm): ``work()`` sleeps.
-STANDIN = '''"""The stand-in: work() sleeps {seconds} s."""
+#: The stand-in package of the environment tests (bisect, confirm, pr, env): ``work()`` sleeps ``seconds``
+#: (what a release or commit slows down), ``steady()`` always 0.4 s; both return the version.
+STANDIN = '''"""The stand-in: work() sleeps {seconds} s, steady() 0.4 s."""
 
 import time
 
@@ -398,9 +394,46 @@ VERSION = "{version}"
 def work():
     time.sleep({seconds})
     return VERSION
+
+
+def steady():
+    time.sleep(0.4)
+    return VERSION
 '''
+#: Its project file, for the tests that build it from source (a flit project: a small build backend).
+STANDIN_PYPROJECT = """[build-system]
+requires = ["flit_core>=3.4"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "standin"
+version = "{version}"
+description = "a stand-in package for daskbench's tests"
+"""
 
 
 def standin_module(version: str, seconds: float) -> dict[str, str]:
     """The stand-in package's one module at ``version``: ``work()`` sleeps ``seconds``."""
     return {"standin/__init__.py": STANDIN.format(version=version, seconds=seconds)}
+
+
+def standin_wheel(folder: Path, version: str, seconds: float) -> Path:
+    """A wheel of the stand-in at ``version`` in ``folder``, written without a build backend; its path."""
+    return write_wheel(folder, "standin", version, standin_module(version, seconds))
+
+
+def standin_project(folder: Path, version: str, seconds: float) -> Path:
+    """The stand-in at ``version`` as a project in ``folder`` (pyproject.toml, ``standin/__init__.py``), to build
+    or to commit; written over what is there. Returns ``folder``."""
+    (folder / "standin").mkdir(parents=True, exist_ok=True)
+    (folder / "pyproject.toml").write_text(STANDIN_PYPROJECT.format(version=version))
+    for path, text in standin_module(version, seconds).items():
+        (folder / path).write_text(text)
+    return folder
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git ARGS`` in ``repo`` as a fixed test author (never signing); its output, stripped. Fails on an error."""
+    author = ["-c", "user.name=daskbench tests", "-c", "user.email=tests@daskbench.invalid"]
+    command = ["git", "-C", str(repo), *author, "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout.strip()

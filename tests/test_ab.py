@@ -97,8 +97,9 @@ def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_ab_sessions_find_a_slowdown_planted_on_side_b(bench_folder: Path) -> None:
-    """Sessions mode, three interleaved rounds with B 1.5x slower: exit 1, runtime regressed, runs tagged by group/side/round."""
+def test_ab_sessions_find_a_slowdown_planted_on_side_b(bench_folder: Path, quiet_machine: None) -> None:
+    """Sessions mode, three interleaved rounds with B 1.5x slower: exit 1, runtime regressed, runs tagged by
+    group/side/round. Measured time decides: on a quiet machine (`quiet_machine`)."""
     db = f"sqlite:///{bench_folder / 'slow.db'}"
     done = _ab(bench_folder, db, "--mode", "sessions", "--rounds", "3", "--group", "slow", "--b-env",
                "DASKBENCH_TEST_SLOWDOWN=1.5", "--format", "json", *SESSION)  # fmt: skip

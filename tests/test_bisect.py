@@ -18,7 +18,7 @@ import pytest
 from daskbench import envs
 from daskbench.ab import bisect
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, standin_module, write_wheel
+from tests.helpers import daskbench_cli, standin_wheel
 
 VERSIONS = [f"1.{minor}" for minor in range(8)]
 BENCH = """
@@ -41,7 +41,7 @@ def wheel_folder(root: Path, slower_from: str | None) -> Path:
     for version in VERSIONS:
         slow = slower_from is not None and _v(version) >= _v(slower_from)
         seconds = round(0.2 * (1.3 if slow else 1.0), 3)
-        write_wheel(root, "standin", version, standin_module(version, seconds))
+        standin_wheel(root, version, seconds)
     return root
 
 

@@ -1,8 +1,8 @@
 """`daskbench bisect --repo` over the commits of a git checkout, end to end: real commits, real source
-installs (setuptools, built in isolation), real overlay environments, real lockstep A/B.
+installs (flit, built in isolation), real overlay environments, real lockstep A/B.
 
-The test makes a git repository of a stand-in package, ``standin`` (a setuptools project with a
-pyproject.toml): its first commit's ``standin.work()`` sleeps 0.5 s; ten commits follow, the eighth of
+The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a
+flit project): its first commit's ``standin.work()`` sleeps 0.5 s; ten commits follow, the eighth of
 which makes it sleep 1.3x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
 environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
 From the first commit to the fifth nothing is slower: the A/A bisection. ``--max-rounds 3`` lets a
@@ -21,30 +21,8 @@ import pytest
 
 from daskbench.ab import bisect
 from daskbench.store import Store
-from tests.helpers import daskbench_cli
+from tests.helpers import daskbench_cli, git, standin_project
 
-PYPROJECT = """[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "standin"
-version = "1.0"
-
-[tool.setuptools]
-packages = ["standin"]
-"""
-STANDIN = '''"""The stand-in: work() sleeps {seconds} s."""
-
-import time
-
-NOTE = {note}
-
-
-def work():
-    time.sleep({seconds})
-    return NOTE
-'''
 BENCH = """
 import dask
 import pytest
@@ -54,23 +32,16 @@ pytestmark = pytest.mark.benchmark
 
 
 def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.NOTE
+    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
 """
 SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
 #: The commit (1 to 10 after the first) that makes work() 1.3x slower.
 PLANTED = 8
 
 
-def git(repo: Path, *args: str) -> str:
-    """``git ARGS`` in ``repo``, as a fixed test author; its output."""
-    command = ["git", "-C", str(repo), "-c", "user.name=daskbench tests", "-c", "user.email=tests@daskbench.invalid",
-               "-c", "commit.gpgsign=false", *args]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def commit(repo: Path, note: int, seconds: float, subject: str) -> str:
-    """Write standin at ``note`` sleeping ``seconds``, commit it; the commit's id."""
-    (repo / "standin" / "__init__.py").write_text(STANDIN.format(note=note, seconds=seconds))
+    """Write standin at version 1.``note`` sleeping ``seconds``, commit it; the commit's id."""
+    standin_project(repo, f"1.{note}", seconds)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", subject)
     return git(repo, "rev-parse", "HEAD")
@@ -78,8 +49,7 @@ def commit(repo: Path, note: int, seconds: float, subject: str) -> str:
 
 def standin_repo(repo: Path) -> list[str]:
     """The checkout: the first commit, then ten, the `PLANTED`-th 1.3x slower from then on; their ids."""
-    (repo / "standin").mkdir(parents=True)
-    (repo / "pyproject.toml").write_text(PYPROJECT)
+    repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     commits = [commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
     for note in range(1, 11):

@@ -20,13 +20,19 @@ from daskbench.clusters import open_cluster
 from daskbench.judge.compare import compare_runs
 from daskbench.model import ClusterSpec, Measurement
 from daskbench.store import Store, runstatus
-from tests.helpers import add_results, add_run, daskbench_cli, free_port, make_case, run_pytest
+from tests.helpers import add_results, add_run, daskbench_cli, free_port, make_case, run_pytest, wait_for
 
+#: distributed's lost-worker-timeout in the restart test: a SpecCluster's check comes this long after a removal.
+LOST_WORKER_TIMEOUT = 2.0
+#: How long the measurement the lost scheduler cuts short would take: the session must end long before.
+CUT_SECONDS = 120
 #: ``first`` measures, ``cut`` is cut short by the lost scheduler (killed while it sleeps, or by the
-#: test itself just before it measures), ``after`` must never run.
-LOST_BENCH = """
+#: test itself just before it measures), ``after`` must never run. A task writes its worker's pid to its
+#: marker (whole, by a rename) as it starts; the kill writes the time it was sent to ``$MARK.killed``.
+LOST_BENCH = f"""
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -37,9 +43,16 @@ pytestmark = pytest.mark.benchmark
 
 
 def _sleep(marker, seconds):
-    Path(marker).write_text(str(os.getpid()))
+    Path(marker + ".part").write_text(str(os.getpid()))
+    os.replace(marker + ".part", marker)
     time.sleep(seconds)
     return seconds
+
+
+def _refused(address):
+    host, port = address.removeprefix("tcp://").rsplit(":", 1)
+    with socket.socket() as probe:
+        return probe.connect_ex((host, int(port))) != 0
 
 
 def test_first(measure):
@@ -48,16 +61,20 @@ def test_first(measure):
 
 def test_cut(measure):
     if os.environ.get("KILL_BEFORE"):  # lost between measurements: the scheduler is gone before this one starts
+        Path(os.environ["MARK"] + ".killed").write_text(str(time.time()))
         os.kill(int(os.environ["KILL_BEFORE"]), signal.SIGKILL)
-        time.sleep(0.5)
-    measure(dask.delayed(_sleep)(os.environ["MARK"], 60), name="cut")
+        deadline = time.monotonic() + 120
+        while not _refused(os.environ["SCHEDULER"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    measure(dask.delayed(_sleep)(os.environ["MARK"], {CUT_SECONDS}), name="cut")
 
 
 def test_last(measure):
     measure(dask.delayed(_sleep)(os.environ["MARK"] + ".after", 0.1), name="after")
 """
 
-#: One task that sleeps 2 s; the first run of it writes its worker's pid to $MARK (the test kills that worker).
+#: One task that sleeps 2 s; the first run of it writes its worker's pid to $MARK (whole, by a rename) as it
+#: starts (the test kills that worker).
 WORKER_BENCH = """
 import os
 import time
@@ -71,7 +88,8 @@ pytestmark = pytest.mark.benchmark
 
 def _work(marker):
     if marker and not Path(marker).exists():
-        Path(marker).write_text(str(os.getpid()))
+        Path(marker + ".part").write_text(str(os.getpid()))
+        os.replace(marker + ".part", marker)
     time.sleep(2)
     return 1
 
@@ -107,13 +125,12 @@ def scheduler_and_worker(folder: Path) -> Iterator[tuple[str, subprocess.Popen[b
 
 
 def kill_when_written(marker: Path, pid: int | None = None) -> threading.Thread:
-    """A thread that SIGKILLs ``pid`` (else the pid written in ``marker``) once ``marker`` holds a pid."""
+    """A thread that SIGKILLs ``pid`` (else the pid written in ``marker``) once ``marker`` exists, written by a
+    task as it starts: the kill lands inside the task. The time it was sent goes to ``marker.killed``."""
 
     def watch() -> None:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not (marker.exists() and marker.read_text().strip()):
-            time.sleep(0.05)
-        time.sleep(0.3)  # well inside the task
+        wait_for(marker.exists, f"a task wrote {marker.name}")
+        marker.with_name(marker.name + ".killed").write_text(str(time.time()))
         os.kill(pid or int(marker.read_text()), signal.SIGKILL)
 
     thread = threading.Thread(target=watch, daemon=True)
@@ -125,24 +142,25 @@ def kill_when_written(marker: Path, pid: int | None = None) -> threading.Thread:
 def test_a_scheduler_killed_stops_the_session_with_one_line_and_a_cluster_lost_run(tmp_path: Path, when: str) -> None:
     """SIGKILL of the `dask scheduler` while a measurement runs (or just before the last one): that
     measurement is stored as ``cluster-lost`` (not ``failed``), the one before it stays ``passed``, the
-    test after it never runs, the session ends at once (not after the 60 s task) with exit 2 and one
-    line naming the scheduler's address and what to do, no traceback; the run reads ``cluster-lost``."""
+    test after it never runs, the session ends at once (long before the cut task's `CUT_SECONDS` would) with
+    exit 2 and one line naming the scheduler's address and what to do, no traceback; the run reads
+    ``cluster-lost``."""
     (tmp_path / "test_bench.py").write_text(LOST_BENCH)
     db, marker = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "cut.mark"
     with scheduler_and_worker(tmp_path) as (address, scheduler):
-        env, selected = {"MARK": str(marker)}, ["-k", "not test_last"]  # the cut test is the last one
+        env, selected = {"MARK": str(marker), "SCHEDULER": address}, ["-k", "not test_last"]  # cut is the last
         if when == "mid-measurement":
             kill_when_written(marker, scheduler.pid)
             selected = []  # a test after the cut one: pytest stops before it
         else:
             env["KILL_BEFORE"] = str(scheduler.pid)
-        start = time.monotonic()
         result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                             "--saturation", "1.1", "--repeat", "1", "--db", db, *selected, env=env)  # fmt: skip
-        took = time.monotonic() - start
+        after_kill = time.time() - float(marker.with_name("cut.mark.killed").read_text())
     out = result.stdout + result.stderr
     assert result.returncode == pytest.ExitCode.INTERRUPTED, out[-4000:]
-    assert took < 50 and "Traceback" not in out and "AttributeError" not in out, out[-4000:]
+    assert after_kill < CUT_SECONDS, f"the session waited {after_kill:.0f} s after the kill: {out[-3000:]}"
+    assert "Traceback" not in out and "AttributeError" not in out, out[-4000:]
     said = [line for line in out.splitlines() if f"daskbench: lost the scheduler at {address};" in line]
     assert len(said) == 1 and "recorded as cluster-lost" in said[0] and "dask scheduler" in said[0], out[-4000:]
     assert any(line.startswith("daskbench: cut ") and " cluster-lost " in line for line in out.splitlines())
@@ -209,16 +227,22 @@ def test_a_worker_killed_mid_task_is_worker_lost_and_kept_out_of_verdicts(tmp_pa
 def test_restarts_in_a_row_keep_the_workers_of_a_cluster_the_harness_started(backend: str, target: str) -> None:
     """A SpecCluster closes a worker for good when it is still gone ``lost-worker-timeout`` after a
     removal; with a restart before every measurement, an earlier restart's check lands inside a later
-    restart. Here that timeout is 2 s and the worker restarts back to back for 5 s: it is still there."""
+    restart. Here that timeout is 2 s and the worker restarts back to back for 5 s: it is still there once
+    the last restart's check has come (a timer of the same delay on the cluster's loop, started after the
+    cluster saw that restart, has fired: the loop runs timers in deadline order)."""
     kwargs = {"dashboard_address": ":0", "threads_per_worker": 1} if backend == "class" else {}
-    with dask.config.set({"distributed.deploy.lost-worker-timeout": "2s"}):
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": f"{LOST_WORKER_TIMEOUT}s"}):
         opened = open_cluster(ClusterSpec(backend, 1, 1, 2**30, 1.1, target=target), kwargs)
         try:
             started = time.monotonic()
             while time.monotonic() - started < 5:
                 opened.client.restart(wait_for_workers=False)
                 opened.client.wait_for_workers(1, timeout=20)
-            time.sleep(2.5)  # the last restart's check comes too
+            now = set(opened.client.scheduler_info()["workers"])
+            wait_for(lambda: set(opened.cluster.scheduler_info["workers"]) == now, "the cluster saw the restart")
+            loop, checked = opened.cluster.loop.asyncio_loop, threading.Event()
+            loop.call_soon_threadsafe(loop.call_later, LOST_WORKER_TIMEOUT, checked.set)
+            wait_for(checked.is_set, "the last restart's check")
             assert len(opened.client.scheduler_info()["workers"]) == 1 and len(opened.cluster.workers) == 1
         finally:
             opened.close()

@@ -23,7 +23,7 @@ from daskbench.judge import confirmed as confirm_tags
 from daskbench.judge.compare import compare_runs
 from daskbench.model import Case, ClusterSpec, Comparison, Verdict
 from daskbench.store import Store
-from tests.helpers import add_results, add_run, daskbench_cli, standin_module, write_wheel
+from tests.helpers import add_results, add_run, daskbench_cli, standin_wheel
 
 BENCH = """
 import dask
@@ -63,7 +63,7 @@ def confirmed(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> 
     wheels = root / "wheels"
     wheels.mkdir()
     for version, seconds in (("1.0", 0.2), ("1.1", 0.6)):
-        write_wheel(wheels, "standin", version, standin_module(version, seconds))
+        standin_wheel(wheels, version, seconds)
     db = f"sqlite:///{root / 'confirm.db'}"
     candidate = _nights(Store(db), 3.0)
     index = envs.Index(find_links=(str(wheels),), no_index=True)

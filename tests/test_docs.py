@@ -1,4 +1,5 @@
-"""The README and docs/ pages: links resolve, the README stays short, and the commands they show exist."""
+"""The README and docs/ pages: links resolve, the README stays short, the commands they show exist, and the
+tables that restate the code (options, sizes, metrics) are what the code says."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ci.docs_tables import TABLES, differences, rewritten
+from daskbench import catalog
 from daskbench.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +28,7 @@ COMMENT = re.compile(r"(^|\s)#.*$")
 SUBCOMMAND = re.compile(r"(?:^|[\s/])daskbench[ \t]+([a-z][a-z-]*)")
 BENCHMARK_RUN = re.compile(r"(?:^|[\s/])pytest[ \t]+-m[ \t]+benchmark\b(.*)$")
 FLAG = re.compile(r"(?<!\S)(--[a-z][a-z0-9-]*)")
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*$", re.M)
 
 
 def relative_links(page: Path) -> list[str]:
@@ -42,16 +46,38 @@ def bash_lines() -> list[tuple[Path, str]]:
     return [(page, line) for page, line in lines if line.strip()]
 
 
-def test_relative_links_point_to_existing_files_without_anchors() -> None:
-    """Every relative link and image in README.md and docs/*.md names a file that exists, with no #anchor."""
+def anchors(text: str) -> set[str]:
+    """The ``#anchors`` GitHub gives a page's headings (outside code): the text lower-cased, code marks and
+    punctuation dropped, each space a hyphen; a repeated heading's numbered ``-1``, ``-2``..."""
+    found: set[str] = set()
+    counts: dict[str, int] = {}
+    for title in HEADING.findall(FENCE.sub("", text)):
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        found.add(f"{slug}-{counts[slug]}" if slug in counts else slug)
+        counts[slug] = counts.get(slug, 0) + 1
+    return found
+
+
+def test_heading_anchors_are_the_ones_github_makes() -> None:
+    """Code marks, colons, slashes and commas go, hyphens stay, spaces become hyphens, repeats are numbered."""
+    lines = ["# Top", "## Lockstep power: `ci/power`", "```", "# a comment, not a heading", "```"]
+    found = anchors("\n".join([*lines, "## Memory, above idle --twice", "## Top", ""]))
+    assert found == {"top", "lockstep-power-cipower", "memory-above-idle---twice", "top-1"}
+
+
+def test_relative_links_point_to_existing_files_and_headings() -> None:
+    """Every relative link and image in README.md and docs/*.md names a file that exists, and its #anchor
+    (if any; alone, on the same page) a heading of that file."""
     checked, broken = 0, []
     for page in PAGES:
         for target in relative_links(page):
             checked += 1
-            if "#" in target or not (page.parent / target).is_file():
+            path, _, anchor = target.partition("#")
+            linked = page.parent / path if path else page
+            if not linked.is_file() or (anchor and anchor not in anchors(linked.read_text())):
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert checked, "no relative links found: the link pattern no longer matches"
-    assert not broken, "broken or anchored links:\n" + "\n".join(broken)
+    assert not broken, "broken links (no such file, or no heading of that anchor):\n" + "\n".join(broken)
 
 
 def test_readme_is_at_most_250_lines() -> None:
@@ -110,3 +136,39 @@ def test_pytest_benchmark_flags_in_docs_are_real_options() -> None:
         if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", result.stdout)
     }
     assert not unknown, f"flags shown after `pytest -m benchmark` that pytest does not know: {unknown}"
+
+
+def test_the_tables_that_restate_the_code_are_what_it_says() -> None:
+    """docs/options.md's options table and docs/workloads-and-metrics.md's sizes and metrics tables are exactly
+    what ci/docs-tables writes from `config.OPTIONS` (flag, env var, pyproject key, default, help), each
+    workload's SIZES through the registry, and the metric catalog."""
+    found = differences()
+    assert found == [], "\n".join(found)
+
+
+def test_a_table_row_that_drifted_is_named_with_the_fix(tmp_path: Path) -> None:
+    """A copy of the pages with one options row changed by hand, and a page without its markers: each
+    difference names the page, the table, the row, both texts, and the command that rewrites them."""
+    options, sizes = TABLES[0], TABLES[1]
+    (tmp_path / "docs").mkdir()
+    page = (ROOT / options.page).read_text()
+    (tmp_path / options.page).write_text(page.replace("| `1,2` |", "| `1,2,4` |", 1))
+    (tmp_path / sizes.page).write_text("# Workloads\n\nno table here\n")
+    found = differences(tmp_path, (options, sizes))
+    assert found[0].startswith("docs/options.md, table options, row 5:\n  page: | `--workers` |"), found
+    assert "| `1,2,4` |" in found[0].splitlines()[1] and "| `1,2` |" in found[0].splitlines()[2]
+    assert found[1].startswith("docs/workloads-and-metrics.md has no line <!-- ci/docs-tables: sizes (from"), found
+    assert found[-1] == "run ci/docs-tables to write the tables from the code" and len(found) == 3
+    assert differences(tmp_path, (options,))[:1] == found[:1]
+    fixed = rewritten((tmp_path / options.page).read_text(), options)
+    assert fixed == page
+
+
+def test_the_metric_definitions_name_declared_metrics() -> None:
+    """Each metric the hand-written "How each is measured" table of docs/workloads-and-metrics.md defines is
+    one the catalog declares (a renamed or removed metric is not left defined there)."""
+    text = (ROOT / "docs" / "workloads-and-metrics.md").read_text()
+    table = text.split("| metric | definition |", 1)[1].split("\n\n", 1)[0]
+    named = [name for row in table.splitlines()[2:] for name in INLINE_CODE.findall(row.split(" | ")[0])]
+    assert len(named) >= 10, named
+    assert [name for name in named if not catalog.is_declared(name.strip("`"))] == []

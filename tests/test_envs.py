@@ -23,17 +23,8 @@ from daskbench.cli.ab import resolve_sides
 from daskbench.envs import builds, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, make_run
+from tests.helpers import daskbench_cli, git, make_run, standin_project
 
-PYPROJECT = """[build-system]
-requires = ["flit_core>=3.4"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "standin"
-version = "{version}"
-description = "a stand-in package for daskbench's environment tests"
-"""
 RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
 
 
@@ -48,10 +39,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pip_wheel(root: Path, version: str) -> subprocess.Popen[str]:
-    source = root / f"standin-{version}"
-    (source / "standin").mkdir(parents=True)
-    (source / "standin" / "__init__.py").write_text(f'"""The stand-in."""\n\nVERSION = "{version}"\n')
-    (source / "pyproject.toml").write_text(PYPROJECT.format(version=version))
+    source = standin_project(root / f"standin-{version}", version, 0.0)
     command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "wheels"), str(source)]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -231,26 +219,20 @@ def test_ab_refuses_a_side_given_both_a_python_and_a_run(db: str, tmp_path: Path
 # -- commits of a git checkout ----------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> str:
-    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-               "-c", "commit.gpgsign=false", *args]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
-
-
 @pytest.fixture
 def checkout(tmp_path: Path) -> tuple[Path, list[str]]:
     """A checkout of three commits on main (``one``, ``two``, ``three``: a file's text) and a side branch
     ``side`` off ``one``; the three ids, oldest first."""
     repo = tmp_path / "repo"
     (repo / "sub").mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     ids = []
     for word in ("one", "two", "three"):
         (repo / "sub" / "word.txt").write_text(word)
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", f"write {word}")
-        ids.append(_git(repo, "rev-parse", "HEAD"))
-    _git(repo, "branch", "side", ids[0])
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"write {word}")
+        ids.append(git(repo, "rev-parse", "HEAD"))
+    git(repo, "branch", "side", ids[0])
     return repo, ids
 
 

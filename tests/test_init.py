@@ -21,7 +21,7 @@ import pytest
 from daskbench import provenance
 from daskbench.cli.init import BENCHMARK, LOCAL_WARNING, PR_WORKFLOW, WORKFLOW, install_requirement
 from daskbench.store import Store
-from tests.helpers import daskbench_cli
+from tests.helpers import daskbench_cli, git
 
 PLAIN_TEST = """
 def test_arithmetic():
@@ -298,11 +298,6 @@ def test_init_appends_results_to_a_gitignore_without_a_final_newline(tmp_path: P
 # -- the run's label in a repository with no commit ------------------------------------------
 
 
-def _git(folder: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=folder,
-                   check=True, capture_output=True, timeout=60)  # fmt: skip
-
-
 @pytest.fixture
 def no_ci_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A folder git does not look above, with no GitHub branch variables: what default_label sees locally."""
@@ -318,11 +313,11 @@ def no_ci_branch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_default_label_says_why_it_falls_back_to_local(no_ci_branch: Path) -> None:
     """Outside git, in a repository with no commit, on a detached HEAD: ``local`` and the reason; a branch: its name."""
     assert provenance.default_label() == ("local", "not in a git repository")
-    _git(no_ci_branch, "init", "-q", "-b", "trunk")
+    git(no_ci_branch, "init", "-q", "-b", "trunk")
     assert provenance.default_label() == ("local", "no git commit here")
-    _git(no_ci_branch, "commit", "-q", "--allow-empty", "-m", "first")
+    git(no_ci_branch, "commit", "-q", "--allow-empty", "-m", "first")
     assert provenance.default_label() == ("trunk", None)
-    _git(no_ci_branch, "checkout", "-q", "--detach")
+    git(no_ci_branch, "checkout", "-q", "--detach")
     assert provenance.default_label() == ("local", "detached HEAD, no branch")
 
 
@@ -334,7 +329,7 @@ def test_default_label_is_the_ci_branch(no_ci_branch: Path, monkeypatch: pytest.
 def test_header_says_the_label_in_a_repository_with_no_commit(tmp_path: Path) -> None:
     """In a fresh `git init` + `daskbench init`: the header names the fallback label and how to set one;
     the run is stored as ``local`` and git does not see results/. A given label gets no note."""
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     assert init(tmp_path, "--install", "daskbench==0.1.0").returncode == 0
     (tmp_path / "benchmarks" / "test_tiny.py").write_text(TINY_BENCHMARK)
     env = _env(GIT_CEILING_DIRECTORIES=str(tmp_path.parent))

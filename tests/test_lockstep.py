@@ -34,10 +34,12 @@ def _second_interpreter(folder: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_unchanged(bench_folder: Path) -> None:
+def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_unchanged(
+    bench_folder: Path, quiet_machine: None
+) -> None:
     """B, a second interpreter, runs the sleepy case 1.5x slower: regressed within a few rounds;
     steady: unchanged; one run per side, each tagged with its interpreter and labelled with the part the
-    progress names ("part 1": slow-A1, slow-B1)."""
+    progress names ("part 1": slow-A1, slow-B1). Measured time decides: on a quiet machine (`quiet_machine`)."""
     python_b = _second_interpreter(bench_folder)
     db = f"sqlite:///{bench_folder / 'slow.db'}"
     done = run_ab(bench_folder, db, "--group", "slow", "--b-python", str(python_b),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -123,11 +122,9 @@ def test_report_of_a_single_run_shows_its_tradeoffs(tmp_path: Path) -> None:
         add_results(
             store, run, make_case("shuffle", saturation=saturation, size="small"), 10.0 if saturation == 1.0 else 8.0
         )
-    started = time.perf_counter()
     html = render_report(store)
     assert html.index('id="tradeoffs"') < html.index('id="verdicts"')
     assert 'data-reference="inf"' in html and "(1.25x)" in html
-    assert time.perf_counter() - started < 60
 
 
 def test_report_lists_a_shared_verdict_note_once_and_one_link_per_workload() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,15 +135,14 @@ def test_pytest_benchmark_json_carries_runtime_and_memory(
     ],
 )
 def test_bad_values_stop_before_any_cluster_starts(tmp_path: Path, flag: str, value: str, words: str) -> None:
-    """A bad option ends the session with one error line, no cluster, no store."""
+    """A bad option ends the session with one error line, no test run (so no cluster), no store."""
     (tmp_path / "test_bench.py").write_text(BENCH_FILE)
-    started = time.perf_counter()
     result = run_pytest(tmp_path, "-m", "benchmark", f"{flag}={value}", "--db", f"sqlite:///{tmp_path / 'r.db'}")
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1 and words in errors[0], result.stderr
     assert not (tmp_path / "r.db").exists()
-    assert time.perf_counter() - started < 30
+    assert not re.search(r"\d+ (passed|failed|error)", result.stdout), result.stdout[-2000:]
 
 
 def test_interleave_runs_repeat_zero_of_every_case_before_repeat_one(tmp_path: Path) -> None:
@@ -200,22 +199,21 @@ def _nap(seconds):
 
 
 def test_too_slow(measure):
-    measure(dask.delayed(_nap)(20), name="too_slow", params={})
+    measure(dask.delayed(_nap)(60), name="too_slow", params={})
 """
 
 
 def test_measurement_over_the_timeout_is_recorded_as_timeout(tmp_path: Path) -> None:
-    """--timeout stops waiting for a measurement; it is stored as `timeout`, with no runtime."""
+    """--timeout stops waiting for a measurement: its compute phase ends at the limit, long before the
+    task's 60 s nap would; it is stored as `timeout`, with no runtime."""
     (tmp_path / "test_bench.py").write_text(SLOW_FILE)
     db = f"sqlite:///{tmp_path / 'r.db'}"
-    started = time.perf_counter()
     result = run_pytest(tmp_path, "-m", "benchmark", "--workers", "1", "--saturation", "1.1", "--timeout", "2",
                         "--db", db, "-p", "no:benchmark")  # fmt: skip
     assert result.returncode == pytest.ExitCode.TESTS_FAILED
     (measurement,) = Store(db).measurements()
     assert measurement.outcome == "timeout" and measurement.runtime_s is None
-    assert 2 <= measurement.phases["compute"] < 10
-    assert time.perf_counter() - started < 60
+    assert 2 <= measurement.phases["compute"] < 60, measurement.phases
 
 
 BROKEN_FILE = """

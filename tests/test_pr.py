@@ -3,7 +3,7 @@
 The project ``standin`` (flit) has ``work()`` and ``steady()``, each sleeping 0.4 s, and a benchmark file
 measuring both. Branch ``head`` makes ``work()`` 1.3x slower; branch ``fix`` (on head) restores it, so
 ``fix``'s tree is ``main``'s: a measured A/A (of ``work`` alone, to save time). Both measured runs talk to the loopback stand-in for GitHub
-(`tests.github_server`), the second after the first, so the comment is created once and then edited. The
+(`ci.github_server`), the second after the first, so the comment is created once and then edited. The
 benchmark file refuses to run with a GitHub token in its environment: the sessions run the pull request's
 code and never get it. ``--max-rounds 6 --floor 1.2`` (a planted 1.3x still reaches past it) lets
 the cases decide in a few rounds even on a busy machine; a measurement costs about 3 s (restart, warm-up).
@@ -20,41 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from ci.github_server import FakeGitHub, serve
 from daskbench.ab import pr
 from daskbench.cli import build_parser
 from daskbench.cli.pr import options_after_sides
 from daskbench.judge.compare import compare_group
 from daskbench.model import Verdict
 from daskbench.store import Store
-from tests.github_server import FakeGitHub, serve
-from tests.helpers import GITHUB_TEST_TOKEN, daskbench_cli
+from tests.helpers import GITHUB_TEST_TOKEN, daskbench_cli, git, standin_project
 
 NUMBER = 7
-PYPROJECT = """[build-system]
-requires = ["flit_core>=3.4"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "standin"
-version = "0.1"
-description = "a stand-in project for daskbench pr"
-"""
-STANDIN = '''"""The stand-in project: a pull request changes work(), never steady()."""
-
-import time
-
-WORK_SECONDS = {seconds}
-
-
-def work():
-    time.sleep(WORK_SECONDS)
-    return 1
-
-
-def steady():
-    time.sleep(0.4)
-    return 1
-'''
 BENCH = """
 import os
 
@@ -67,25 +42,20 @@ pytestmark = pytest.mark.benchmark
 
 
 def test_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == 1
+    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
 
 
 def test_steady(measure):
-    assert measure(dask.delayed(standin.steady)(), name="standin_steady", params={}) == 1
+    assert measure(dask.delayed(standin.steady)(), name="standin_steady", params={}) == standin.VERSION
 """
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]
 HOSTILE_SUBJECT = "make work() 1.3x slower <img src=x onerror=alert(1)> @maintainer #1 | `$(rm -rf ~)`"
 
 
-def _git(repo: Path, *args: str) -> str:
-    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org", *args]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def _commit(repo: Path, seconds: float, message: str) -> None:
-    (repo / "standin" / "__init__.py").write_text(STANDIN.format(seconds=seconds))
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
+    standin_project(repo, "0.1", seconds)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
 
 
 @pytest.fixture(scope="module")
@@ -93,17 +63,15 @@ def project(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pa
     """main (work 0.4 s), head (work 0.52 s: 1.3x slower) and fix on head (work 0.4 s again)."""
     root = tmp_path_factory.mktemp("pr")
     repo = root / "standin-project"
-    (repo / "standin").mkdir(parents=True)
-    (repo / "benchmarks").mkdir()
-    (repo / "pyproject.toml").write_text(PYPROJECT)
+    (repo / "benchmarks").mkdir(parents=True)
     (repo / "benchmarks" / "test_standin.py").write_text(BENCH)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     _commit(repo, 0.4, "the stand-in")
-    _git(repo, "checkout", "-q", "-b", "head")
+    git(repo, "checkout", "-q", "-b", "head")
     _commit(repo, 0.52, HOSTILE_SUBJECT)
-    _git(repo, "checkout", "-q", "-b", "fix")
+    git(repo, "checkout", "-q", "-b", "fix")
     _commit(repo, 0.4, "work() as fast as before")
-    _git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "main")
     return repo
 
 
@@ -181,7 +149,7 @@ def test_the_first_run_creates_one_comment_and_a_failure_status(
 ) -> None:
     """One comment (the Markdown printed, behind the hidden marker) and the head commit: pending, then failure."""
     github = fake[0]
-    head = _git(project, "rev-parse", "head")
+    head = git(project, "rev-parse", "head")
     assert [call["method"] for call in github.calls if call["path"].endswith("/comments")][:2] == ["GET", "POST"]
     assert github.comments[NUMBER][0] == first.stdout
     states = [status["state"] for status in github.statuses[head]]
@@ -211,7 +179,7 @@ def test_a_fix_commit_edits_the_same_comment_and_sets_success(
     assert "### daskbench: no regression" in second.stdout or "### daskbench: nothing changed" in second.stdout
     assert len(github.comments[NUMBER]) == 1 and github.comments[NUMBER][0] == second.stdout
     assert [c["method"] for c in github.calls if "/comments" in c["path"]] == ["GET", "POST", "GET", "PATCH"]
-    fixed = _git(project, "rev-parse", "fix")
+    fixed = git(project, "rev-parse", "fix")
     assert github.statuses[fixed][-1]["state"] == "success"
     assert "edited comment" in second.stderr
 

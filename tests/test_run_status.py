@@ -7,18 +7,21 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from daskbench.store import Store, runstatus
-from tests.helpers import daskbench_cli, make_case, make_measurement, make_run
+from tests.helpers import daskbench_cli, make_case, make_measurement, make_run, wait_for
 
-#: The first benchmark stores one measurement; the second sleeps until it is interrupted.
+#: The first benchmark stores one measurement; the second writes $STALL_MARK from its task, then sleeps until it
+#: is interrupted.
 STALLING_FILE = """
+import os
 import time
+from pathlib import Path
+
 import dask
 import pytest
 
@@ -34,29 +37,36 @@ def test_a_quick(measure):
     measure(dask.delayed(_nap)(0.1), name="quick", params={})
 
 
+def _stall(marker):
+    Path(marker).write_text("started")  # the test waits for this, then interrupts
+    return _nap(120)
+
+
 def test_b_stalls(measure):
-    measure(dask.delayed(_nap)(120), name="stall", params={})
+    measure(dask.delayed(_stall)(os.environ["STALL_MARK"]), name="stall", params={})
 """
 
 
 def start_session(folder: Path, db: str, *extra: str) -> subprocess.Popen[str]:
-    """A benchmark session on a 1-worker local cluster in its own process group."""
+    """A benchmark session on a 1-worker local cluster in its own process group; its stalling task writes
+    ``folder/stall.mark`` when it starts."""
     (folder / "test_bench.py").write_text(STALLING_FILE)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-m", "benchmark",
                "--workers", "1", "--saturation", "1.1", "--timeout", "300", "--db", db, *extra]  # fmt: skip
+    env = {**os.environ, "STALL_MARK": str(folder / "stall.mark")}
     return subprocess.Popen(
-        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
     )
 
 
-def wait_for_measurements(db: str, count: int, process: subprocess.Popen[str], limit: float = 120) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+def wait_for_measurements(db: str, count: int, process: subprocess.Popen[str]) -> None:
+    """Until ``count`` measurements are stored; the session must still be running meanwhile."""
+
+    def stored() -> bool:
         assert process.poll() is None, process.communicate()
-        if (Path(db.removeprefix("sqlite:///"))).exists() and len(Store(db).measurements()) >= count:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"no {count} measurement(s) stored within {limit} s")
+        return Path(db.removeprefix("sqlite:///")).exists() and len(Store(db).measurements()) >= count
+
+    wait_for(stored, f"{count} measurement(s) stored")
 
 
 def test_ctrl_c_after_the_first_measurement_records_an_interrupted_run(tmp_path: Path) -> None:
@@ -68,7 +78,7 @@ def test_ctrl_c_after_the_first_measurement_records_an_interrupted_run(tmp_path:
     Store(db).set_baseline("main", [baseline.run_id])
     process = start_session(tmp_path, db, "--compare", "main")
     wait_for_measurements(db, 1, process)
-    time.sleep(2)  # into the stalling measurement
+    wait_for((tmp_path / "stall.mark").exists, "the stalling measurement's task started")
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out + err

@@ -1,12 +1,17 @@
 """The tests' own layout: shared helpers live in tests/helpers.py, fixtures in tests/conftest.py,
-and no module under tests/ imports a test module or conftest.py (read with ``ast``, never imported)."""
+no module under tests/ imports a test module or conftest.py, and nothing in ci/ imports or runs
+anything of tests/ (read with ``ast`` and as text, never imported)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+CI = TESTS.parent / "ci"
+#: A script's use of tests/: ``python -m tests.x`` or a path ``tests/x.py``.
+RUNS_TESTS = re.compile(r"-m\s+tests\.|(?<![\w/.-])tests/[\w/.-]*\.py")
 
 
 def _forbidden(module: str) -> bool:
@@ -17,19 +22,24 @@ def _forbidden(module: str) -> bool:
     return bool(parts) and (parts[0].startswith("test_") or parts[0] == "conftest")
 
 
+def imported(node: ast.AST) -> list[str]:
+    """The modules an ``import`` or an absolute ``from ... import`` names; ``from tests import x`` names
+    ``tests`` and ``tests.x``. Nothing for other nodes."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        inside = [f"tests.{alias.name}" for alias in node.names] if node.module == "tests" else []
+        return [node.module, *inside]
+    return []
+
+
 def forbidden_imports(source: str) -> list[str]:
     """``line: module`` for each import of a test module or of conftest.py in ``source``,
     including ``from tests import test_x`` and ``pytest_plugins`` naming one."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        modules: list[str] = []
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module]
-            if node.module == "tests":
-                modules += [f"tests.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Assign) and any(
+        modules = imported(node)
+        if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "pytest_plugins" for target in node.targets
         ):
             modules = [
@@ -89,3 +99,56 @@ def test_conftest_holds_only_fixtures_and_hooks() -> None:
         and not any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
     ]
     assert plain == []
+
+
+def uses_of_tests(source: str) -> list[str]:
+    """``line: what`` for each import of ``tests`` or a module under it in Python ``source``, and each
+    string naming one (``runpy.run_module("tests.x")``, ``"tests/helpers.py"``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        named = imported(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.match(r"tests[./]\w", node.value):
+            named = [node.value]
+        found += [f"{node.lineno}: {name}" for name in named if name == "tests" or re.match(r"tests[./]", name)]
+    return found
+
+
+def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
+    """Planted uses of tests/ in a Python file and in a shell script are found; ci/'s own modules are not."""
+    pkg = "tests"  # spelled apart, so that the check of this repository's ci/ files never meets these lines
+    planted = "\n".join(
+        [
+            f"from {pkg}.helpers import write_wheel",
+            f"import {pkg}.github_server",
+            f"from {pkg} import helpers",
+            f'runpy.run_module("{pkg}.github_server")',
+            "from ci.wheel import write_wheel",
+            f'"""A docstring that mentions {pkg}/helpers.py in prose."""',
+        ]
+    )
+    expected = [
+        f"1: {pkg}.helpers",
+        f"2: {pkg}.github_server",
+        f"3: {pkg}",
+        f"3: {pkg}.helpers",
+        f"4: {pkg}.github_server",
+    ]
+    assert uses_of_tests(planted) == expected
+    script = f"python -m {pkg}.github_server --port-file P\n.venv/bin/python {pkg}/helpers.py\npytest ci/{pkg}"
+    assert RUNS_TESTS.findall(script) == ["-m tests.", "tests/helpers.py"]
+
+
+def test_nothing_in_ci_imports_or_runs_anything_of_tests() -> None:
+    """ci/ serves the tests (the GitHub stand-in, the wheel writer), never the reverse: a ci/ script works in a
+    checkout without tests/ importable. Python files are read with ``ast``; scripts as text, comments removed."""
+    offenders: dict[str, list[str]] = {}
+    for path in sorted(p for p in CI.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".py":
+            found = uses_of_tests(text)
+        else:
+            lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]
+            found = [f"{n}: {m}" for n, line in enumerate(lines, 1) for m in RUNS_TESTS.findall(line)]
+        if found:
+            offenders[str(path.relative_to(CI.parent))] = found
+    assert offenders == {}, f"ci/ must not import or run tests/ (move what it needs into ci/ or daskbench): {offenders}"

@@ -1,6 +1,6 @@
 """ci/nightly --quick's stand-in package: wheels of ``standin`` and an environment per version.
 
-    python ci/quick/standin.py FOLDER
+    python -m ci.quick.standin FOLDER      # from the checkout's top folder
 
 writes ``FOLDER/wheels/standin-{1.0,1.0.1,1.1}-py3-none-any.whl`` (``standin.work(factor)`` sleeps
 0.3 s x factor; 1.0.1 is a harmless release, 1.1 is 3x slower: the slowdown a night must confirm side by
@@ -14,10 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ci.wheel import write_wheel
 from daskbench import envs
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: its tests/helpers.py
-from tests.helpers import write_wheel
 
 #: Each version and its sleep in seconds: 1.1 plants the slowdown.
 VERSIONS = {"1.0": 0.3, "1.0.1": 0.3, "1.1": 0.9}

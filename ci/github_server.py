@@ -3,8 +3,8 @@
 GitHub cannot be reached from tests, so this speaks: list issues (state, labels), create
 an issue, comment on one, and update one (close); for ``daskbench pr``, list an issue's (a pull
 request's) comments, edit a comment, and create a commit status. It answers 401 without a token.
-Tests start it in a thread (`serve`); ``ci/nightly --quick`` runs it as a process:
-``python -m tests.github_server --port-file P --log calls.jsonl``.
+The harness's tests start it in a thread (`serve`); ``ci/nightly --quick`` runs it as a process:
+``python -m ci.github_server --port-file P --log calls.jsonl``.
 """
 
 from __future__ import annotations
