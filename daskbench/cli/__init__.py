@@ -21,7 +21,7 @@ EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc", "advise", "env",
+    "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc", "advise", "env",
     "bisect", "confirm", "pr",
 )  # fmt: skip
 
