@@ -110,7 +110,7 @@ class Confirmation:
             said = (f"Confirmed side by side: A/B group {markdown_code(self.reference)}, lockstep, the environment "
                     f"of the last good run {markdown_code(self.good[:8])} against tonight's "
                     f"({markdown_text(self.versions)}), the suspect cases only "
-                    f"({markdown_code(f'daskbench compare --ab {self.reference}')}).")  # fmt: skip
+                    f"({markdown_code(f'daskbench compare --group {self.reference}')}).")  # fmt: skip
         else:
             why = f" (no side-by-side A/B: {markdown_text(redact_text(self.reason))})" if self.reason else ""
             said = f"Confirmed by a re-run of the same environment, run {markdown_code(self.reference[:8])}, " \

@@ -120,7 +120,7 @@ def test_ab_sessions_find_a_slowdown_planted_on_side_b(bench_folder: Path, quiet
 def test_ctrl_c_keeps_the_finished_session_rounds_judgeable(
     bench_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """SIGINT after the first complete round: exit 130, a hint how to judge, and compare --ab judges round 1."""
+    """SIGINT after the first complete round: exit 130, a hint how to judge, and compare --group judges round 1."""
     db = f"sqlite:///{bench_folder / 'stop.db'}"
     command = [sys.executable, "-m", "daskbench", "ab", "--db", db, "--mode", "sessions", "--rounds", "5",
                "--group", "stop", *SESSION]  # fmt: skip
@@ -130,9 +130,9 @@ def test_ctrl_c_keeps_the_finished_session_rounds_judgeable(
         time.sleep(1)
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=180)
-    assert child.returncode == 130 and "daskbench compare --ab stop" in err
+    assert child.returncode == 130 and "daskbench compare --group stop" in err
     rounds = group_rounds(Store(db), "stop")
     assert 1 <= len(rounds) < 5
     assert compare_group(Store(db), "stop").verdicts
-    assert main(["compare", "--ab", "stop", "--db", db]) in (0, 1)
+    assert main(["compare", "--group", "stop", "--db", db]) in (0, 1)
     assert "interleaved rounds" in capsys.readouterr().out

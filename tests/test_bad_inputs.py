@@ -257,7 +257,7 @@ COMMAND_CASES: list[tuple[str, list[str], str]] = [
     ("baseline-set-100kb-run-id", ["baseline", "set", "main", HUGE_ID, "--db", "{db}"], "run id"),
     ("advise-100kb-run-id", ["advise", HUGE_ID, "--db", "{db}"], "run id"),
     ("compare-100kb-baseline", ["compare", "--db", "{db}", "--baseline", HUGE_ID], "--baseline"),
-    ("compare-100kb-ab-group", ["compare", "--db", "{db}", "--ab", HUGE_ID], "--ab"),
+    ("compare-100kb-ab-group", ["compare", "--db", "{db}", "--group", HUGE_ID], "--group"),
     ("report-100kb-baseline", ["report", "--db", "{db}", "--baseline", HUGE_ID, "-o", "{dir}/r.html"], "--baseline"),
 ]
 

@@ -70,7 +70,7 @@ def _bisect(folder: Path, wheels: str, *args: str) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def found(folder: Path) -> subprocess.CompletedProcess[str]:
     """The bisection ``found``: standin 1.0 (good) to 1.7 (bad), 1.5 slower."""
-    return _bisect(folder, "wheels", "--good", "standin==1.0", "--bad", "standin==1.7", "--name", "found")
+    return _bisect(folder, "wheels", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "found")
 
 
 def test_bisect_names_the_release_that_planted_the_slowdown_within_four_steps(found: subprocess.CompletedProcess[str]) -> None:  # fmt: skip
@@ -105,7 +105,7 @@ def test_every_step_is_tagged_in_the_store_and_a_resume_reuses_them(
 
 def test_an_a_a_bisection_says_no_regression_and_names_no_culprit(folder: Path) -> None:
     """standin 1.0 to 1.7 where no version is slower: step 0 finds no regression; exit 0, no culprit."""
-    done = _bisect(folder, "flat", "--good", "standin==1.0", "--bad", "standin==1.7", "--name", "flat",
+    done = _bisect(folder, "flat", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "flat",
                    "--cache-dir", str(folder / "flat-cache"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "no regression between good and bad" in done.stdout

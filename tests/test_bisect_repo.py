@@ -85,7 +85,7 @@ def _bisect(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def found(folder: Path, commits: list[str]) -> subprocess.CompletedProcess[str]:
     """The bisection ``found``: the first commit (good) to the last (bad)."""
-    return _bisect(folder, "--good", commits[0], "--bad", "main", "--name", "found")
+    return _bisect(folder, "--good", commits[0], "--bad", "main", "--group", "found")
 
 
 def _steps(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -129,7 +129,7 @@ def test_an_a_a_bisection_of_commits_says_no_regression(
     found: subprocess.CompletedProcess[str], folder: Path, commits: list[str]
 ) -> None:
     """The first commit to the fifth, none slower: step 0 finds no regression; exit 0, no culprit."""
-    done = _bisect(folder, "--good", commits[0], "--bad", commits[5], "--name", "flat")
+    done = _bisect(folder, "--good", commits[0], "--bad", commits[5], "--group", "flat")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "no regression between good and bad" in done.stdout and "first bad" not in done.stdout
     assert [line[:20] for line in _steps(done)] == [f"step 0  {commits[5][:12]}"]

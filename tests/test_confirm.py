@@ -70,7 +70,7 @@ def confirmed(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> 
     spec = envs.spec_from_pins({"standin": "1.1"}, with_daskbench=False)
     tonight = envs.build(spec, cache=root / "cache", index=index, inherit=True, say=lambda _line: None)
     command = [str(tonight), "-m", "daskbench", "confirm", "--baseline", "main", "--candidate", candidate,
-               "--name", "confirm-tonight", "--max-rounds", "4", "--floor", "runtime=1.5", "--find-links",
+               "--group", "confirm-tonight", "--max-rounds", "4", "--floor", "runtime=1.5", "--find-links",
                str(wheels), "--no-index", "--cache-dir", str(root / "cache"), "--db", db, *SESSION]  # fmt: skip
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
     return root, candidate, done
@@ -97,13 +97,13 @@ def test_a_slower_release_is_confirmed_side_by_side_with_its_evidence(
 def test_the_alert_carries_the_side_by_side_evidence_and_the_report_shows_it(
     confirmed: tuple[Path, str, subprocess.CompletedProcess[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``alert --confirm-ab GROUP``: exit 1, one regression whose Markdown names the group, the good run and
+    """``alert --group GROUP``: exit 1, one regression whose Markdown names the group, the good run and
     the A/B evidence; the report of that run shows the confirmation with its verdict."""
     root, candidate, _ = confirmed
     db = f"sqlite:///{root / 'confirm.db'}"
     summary = tmp_path / "summary.md"
-    done = daskbench_cli("alert", "--baseline", "main", "--candidate", candidate, "--confirm-ab", "confirm-tonight",
-                         "--summary", str(summary), "--db", db, capsys=capsys)  # fmt: skip
+    done = daskbench_cli("alert", "--baseline", "main", "--candidate", candidate, "--group", "confirm-tonight",
+                         "-o", str(summary), "--db", db, capsys=capsys)  # fmt: skip
     assert done.returncode == 1, done.stderr
     text = " ".join(summary.read_text().split())
     assert text.count("### daskbench:") == 1 and "Confirmed side by side: A/B group `confirm-tonight`" in text
@@ -199,14 +199,14 @@ def test_the_alert_says_when_a_rerun_stood_in_for_the_side_by_side_ab(
     rerun = add_run(store, 4, label="tonight-confirm", versions={"standin": "1.0"})
     add_results(store, rerun, CASE, 0.6)
     summary = tmp_path / "s.md"
-    args = ["alert", "--baseline", "main", "--candidate", candidate, "--summary", str(summary), "--db", db]
+    args = ["alert", "--baseline", "main", "--candidate", candidate, "-o", str(summary), "--db", db]
     done = daskbench_cli(*args, "--confirm", rerun.run_id, "--fallback-reason", "same versions", capsys=capsys)
     assert done.returncode == 1, done.stderr
     text = " ".join(summary.read_text().split())
     assert "Confirmed by a re-run of the same environment, run `run004-t`, not side by side (no side-by-side A/B: " \
            "same versions)" in text  # fmt: skip
     for extra, said in ((["--fallback-reason", "x"], "--fallback-reason goes with --confirm"),
-                        (["--confirm", rerun.run_id, "--confirm-ab", "g"], "give one of --confirm")):  # fmt: skip
+                        (["--confirm", rerun.run_id, "--group", "g"], "give one of --confirm")):  # fmt: skip
         bad = daskbench_cli(*args, *extra, capsys=capsys)
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and said in bad.stderr
 
@@ -231,7 +231,8 @@ def test_a_bisection_of_the_run_names_its_culprit_in_the_alert_and_the_report(
             store.tag_run(run.run_id, tags)
     said = bisected.culprit_line(store, candidate)
     assert (
-        said == "bisection found: first bad standin 1.5 (step 2, daskbench compare --ab b-2); newest good standin 1.4"
+        said
+        == "bisection found: first bad standin 1.5 (step 2, daskbench compare --group b-2); newest good standin 1.4"
     )
     assert bisected.culprits(store, candidate) == (bisected.Culprit("found", "standin 1.5", "2", "b-2", "standin 1.4"),)
     assert bisected.culprits(store, "someone-else") == ()
@@ -255,7 +256,7 @@ def test_a_confirmation_is_read_back_from_the_tags_it_writes_one_per_group_oldes
     assert found.versions() == "standin 1.0 against standin 1.1"
     assert [stored.group for stored in confirm_tags.of_candidate(store, "cand")] == ["c-1", "c-2"]
     assert confirm_tags.of_candidate(store, "other") == ()
-    with pytest.raises(DaskbenchError, match=r"no confirmation 'c-3' .* daskbench confirm --name GROUP"):
+    with pytest.raises(DaskbenchError, match=r"no confirmation 'c-3' .* daskbench confirm --group GROUP"):
         confirm_tags.stored(store, "c-3")
 
 

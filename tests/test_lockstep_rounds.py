@@ -29,7 +29,7 @@ def test_lockstep_a_a_group_with_exactly_n_rounds_is_clean_and_measures_each_cas
 
 
 def test_ctrl_c_in_lockstep_keeps_the_finished_rounds_judgeable(bench_folder: Path) -> None:
-    """SIGINT once a few rounds are stored: exit 130, the hint, and compare --ab judges what was kept."""
+    """SIGINT once a few rounds are stored: exit 130, the hint, and compare --group judges what was kept."""
     db = f"sqlite:///{bench_folder / 'stop.db'}"
     command = [
         sys.executable,
@@ -53,7 +53,7 @@ def test_ctrl_c_in_lockstep_keeps_the_finished_rounds_judgeable(bench_folder: Pa
     _, err = child.communicate(timeout=180)
     # 130, or ended by the SIGINT itself (a shell reads both as 130): 2 of ~9 runs died by SIGINT after
     # printing the hint, during interpreter shutdown; `python -m daskbench` now leaves by os._exit(130).
-    assert child.returncode in (130, -signal.SIGINT) and "daskbench compare --ab stop" in err, err[-3000:]
+    assert child.returncode in (130, -signal.SIGINT) and "daskbench compare --group stop" in err, err[-3000:]
     store = Store(db)
     assert len(group_rounds(store, "stop")) == 1
     (runtime,) = [v for v in compare_group(store, "stop").verdicts if v.metric == "runtime_s"]

@@ -22,8 +22,6 @@ import pytest
 
 from ci.github_server import FakeGitHub, serve
 from daskbench.ab import pr
-from daskbench.cli import build_parser
-from daskbench.cli.pr import options_after_sides
 from daskbench.judge.compare import compare_group
 from daskbench.model import Verdict
 from daskbench.store import Store
@@ -92,12 +90,15 @@ def _env(api: str | None = None, **extra: str) -> dict[str, str]:
     return {**kept, **github, **extra}
 
 
-def _pr(project: Path, env: dict[str, str], *args: str, selected: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def _pr(project: Path, env: dict[str, str], *args: str, selected: tuple[str, ...] = (),
+        as_documented: bool = False) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """``daskbench pr ARGS`` in a fresh process in the project's folder, its store and cache beside it;
-    ``selected``: more pytest arguments."""
+    ``selected``: more pytest arguments. ``as_documented``: in the form the docs show, ``pr [OPTIONS] BASE
+    HEAD -- PYTEST_ARGS`` (``--`` right after the sides); else the options follow the sides."""
     flags = ["--cache-dir", str(project.parent / "cache"), "--db", f"sqlite:///{project.parent / 'pr.db'}",
              "--max-rounds", "6", "--floor", "1.2"]  # fmt: skip
-    command = [sys.executable, "-m", "daskbench", "pr", *args, *flags, *SESSION, *selected]
+    ordered = [*flags, *args[2:], *args[:2]] if as_documented else [*args, *flags]
+    command = [sys.executable, "-m", "daskbench", "pr", *ordered, *SESSION, *selected]
     return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -112,9 +113,10 @@ def _group(stdout: str) -> str:
 
 @pytest.fixture(scope="module")
 def first(project: Path, fake: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
-    """``daskbench pr main head --github o/r --pr 7``: the slower head, the first run on the pull request."""
+    """``daskbench pr --github o/r --pr 7 -o report.html main head -- ...`` (as the docs show it: ``--``
+    right after the sides): the slower head, the first run on the pull request."""
     return _pr(project, _env(fake[1]), "main", "head", "--github", "owner/project", "--pr", str(NUMBER),
-               "--report", str(project.parent / "report.html"))  # fmt: skip
+               "-o", str(project.parent / "report.html"), as_documented=True)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +224,7 @@ def test_without_a_token_a_fork_writes_the_job_summary_only_and_says_so(project:
         (["main", "head", "--github", "owner/project", "--pr", "7"], "--github needs a token in GITHUB_TOKEN"),
         (["main", "head", "--report-url", "javascript:alert(1)"], "--report-url 'javascript:alert(1)': give an http"),
         (["main", "head", "--repo", "/"], "--repo /: not a git checkout"),
-        (["main", "head", "--report", "benchmarks"], "--report benchmarks is a folder"),
+        (["main", "head", "-o", "benchmarks"], "-o benchmarks is a folder"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_is_built(
@@ -241,12 +243,6 @@ def test_bad_input_is_one_line_before_anything_is_built(
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
     assert not cache.exists()
-
-
-def test_options_after_the_sides_are_daskbenchs_and_after_the_dashes_pytests() -> None:
-    """``pr main head --max-rounds 5 -- -k x``: the option is parsed, ``-k x`` goes to pytest."""
-    args = options_after_sides(build_parser().parse_args(["pr", "main", "head", "--max-rounds", "5", "--", "-k", "x"]))
-    assert (args.base, args.head, args.max_rounds, args.pytest_args) == ("main", "head", 5, ["-k", "x"])
 
 
 def test_an_inconclusive_comparison_is_a_success_status_that_says_so() -> None:

@@ -36,7 +36,7 @@ def test_report_draws_the_frontier_and_the_task_prefix_bars_with_slots(tmp_path:
 
 
 def test_report_of_an_ab_group_lists_the_per_round_ratios(tmp_path: Path) -> None:
-    """``report --ab GROUP``: verdicts from the interleaved rounds, each round's ratio B/A in the note."""
+    """``report --group GROUP``: verdicts from the interleaved rounds, each round's ratio B/A in the note."""
     from daskbench.cli import main
     from daskbench.model import Case, ClusterSpec, Measurement, Run
 
@@ -52,7 +52,7 @@ def test_report_of_an_ab_group_lists_the_per_round_ratios(tmp_path: Path) -> Non
             store.add_measurement(Measurement.of(run_id=run.run_id, fingerprint=case.fingerprint, repeat=0,
                                                  outcome="passed", runtime_s=runtime, cost_usd=runtime / 1000))  # fmt: skip
             store.finish_run(run.run_id, f"2026-11-01T0{number}:0{ord(side) - 65}:30+00:00")
-    assert main(["report", "--db", db, "--ab", "g", "-o", str(tmp_path / "ab.html")]) == 0
+    assert main(["report", "--db", db, "--group", "g", "-o", str(tmp_path / "ab.html")]) == 0
     html = (tmp_path / "ab.html").read_text()
     assert "per-round ratios 1.500, 1.500, 1.500" in html and "A/B group g: 3 interleaved rounds" in html
-    assert main(["report", "--db", db, "--ab", "g", "--history", "5"]) == 2
+    assert main(["report", "--db", db, "--group", "g", "--history", "5"]) == 2

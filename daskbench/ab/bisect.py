@@ -441,7 +441,7 @@ def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
     interval = f", 95% interval {step.low:.2f}-{step.high:.2f}" if step.low and step.high else ""
     evidence = (f"  evidence: step {step.number}, {first_few(list(step.cases), 3)} regressed {effect}{interval}, "
                 f"{plural(step.rounds, 'round')}")  # fmt: skip
-    command = f"(daskbench compare --ab {step.group})"
+    command = f"(daskbench compare --group {step.group})"
     if len(evidence) + 1 + len(command) > WIDTH:  # the command whole on a line of its own, to copy
         return [_culprit_line(outcome.candidate), evidence, f"    {command}"]
     return [_culprit_line(outcome.candidate), f"{evidence} {command}"]

@@ -8,7 +8,7 @@ an overlay over this interpreter holding the good run's versions of the packages
 (`make_plan`, `daskbench.envs`), and runs a lockstep A/B (`daskbench.ab.lockstep`) of it (side A)
 against this interpreter (side B, tonight's), each case measured in turn until the sequential rule
 decides it. The group's runs carry the tags of `daskbench.judge.confirmed` (the candidate run, the good
-run and the two version sets), so ``daskbench alert --confirm-ab GROUP`` and the report find the evidence.
+run and the two version sets), so ``daskbench alert --group GROUP`` and the report find the evidence.
 
 When no environment can be rebuilt (the good run recorded the same versions as tonight's, or the
 build fails) this says so in one line, and the nightly falls back to a re-run of the same environment.
@@ -151,7 +151,9 @@ class Runner:
     def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> None:
         """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""
         if any(run.tags.get(AB_GROUP) == group for run in self.store.runs()):
-            raise DaskbenchError(f"A/B group {group!r} exists already in {self.store.display_url}; pick another --name")
+            raise DaskbenchError(
+                f"A/B group {group!r} exists already in {self.store.display_url}; pick another --group"
+            )
         args = [*self.pytest_args, "-k", plan.selection()]
         sides = {"A": Side("A", good_python), "B": Side("B", tonight_python)}
         self.say(f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "

@@ -1,7 +1,15 @@
 """`daskbench` command line: one module per group of subcommands, each with ``register``.
 
-Exit codes mean one thing each: 0 success (nothing regressed), 1 a comparison found a
-regression, 2 the command could not run (bad input, missing baseline, unusable store).
+Shared pieces (flags, value parsers, printers, the progress writer) live in `daskbench.cli.common`;
+a command module never imports another. Exit codes mean one thing each, for every command:
+
+- 0: ok, nothing regressed (or nothing to do);
+- 1: a regression: found (compare, alert, ab, pr), confirmed side by side (confirm), or its first bad
+  release or commit named (bisect);
+- 2: the command could not run: bad input (a usage error too), a missing baseline or run, an unusable
+  store, a failed build;
+- 3: measured but undecided: a bisection step still inconclusive at ``--rounds-cap`` (``--resume``);
+- 130: interrupted (Ctrl-C); what was finished is kept.
 """
 
 from __future__ import annotations
@@ -13,34 +21,40 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from daskbench.cli.common import Parser, inert_output
+from daskbench.cli.common import (
+    EXIT_CODES,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    Parser,
+    inert_output,
+    say,
+)
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, RegressionFound
 
-EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_parser", "main"]
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "compare", "ab", "calibrate", "report", "data", "init", "exchange", "alert", "publish", "gc", "advise", "env",
-    "bisect", "confirm", "pr",
+    "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc",
+    "advise", "env", "bisect", "confirm", "pr",
 )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand's parser; a module of `SUBCOMMAND_MODULES` that is missing is an error (a broken
+    install), never a command silently left out."""
     parser = Parser(
         prog="daskbench",
         description="Inspect, compare and report daskbench results. Run the suite with: pytest -m benchmark",
-        epilog="exit codes: 0 ok, 1 regression found, 2 could not run (bad input, missing baseline, bad store)",
+        epilog=EXIT_CODES,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"daskbench.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"daskbench.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"daskbench.cli.{name}").register(subparsers)
     return parser
 
 
@@ -55,17 +69,17 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or EXIT_OK)
     except DaskbenchError as exc:
-        print(f"error: {shown_message(str(exc))}", file=sys.stderr)
+        say(f"error: {shown_message(str(exc))}", wrap=False)
         return EXIT_ERROR
     except RegressionFound as exc:
-        print(str(exc), file=sys.stderr)
+        say(str(exc), wrap=False)
         return EXIT_REGRESSION
     except KeyboardInterrupt:
         # Decided: exit 130. A Ctrl-C arriving later, while the interpreter shuts down (its default
         # handler back), would kill the process by SIGINT instead; seen in CI after `ab` stopped its sessions.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        print("interrupted", file=sys.stderr)
-        return 130
+        say("interrupted")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`daskbench runs | head`): not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -12,7 +12,7 @@ from that run's recorded versions (`daskbench.envs`, as ``daskbench env RUN``), 
 
 Arguments after ``--`` go to each ``pytest -m benchmark`` session (e.g. ``-- -k ocean --size
 tiny``). Exit codes like ``compare``: 0 nothing regressed, 1 B regressed or newly fails, 2 could
-not run, 130 interrupted: the finished rounds are kept (judge them with ``daskbench compare --ab
+not run, 130 interrupted: the finished rounds are kept (judge them with ``daskbench compare --group
 GROUP``, or continue with ``daskbench ab --group GROUP``).
 """
 
@@ -38,19 +38,28 @@ from daskbench.ab.sessions import (
     pytest_arguments,
     side_tags,
 )
-from daskbench.cli.common import add_db_option, add_floor_option, add_format_option, open_store, settings, whole_number
-from daskbench.cli.compare import print_comparison
-from daskbench.cli.env import add_build_options, build_options
+from daskbench.cli.common import (
+    add_budget_options,
+    add_build_options,
+    add_db_option,
+    add_floor_option,
+    add_format_option,
+    add_group_option,
+    add_pytest_args,
+    build_options,
+    open_store,
+    print_comparison,
+    say,
+    settings,
+    whole_number,
+)
 from daskbench.errors import DaskbenchError
-from daskbench.judge import sequential, stats
+from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.model import Run
 from daskbench.store import Store
-
-#: Default time one case may take in lockstep, in minutes (``--max-time``).
-MAX_MINUTES = 10.0
 
 
 def register(subparsers: Any) -> None:
@@ -70,7 +79,7 @@ def register(subparsers: Any) -> None:
                         "and round), or auto: lockstep unless --cluster is a running scheduler (default)")  # fmt: skip
     parser.add_argument("--rounds", type=rounds_value, default=None, metavar="N|auto",
                         help="rounds per case: auto (default) adds rounds until decided, N runs exactly N")  # fmt: skip
-    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto", default_minutes=MAX_MINUTES)
+    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto")
     for side in ("a", "b"):
         parser.add_argument(f"--{side}-python", metavar="PYTHON",
                             help=f"interpreter of side {side.upper()} (default: this one)")  # fmt: skip
@@ -79,12 +88,12 @@ def register(subparsers: Any) -> None:
                             "versions (daskbench env RUN; built once, then reused)")  # fmt: skip
         parser.add_argument(f"--{side}-env", metavar="KEY=VALUE", action="append", default=[],
                             help=f"environment variable for side {side.upper()} (repeatable)")  # fmt: skip
-    parser.add_argument("--group", help="name of the group (default: ab-<date-time>); an existing group is continued")
+    add_group_option(parser, "name of the A/B group (default: ab-<date-time>); an existing group is continued")
     add_floor_option(parser)
     add_format_option(parser)
     add_db_option(parser)
     add_build_options(parser)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
+    add_pytest_args(parser)
     parser.set_defaults(func=cmd_ab)
 
 
@@ -92,34 +101,7 @@ def rounds_value(text: str) -> int | None:
     """``--rounds``: ``auto`` (None) or a whole number of rounds."""
     if text == "auto":
         return None
-    return whole_number(1, ROUNDS_LIMIT, "rounds", "--rounds 5 or --rounds auto")(text)
-
-
-def add_budget_options(
-    parser: argparse.ArgumentParser,
-    *,
-    rounds: str = "",
-    minutes: str = "",
-    default_rounds: int = sequential.MAX_ROUNDS,
-    default_minutes: float = 10.0,
-) -> None:
-    """``--max-rounds`` and ``--max-time``, the budget of one case in a lockstep group (ab, bisect, confirm,
-    pr); ``rounds`` and ``minutes`` end their help's "most rounds/minutes of one case" (what they bound)."""
-    parser.add_argument("--max-rounds", type=whole_number(3, ROUNDS_LIMIT, "rounds", "--max-rounds 30"),
-                        default=default_rounds, help=f"most rounds of one case{rounds} (default {default_rounds})")  # fmt: skip
-    parser.add_argument("--max-time", type=minutes_value, default=default_minutes, metavar="MINUTES",
-                        help=f"most minutes of one case{minutes} (default {default_minutes:g})")  # fmt: skip
-
-
-def minutes_value(text: str) -> float:
-    """``--max-time``: minutes, above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 24 * 60:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes from 0 to 1440 (e.g. --max-time 10)")
-    return value
+    return whole_number(1, ROUNDS_LIMIT, "a number of rounds", "--rounds 5 or --rounds auto")(text)
 
 
 def cmd_ab(args: argparse.Namespace) -> int:
@@ -129,7 +111,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     check_sides_differ(sides, pytest_args)
     mode = _mode(args.mode, pytest_args, sides)
     if (sides["A"].python, sides["A"].env) == (sides["B"].python, sides["B"].env):
-        _say("ab: sides A and B are the same environment: this is an A/A check of the noise")
+        say("ab: sides A and B are the same environment: this is an A/A check of the noise")
     for side in sides.values():
         check_side(side)
     store, group = open_store(args), args.group or new_group_name("ab")
@@ -140,7 +122,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         else:
             _sessions(args, store, group, sides, pytest_args, floors)
     except KeyboardInterrupt:
-        _say(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --ab {group}; "
+        say(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --group {group}; "
              f"continue: daskbench ab --group {group} ...")  # fmt: skip
         raise
     chosen = Selection(ab_group=group, floors=floors)
@@ -158,8 +140,8 @@ def resolve_sides(args: argparse.Namespace, store: Store | None) -> dict[str, Si
     for name, found in envs_from.items():
         python = getattr(args, f"{name.lower()}_python") or sys.executable
         if found is not None:
-            python = str(envs.build(found[1], say=_say, **options))
-            _say(f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
+            python = str(envs.build(found[1], say=say, **options))
+            say(f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
                  f"{python}")  # fmt: skip
         sides[name] = Side(name, python, variables[name], env_from=found[0].run_id if found else None)
     return sides
@@ -179,10 +161,6 @@ def _env_from(args: argparse.Namespace, store: Store | None, name: str) -> tuple
     return run, envs.spec_from_run(run)
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def _mode(asked: str, pytest_args: list[str], sides: dict[str, Side]) -> str:
     """The mode to run: as asked, or lockstep unless a side measures on a running scheduler."""
     clusters = [_cluster_of(pytest_args, side) for side in sides.values()]
@@ -194,7 +172,7 @@ def _mode(asked: str, pytest_args: list[str], sides: dict[str, Side]) -> str:
         return asked
     mode = "sessions" if shared else "lockstep"
     why = f"{shared[0]} is a running scheduler both sides share" if shared else "each side gets its own cluster"
-    _say(f"ab: mode {mode} ({why}; --mode to choose)")
+    say(f"ab: mode {mode} ({why}; --mode to choose)")
     return mode
 
 
@@ -216,7 +194,7 @@ def _lockstep(
     part = len(group_rounds(store, group))
     max_rounds = args.rounds or args.max_rounds
     db = settings(args).db
-    _say(f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
+    say(f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
          f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case")  # fmt: skip
     shared = turns.session_env(group, part, max_rounds)
     runner = Lockstep(
@@ -227,7 +205,7 @@ def _lockstep(
         max_rounds=max_rounds,
         max_seconds=args.max_time * 60 if args.rounds is None else float("inf"),
         log_dir=Path(tempfile.mkdtemp(prefix="daskbench-ab-")),
-        say=_say,
+        say=say,
         exact=args.rounds is not None,
     )
     runner.run()
@@ -247,7 +225,7 @@ def _sessions(
     floors: dict[str, float],
 ) -> None:  # fmt: skip
     """Whole sessions per side and round (ABBA): N rounds, or with --rounds auto until every case is decided."""
-    runner = GroupRunner(store, settings(args).db, group, sides, pytest_args, say=_say)
+    runner = GroupRunner(store, settings(args).db, group, sides, pytest_args, say=say)
     if args.rounds is not None:
         runner.run(args.rounds)
         return

@@ -1,7 +1,7 @@
 """``daskbench alert``: a comparison as job-summary Markdown and one GitHub issue per regressed case.
 
 Why: the nightly's exit code is read by nobody; an issue per regressed case (opened,
-commented on, closed on recovery) is. See `daskbench.alerts`. ``--confirm-ab GROUP`` alerts only what a
+commented on, closed on recovery) is. See `daskbench.alerts`. ``--group GROUP`` alerts only what a
 side-by-side A/B (``daskbench confirm``) confirms, with its evidence; ``--confirm RUN`` what a re-run of the
 same environment confirms (``--fallback-reason`` says why it was not side by side).
 """
@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import alerts
-from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
+from daskbench.cli.common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    add_db_option,
+    add_group_option,
+    add_output_option,
+    add_selection_options,
+    open_store,
+    selection,
+    settings,
+)
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, confirmed
 from daskbench.judge.compare import compare, compare_group
@@ -36,17 +46,17 @@ def register(subparsers: Any) -> None:
         f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {alerts.API_ENV} "
         f"(API base URL, default {alerts.DEFAULT_API}). Exit 1 when something regressed.",
     )
-    add_selection_options(parser, ab=False)
+    add_selection_options(parser, group=False)
     parser.add_argument(
         "--confirm",
         metavar="RUN",
         help="a re-run of the regressed cases: alert only on regressions it confirms",
     )
-    parser.add_argument(
-        "--confirm-ab",
-        metavar="GROUP",
-        help="a side-by-side A/B of the regressed cases (daskbench confirm --name GROUP): alert only on "
+    add_group_option(
+        parser,
+        "a side-by-side A/B of the regressed cases (daskbench confirm --group GROUP): alert only on "
         "regressions it judges regressed, with its evidence",
+        "--confirm-ab",
     )
     parser.add_argument(
         "--fallback-reason",
@@ -54,11 +64,12 @@ def register(subparsers: Any) -> None:
         help="with --confirm: why the regressions were not confirmed side by side (said in the alert)",
     )
     parser.add_argument("--github", metavar="OWNER/REPO", help="keep one issue per regressed case in this repository")
-    parser.add_argument(
+    add_output_option(
+        parser,
+        "append the Markdown here (default: $GITHUB_STEP_SUMMARY; else stdout only)",
         "--summary",
         metavar="PATH",
         default=os.environ.get("GITHUB_STEP_SUMMARY"),
-        help="append the Markdown here (default: $GITHUB_STEP_SUMMARY; else stdout only)",
     )
     parser.add_argument(
         "--infrastructure",
@@ -74,24 +85,24 @@ def cmd_alert(args: argparse.Namespace) -> int:
     url = _run_url()
     if args.infrastructure:
         text = f"### daskbench: the nightly could not run\n\n{alerts.reason_markdown(args.infrastructure)}\n"
-        _write(text, args.summary)
+        _write(text, args.output)
         if github:
             print(alerts.infrastructure_alert(github, args.infrastructure, url).summary())
-        return 0
-    if args.confirm and args.confirm_ab:
-        raise DaskbenchError("give one of --confirm RUN (a re-run) and --confirm-ab GROUP (side by side)")
+        return EXIT_OK
+    if args.confirm and args.group:
+        raise DaskbenchError("give one of --confirm RUN (a re-run) and --group GROUP (side by side)")
     if args.fallback_reason and not args.confirm:
         raise DaskbenchError("--fallback-reason goes with --confirm RUN: the re-run that stood in for an A/B")
     store = open_store(args)
     comparison, confirmation = _confirmed(args, store, compare(store, selection(args)))
     text = alerts.markdown(comparison, url, confirmation)
     if text:
-        _write(text, args.summary)
+        _write(text, args.output)
     else:
         print("daskbench alert: nothing regressed" + (" (after confirming)" if confirmation else ""))
     if github:
         print(alerts.sync_issues(github, comparison, url, confirmation).summary())
-    return 1 if text else 0
+    return EXIT_REGRESSION if text else EXIT_OK
 
 
 def _confirmed(
@@ -99,13 +110,13 @@ def _confirmed(
 ) -> tuple[Comparison, alerts.Confirmation | None]:
     """The night's verdicts as the confirmation re-judged them, and how it was confirmed (None: not)."""
     candidate = night.candidate_run.run_id
-    if args.confirm_ab:
-        found = confirmed.stored(store, args.confirm_ab)
+    if args.group:
+        found = confirmed.stored(store, args.group)
         if not candidate.startswith(found.candidate):
-            raise DaskbenchError(f"A/B group {args.confirm_ab} confirms run {found.candidate[:8]}, not the judged run "
+            raise DaskbenchError(f"A/B group {args.group} confirms run {found.candidate[:8]}, not the judged run "
                                  f"{candidate[:8]}; pass --candidate {found.candidate[:8]}")  # fmt: skip
-        ab = compare_group(store, args.confirm_ab, floors=found.floors or settings(args).floor)
-        comparison, confirmation = alerts.side_by_side(night, ab, reference=args.confirm_ab, good=found.good,
+        ab = compare_group(store, args.group, floors=found.floors or settings(args).floor)
+        comparison, confirmation = alerts.side_by_side(night, ab, reference=args.group, good=found.good,
                                                        versions=found.versions())  # fmt: skip
     elif args.confirm:
         rerun = compare(store, selection(args).with_candidate(args.confirm))

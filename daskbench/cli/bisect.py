@@ -5,14 +5,13 @@ Every input is checked (the runs found, the pins parsed, the moving package's re
 ends found on the index; or the checkout, both refs and their order) before anything is built or run;
 then `daskbench.ab.bisect.Bisection` runs the steps, each a lockstep A/B of the good environment against
 the step's. Exit codes: 0 no regression between good and bad, 1 a first bad release (or commit) named,
-2 could not run or a step stayed undecided at ``--rounds-cap`` (``--resume NAME`` continues), 130
+2 could not run, 3 a step stayed undecided at ``--rounds-cap`` (``--resume NAME`` continues), 130
 interrupted (finished steps are kept).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,32 @@ from typing import Any
 from daskbench import envs
 from daskbench.ab import bisect
 from daskbench.ab.sessions import new_group_name, pytest_arguments
-from daskbench.cli.ab import add_budget_options
-from daskbench.cli.common import add_db_option, add_floor_option, settings, whole_number
-from daskbench.cli.env import add_build_options, build_options
+from daskbench.cli.common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    add_budget_options,
+    add_build_options,
+    add_db_option,
+    add_floor_option,
+    add_group_option,
+    add_pytest_args,
+    build_options,
+    print_wrapped,
+    say,
+    settings,
+    whole_number,
+)
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.model import Run
 from daskbench.store import Store
-from daskbench.text import plural, wrap_line
+from daskbench.text import plural
 
-EXIT_NONE, EXIT_CULPRIT, EXIT_UNDECIDED = 0, 1, 2
 PythonOf = Callable[[bisect.Candidate], str]
+#: The exit code of each way a bisection ends (`bisect.Outcome.kind`): undecided is neither a culprit nor
+#: "could not run" (2, the bad inputs), so a script can tell "rerun with --resume" from "fix the command".
+EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +61,7 @@ def register(subparsers: Any) -> None:
         epilog="example: daskbench bisect --good dask==2026.6.0,distributed==2026.6.0 --bad 1a2b3c4d --inherit "
         "-- -k ocean --size tiny; daskbench bisect --repo ~/src/dask --good v2026.6.0 --bad main --inherit -- -k "
         "ocean; exit codes: 0 no regression between good and bad, 1 first bad release or commit named, 2 could "
-        "not run or a step stayed undecided (--resume NAME continues), 130 interrupted",
+        "not run, 3 a step stayed undecided (--resume NAME continues), 130 interrupted",
     )
     parser.add_argument("--good", metavar="RUN|SPEC|REF",
                         help="the good end: a run id (prefix) or pins NAME==V,...; "
@@ -63,16 +77,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--inherit", action="store_true",
                         help="each environment is an overlay over this interpreter's packages holding only the "
                         "bisected package(s): seconds to build (default: the good end's whole version set)")  # fmt: skip
-    parser.add_argument("--name", help="name of the bisection (default: bisect-<date-time>), tagged on its runs")
+    add_group_option(
+        parser,
+        "name of the bisection (default: bisect-<date-time>), tagged on its runs and starting its steps' A/B groups",
+        "--name",
+    )
     parser.add_argument("--resume", metavar="NAME", help="continue bisection NAME: its finished steps are reused")
-    parser.add_argument("--rounds-cap", type=whole_number(3, ROUNDS_LIMIT, "rounds", "--rounds-cap 120"),
+    parser.add_argument("--rounds-cap", type=whole_number(3, ROUNDS_LIMIT, "a number of rounds", "--rounds-cap 120"),
                         default=bisect.ROUNDS_CAP,
                         help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})")  # fmt: skip
     add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step")
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
+    add_pytest_args(parser)
     parser.set_defaults(func=cmd_bisect)
 
 
@@ -88,24 +106,23 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
     header = (f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
               f"{between} between, at most {plan.max_steps()} steps")  # fmt: skip
-    for line in wrap_line(header, indent="  "):
-        _say(line)
+    say(header)
     for note in plan.notes:
-        _say(f"bisect: note: {note}")
+        say(f"bisect: note: {note}")
     floors = settings(args).floor or {}
     runner = bisect.Bisection(
         name, store, settings(args).db, pytest_args, python_of, ends, repo=str(repo or ""),
         floors=floors, max_rounds=args.max_rounds, rounds_cap=args.rounds_cap, max_seconds=args.max_time * 60,
-        say=_say, show=_show, stored={step.label: step for step in stored},
+        say=say, show=print_wrapped, stored={step.label: step for step in stored},
     )  # fmt: skip
     try:
         outcome = runner.run(plan)
     except KeyboardInterrupt:
-        _say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
+        say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
         raise
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
-        _show(line)
-    return {"none": EXIT_NONE, "culprit": EXIT_CULPRIT}.get(outcome.kind, EXIT_UNDECIDED)
+        print_wrapped(line)
+    return EXITS[outcome.kind]
 
 
 def _store(args: argparse.Namespace) -> Store:
@@ -115,15 +132,15 @@ def _store(args: argparse.Namespace) -> Store:
 
 
 def _name(args: argparse.Namespace, store: Store) -> tuple[str, list[bisect.Step]]:
-    """The bisection's name and its stored steps: --resume continues one, --name must be new."""
-    if args.resume and args.name and args.name != args.resume:
-        raise DaskbenchError(f"--name {args.name} and --resume {args.resume} name two bisections; give one")
-    name = args.resume or args.name or new_group_name("bisect")
+    """The bisection's name and its stored steps: --resume continues one, --group must be new."""
+    if args.resume and args.group and args.group != args.resume:
+        raise DaskbenchError(f"--group {args.group} and --resume {args.resume} name two bisections; give one")
+    name = args.resume or args.group or new_group_name("bisect")
     stored = bisect.stored_steps(store, name, settings(args).floor or {})
     if args.resume and bisect.stored_ends(store, name) is None:
-        raise DaskbenchError(f"no bisection {name!r} in {store.display_url} (no finished step); start it with --name")
+        raise DaskbenchError(f"no bisection {name!r} in {store.display_url} (no finished step); start it with --group")
     if not args.resume and stored:
-        raise DaskbenchError(f"bisection {name!r} exists already: continue it with --resume {name}, or pick a --name")
+        raise DaskbenchError(f"bisection {name!r} exists already: continue it with --resume {name}, or pick a --group")
     return name, stored
 
 
@@ -155,13 +172,13 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect.commit_plan(repo, *ends)
     return plan, _commit_maker(args, repo, build_options(args))
 
 
-def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
@@ -200,7 +217,7 @@ def _python_maker(
             spec = envs.spec_from_run(good[0], overrides=pins)
         else:
             spec = envs.spec_from_pins({**good[1], **pins}, source=source)
-        return str(envs.build(spec, say=_say, inherit=args.inherit, **options))
+        return str(envs.build(spec, say=say, inherit=args.inherit, **options))
 
     return python_of
 
@@ -213,14 +230,6 @@ def _commit_maker(args: argparse.Namespace, repo: Path, options: dict[str, Any])
         tree = envs.exported(repo, candidate.commit, options["cache"])
         spec = envs.spec_from_pins({}, with_daskbench=not args.inherit, source=f"commit {candidate.describe()}",
                                    sources=(str(tree),))  # fmt: skip
-        return str(envs.build(spec, say=_say, inherit=args.inherit, **options))
+        return str(envs.build(spec, say=say, inherit=args.inherit, **options))
 
     return python_of
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _show(line: str) -> None:
-    print(line, flush=True)

@@ -8,17 +8,24 @@ carries the date, the machine and the versions, so it can be quoted as measured.
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from daskbench import provenance
 from daskbench.ab.calibrate import Calibration, format_power, power_rows
 from daskbench.ab.sessions import new_group_name, pytest_arguments
-from daskbench.cli.ab import MAX_MINUTES, minutes_value
-from daskbench.cli.common import add_db_option, open_store, settings, whole_number
-from daskbench.errors import DaskbenchError
-from daskbench.judge import sequential, stats
+from daskbench.cli.common import (
+    add_budget_options,
+    add_db_option,
+    add_floor_option,
+    add_group_option,
+    add_pytest_args,
+    open_store,
+    say,
+    settings,
+    whole_number,
+)
+from daskbench.judge import stats
 
 MAX_COMPARISONS = 500
 
@@ -35,27 +42,22 @@ def register(subparsers: Any) -> None:
         epilog="example: daskbench calibrate --comparisons 20 -- --workers 1 --saturation 1.1 --size tiny; "
         "exit codes: 0 measured, 2 could not run, 130 interrupted (finished comparisons are kept: --group continues)",
     )
-    parser.add_argument("--comparisons", type=whole_number(1, MAX_COMPARISONS, "comparisons", "--comparisons 20"),
+    parser.add_argument("--comparisons", type=whole_number(1, MAX_COMPARISONS, "a number of comparisons",
+                                                           "--comparisons 20"),
                         default=20, help="lockstep comparisons to run (default 20)")  # fmt: skip
-    parser.add_argument("--max-rounds", type=whole_number(3, 200, "rounds", "--max-rounds 30"),
-                        default=sequential.MAX_ROUNDS, help="most rounds of one arm (default: as daskbench ab)")  # fmt: skip
-    parser.add_argument("--max-time", type=minutes_value, default=MAX_MINUTES, metavar="MINUTES",
-                        help="most minutes of one arm (default: as daskbench ab)")  # fmt: skip
-    parser.add_argument("--group", help="name of the calibration group (default: calibrate-<date-time>); continues one")
-    parser.add_argument("--floor", type=float, default=None, help="runtime floor (default: the declared 1.10)")
+    add_budget_options(parser, what="arm")
+    add_group_option(parser, "name of the calibration group (default: calibrate-<date-time>); continues one")
+    add_floor_option(parser)
     add_db_option(parser)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then cluster options for pytest")
+    add_pytest_args(parser, "cluster options for pytest")
     parser.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
-    if args.floor is not None and not 1.0 <= args.floor < 100:
-        raise DaskbenchError(f"--floor {args.floor}: must be a ratio >= 1, e.g. --floor 1.1")
+    floor = (settings(args).floor or {}).get("runtime_s", stats.default_floor("runtime_s"))
     store = open_store(args)
     group = args.group or new_group_name("calibrate")
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    floor = args.floor or stats.default_floor("runtime_s")
     runner = Calibration(store, settings(args).db, group, pytest_args, floor, args.max_rounds, args.max_time * 60, say)
     try:
         stored = runner.run(args.comparisons)

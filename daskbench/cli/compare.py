@@ -10,22 +10,19 @@ works before anyone has named a baseline. Exit codes: 0 nothing regressed, 1 a r
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Mapping
-from typing import Any
 
 from daskbench.cli.common import (
     add_db_option,
     add_format_option,
     add_selection_options,
     open_store,
+    print_comparison,
     print_json,
     selection,
 )
-from daskbench.errors import DaskbenchError, RegressionFound
+from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import compare
-from daskbench.judge.format import comparison_to_json, format_table, regression_summary
-from daskbench.model import ACCEPTED_STEP, Comparison
+from daskbench.model import ACCEPTED_STEP
 from daskbench.text import plural
 
 
@@ -127,18 +124,3 @@ def _baseline_list(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     return print_comparison(compare(open_store(args), selection(args)), args.format, every_row=args.every_row)
-
-
-def print_comparison(
-    comparison: Comparison, output: str, extra: Mapping[str, Any] | None = None, every_row: bool = False
-) -> int:
-    """Print ``comparison`` as a table (every row with ``every_row``) or JSON (with ``extra`` keys);
-    a regression raises `RegressionFound` (exit 1)."""
-    if output == "json":
-        print_json({**comparison_to_json(comparison), **(extra or {})})
-    else:
-        print(format_table(comparison, every_row))
-    sys.stdout.flush()
-    if comparison.regressions:
-        raise RegressionFound(regression_summary(comparison))
-    return 0

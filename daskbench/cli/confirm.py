@@ -18,15 +18,26 @@ from typing import Any
 from daskbench import alerts
 from daskbench.ab import confirm
 from daskbench.ab.sessions import new_group_name, pytest_arguments
-from daskbench.cli.ab import add_budget_options
-from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection, settings
-from daskbench.cli.env import add_build_options, build_options
+from daskbench.cli.common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    add_budget_options,
+    add_build_options,
+    add_db_option,
+    add_group_option,
+    add_pytest_args,
+    add_selection_options,
+    build_options,
+    open_store,
+    print_wrapped,
+    say,
+    selection,
+    settings,
+)
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
-from daskbench.text import plural, wrap_line
-
-EXIT_NOT_CONFIRMED, EXIT_CONFIRMED = 0, 1
+from daskbench.text import plural
 
 
 def register(subparsers: Any) -> None:
@@ -37,18 +48,18 @@ def register(subparsers: Any) -> None:
         "environment of the last good run (the newest run judged against that measured them and was not "
         "slow in them) as an overlay over this interpreter holding that run's versions of the packages that "
         "differ, and run a lockstep A/B of it (side A) against this interpreter (side B), rounds until each "
-        "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --confirm-ab GROUP "
+        "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --group GROUP "
         "alerts only what it confirms. Run it with the interpreter the run was made in.",
-        epilog="example: python -m daskbench confirm --history 20 --name confirm-tonight -- --size tiny; "
+        epilog="example: python -m daskbench confirm --history 20 --group confirm-tonight -- --size tiny; "
         "exit codes: 0 nothing confirmed, 1 a regression confirmed, 2 could not run (no environment to "
         "rebuild: the good run recorded the same versions, a build failed, bad input)",
     )
-    add_selection_options(parser, verb="confirm", ab=False)
-    parser.add_argument("--name", help="name of the A/B group (default: confirm-<date-time>)")
+    add_selection_options(parser, verb="confirm", group=False)
+    add_group_option(parser, "name of the A/B group to run (default: confirm-<date-time>)", "--name")
     add_budget_options(parser)
     add_db_option(parser)
     add_build_options(parser)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
+    add_pytest_args(parser)
     parser.set_defaults(func=cmd_confirm)
 
 
@@ -59,23 +70,24 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     chosen = selection(args)
     night = compare(store, chosen)
     if not night.regressions:
-        _show(f"confirm: nothing regressed in run {night.candidate_run.run_id[:8]}; nothing to confirm")
-        return EXIT_NOT_CONFIRMED
+        print_wrapped(f"confirm: nothing regressed in run {night.candidate_run.run_id[:8]}; nothing to confirm")
+        return EXIT_OK
     plan = confirm.make_plan(store, night)
-    group = args.name or new_group_name("confirm")
-    good_python = confirm.build_good(plan, say=_say, **options)
-    runner = confirm.Runner(store, settings(args).db, pytest_args, chosen.floors, args.max_rounds,
-                            args.max_time * 60, say=_say)  # fmt: skip
+    group = args.group or new_group_name("confirm")
+    good_python = confirm.build_good(plan, say=say, **options)
+    runner = confirm.Runner(
+        store, settings(args).db, pytest_args, chosen.floors, args.max_rounds, args.max_time * 60, say=say
+    )
     runner.run(plan, group, good_python, sys.executable)
     found = confirmed.stored(store, group)
     ab = compare_group(store, group, floors=found.floors)
     judged, confirmation = alerts.side_by_side(night, ab, reference=group, good=found.good, versions=found.versions())
     for verdict in plan.suspects:
-        _show(_line(verdict, confirmation))
+        print_wrapped(_line(verdict, confirmation))
     held = judged.regressions
     said = f"{len(held)} of {plural(len(plan.suspects), 'regression')}"
-    _show(f"confirmed side by side: {said} (daskbench compare --ab {group})")
-    return EXIT_CONFIRMED if held else EXIT_NOT_CONFIRMED
+    print_wrapped(f"confirmed side by side: {said} (daskbench compare --group {group})")
+    return EXIT_REGRESSION if held else EXIT_OK
 
 
 def _line(verdict: Any, confirmation: alerts.Confirmation) -> str:
@@ -83,12 +95,3 @@ def _line(verdict: Any, confirmation: alerts.Confirmation) -> str:
     case = case_label(verdict.workload, verdict.params, verdict.cluster)
     shown = confirmation.of(verdict) or f"not measured side by side (tonight: {format_verdict(verdict)})"
     return f"{case}, {verdict.metric}: {shown}"
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _show(line: str) -> None:
-    for wrapped in wrap_line(line):
-        print(wrapped, flush=True)

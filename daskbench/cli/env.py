@@ -1,8 +1,8 @@
 """``daskbench env RUN``: the virtualenv of a run's recorded versions (plus this daskbench), built once.
 
 Prints the environment's interpreter on stdout (``$(daskbench env RUN)``), progress on stderr.
-The build itself is `daskbench.envs`; this module reads the flags, which ``daskbench ab`` shares
-for ``--a-from``/``--b-from`` (`add_build_options`, `build_options`).
+The build itself is `daskbench.envs`; its flags are `daskbench.cli.common.add_build_options`, shared
+with ``ab --a-from``/``--b-from``, ``bisect``, ``confirm`` and ``pr``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs
-from daskbench.cli.common import add_db_option, open_store
+from daskbench.cli.common import add_build_options, add_db_option, build_options, open_store, say
 
 
 def register(subparsers: Any) -> None:
@@ -41,33 +41,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=cmd_env)
 
 
-def add_build_options(parser: argparse.ArgumentParser) -> None:
-    """Where packages come from and where environments live; read them with `build_options`."""
-    parser.add_argument("--index-url", metavar="URL",
-                        help="package index instead of the installer's default (a URL or a local folder)")  # fmt: skip
-    parser.add_argument("--find-links", metavar="PATH_OR_URL", action="append", default=[],
-                        help="also install from this folder of wheels (repeatable)")  # fmt: skip
-    parser.add_argument("--no-index", action="store_true", help="install only from --find-links")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help=f"where environments live (default ${envs.CACHE_ENV}, else ~/.cache/daskbench/envs)")  # fmt: skip
-    parser.add_argument("--installer", choices=envs.INSTALLERS, default="auto",
-                        help="uv or pip (default auto: uv when available)")  # fmt: skip
-
-
-def build_options(args: argparse.Namespace) -> dict[str, Any]:
-    """`envs.build`'s keywords from `add_build_options`' flags, checked before anything is built."""
-    index = envs.Index(args.index_url, tuple(args.find_links), args.no_index)
-    index.check()
-    envs.choose_installer(args.installer)
-    return {"cache": args.cache_dir, "index": index, "installer": args.installer}
-
-
 def cmd_env(args: argparse.Namespace) -> int:
     overrides = envs.parse_pins(args.pins, "--set") if args.pins else None
     only = envs.parse_names(args.only, "--only") if args.only else None
     options = build_options(args)
     run = open_store(args).run(args.run)
     spec = envs.spec_from_run(run, overrides=overrides, only=only, with_daskbench=not args.without_daskbench)
-    python: Path = envs.build(spec, **options)
+    python: Path = envs.build(spec, say=say, **options)
     print(python)
     return 0

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, open_store
+from daskbench.cli.common import add_db_option, add_output_option, open_store, say, since
 from daskbench.errors import check_writable
 from daskbench.store import exchange
 
@@ -24,8 +24,13 @@ def register(subparsers: Any) -> None:
         "to merge into another store with daskbench import.",
         epilog="examples: daskbench export -o runs.jsonl | daskbench export --since 30d -o recent.jsonl",
     )
-    export.add_argument("-o", "--output", metavar="PATH", default="-", help="file to write (default: - for stdout)")
-    export.add_argument("--since", metavar="WHEN", help="only runs started since: 30d, 12h, 2w or an ISO date")
+    add_output_option(export, "file to write (default: - for stdout)", metavar="PATH", default="-")
+    export.add_argument(
+        "--since",
+        metavar="WHEN",
+        type=since,
+        help="only runs started since: a duration before now (30d, 12h, 10m, 90s, 2w) or an ISO date",
+    )
     add_db_option(export)
     export.set_defaults(func=cmd_export)
 
@@ -42,19 +47,18 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    since = exchange.parse_since(args.since)
     if args.output != "-":
         check_writable(Path(args.output), "-o")
     store = open_store(args)
     if args.output == "-":
-        counts = exchange.write_export(store, sys.stdout, since)
+        counts = exchange.write_export(store, sys.stdout, args.since)
     else:
         path = Path(args.output)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as out:
-            counts = exchange.write_export(store, out, since)
+            counts = exchange.write_export(store, out, args.since)
     written = ", ".join(f"{counts.get(kind, 0)} {kind}s" for kind in exchange.KINDS)
-    print(f"exported {written} to {args.output}", file=sys.stderr)
+    say(f"exported {written} to {args.output}")
     return 0
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from daskbench import config
-from daskbench.cli.common import add_db_option, open_store, settings, whole_number
+from daskbench.cli.common import add_db_option, duration, open_store, settings
 from daskbench.evidence import evidence_root, find_garbage, remove_garbage
 from daskbench.text import format_bytes, plural
 
@@ -17,15 +17,20 @@ def register(subparsers: Any) -> None:
         "gc",
         help="remove kept evidence of runs the store no longer has, or of old runs",
         description="Remove the evidence folders (--evidence: performance reports, task streams) of runs the "
-        "store no longer has, and with --older-than DAYS of runs started earlier, except runs a baseline names; "
+        "store no longer has, and with --older-than AGE of runs started earlier, except runs a baseline names; "
         "also half-written files a crash left. Nothing else in the folder is touched, nor the run folders "
         "of another store sharing it (each names its store).",
-        epilog="examples: daskbench gc --dry-run | daskbench gc --older-than 30",
+        epilog="examples: daskbench gc --dry-run | daskbench gc --older-than 30d",
     )
     add_db_option(parser)
     config.add_options(parser.add_argument, ("evidence_dir",))
-    parser.add_argument("--older-than", metavar="DAYS", type=whole_number(1, 36500, "days", "--older-than 30"),
-                        help="also remove evidence of runs started more than DAYS days ago (baselines kept)")  # fmt: skip
+    parser.add_argument(
+        "--older-than",
+        metavar="AGE",
+        type=duration("d", 36500, "--older-than 30d"),
+        help="also remove evidence of runs started longer ago than AGE: 30d, 12h, 2w; a bare number "
+        "is days (baselines kept)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     parser.set_defaults(func=cmd_gc)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from daskbench import envs
+from daskbench.cli.common import say
 from daskbench.errors import DaskbenchError, check_writable
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
@@ -102,7 +102,7 @@ def run_init(args: argparse.Namespace) -> int:
     _write(root, files, plan, ignore)
     _print_summary(root, files, replaced, plan, install.strip(), ignored=ignore is not None)
     if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     return 0
 
 
@@ -120,7 +120,7 @@ def _init_pr(args: argparse.Namespace, root: Path) -> int:
     print(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
     print(f"  workflow installs: {install.strip()}")
     if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     print("next: commit it, then label a pull request benchmark (a fork's pull request gets the job summary only)")
     return 0
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,17 +20,26 @@ from typing import Any
 from daskbench import envs
 from daskbench.ab import pr
 from daskbench.ab.sessions import pytest_arguments
-from daskbench.cli.ab import add_budget_options
-from daskbench.cli.common import add_db_option, add_floor_option, settings, whole_number
-from daskbench.cli.env import add_build_options, build_options
+from daskbench.cli.common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    add_budget_options,
+    add_build_options,
+    add_db_option,
+    add_floor_option,
+    add_output_option,
+    add_pytest_args,
+    build_options,
+    say,
+    settings,
+    whole_number,
+)
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
 from daskbench.store import Store
-from daskbench.text import wrap_line
 
-EXIT_OK, EXIT_REGRESSED = 0, 1
-#: Where the report goes unless --report says otherwise.
+#: Where the report goes unless -o says otherwise.
 REPORT = "results/daskbench-pr.html"
 #: Actions sets this to a file whose Markdown the job's summary page shows.
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -52,8 +60,8 @@ def register(subparsers: Any) -> None:
         "commit gets a status (context daskbench): failure for a regression, else success (an inconclusive "
         "one says so in its description).",
         epilog='example: daskbench pr main HEAD -- -k ocean --size tiny; in CI: daskbench pr "$BASE_SHA" '
-        '"$HEAD_SHA" --github "$REPO" --pr "$PR" (token in GITHUB_TOKEN); exit codes: 0 no regression '
-        "(inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
+        '"$HEAD_SHA" --github "$REPO" --pr "$PR" -o results/pr.html (token in GITHUB_TOKEN); exit codes: 0 no '
+        "regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
     )
     parser.add_argument("base", metavar="BASE", help="the pull request's base: branch, tag, commit or folder")
     parser.add_argument("head", metavar="HEAD", help="its head: branch, tag, commit or folder")
@@ -62,10 +70,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--github", metavar="OWNER/REPO",
                         help="keep one comment on pull request --pr of this repository and set a status on "
                         "HEAD (token in GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)")  # fmt: skip
-    parser.add_argument("--pr", type=whole_number(1, 10**9, "a pull request", "--pr 42"), metavar="N",
+    parser.add_argument("--pr", type=whole_number(1, 10**9, "a pull request's number", "--pr 42"), metavar="N",
                         help="the pull request's number (with --github)")  # fmt: skip
-    parser.add_argument("--report", metavar="PATH", default=REPORT,
-                        help=f"write the HTML report of the comparison here (default {REPORT})")  # fmt: skip
+    add_output_option(
+        parser,
+        f"write the HTML report of the comparison here (default {REPORT})",
+        "--report",
+        metavar="PATH",
+        default=REPORT,
+    )
     parser.add_argument("--no-report", action="store_true", help="write no HTML report")
     parser.add_argument("--report-url", metavar="URL",
                         help="the link the comment gives to the report (default in GitHub Actions: this workflow "
@@ -75,29 +88,17 @@ def register(subparsers: Any) -> None:
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then arguments for pytest -m benchmark")
-    parser.set_defaults(func=cmd_pr, pr_parser=parser)
-
-
-def options_after_sides(args: argparse.Namespace) -> argparse.Namespace:
-    """argparse hands everything after HEAD to pytest; the options given there before ``--`` are daskbench's,
-    so they are parsed again as if they came first (an unknown one is then argparse's one line)."""
-    rest = list(args.pytest_args)
-    cut = rest.index("--") if "--" in rest else len(rest)
-    if cut == 0:
-        return args
-    parser: argparse.ArgumentParser = args.pr_parser
-    return parser.parse_args([*rest[:cut], args.base, args.head, *rest[cut:]], namespace=argparse.Namespace())
+    add_pytest_args(parser)
+    parser.set_defaults(func=cmd_pr)
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
-    args = options_after_sides(args)
     pytest_args = pytest_arguments(args.pytest_args)
     repo = envs.git_checkout(args.repo, "--repo")
     base, head = pr.resolve(repo, args.base, "BASE"), pr.resolve(repo, args.head, "HEAD")
     github = _github(args, head)
     link = _link(args)
-    for path, flag in ((None if args.no_report else args.report, "--report"), (args.markdown, "--markdown")):
+    for path, flag in ((None if args.no_report else args.output, "-o"), (args.markdown, "--markdown")):
         if path:
             check_writable(Path(path), flag)
     options = build_options(args)
@@ -107,7 +108,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link))
     sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
-    pythons = {name: pr.side_python(revision, "base" if name == "A" else "head", _say, **options)
+    pythons = {name: pr.side_python(revision, "base" if name == "A" else "head", say, **options)
                for name, revision in sides.items()}  # fmt: skip
     plan = pr.PrPlan(db, pr.new_group(base, head), {name: (sides[name], pythons[name]) for name in sides},
                    pytest_args, floors, args.max_rounds, args.max_time * 60)  # fmt: skip
@@ -117,20 +118,20 @@ def cmd_pr(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub | None, link: str | None) -> int:
     """Measure (the head's status pending meanwhile), judge, report, publish."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
-    _say(f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
+    say(f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
          f"{plan.max_rounds} rounds and {args.max_time:g} min a case")  # fmt: skip
     started = time.monotonic()
     _status(github, args, head, "pending", "measuring base and head in turn", link)
     try:
-        pr.measure(plan, _say)
+        pr.measure(plan, say)
     except (DaskbenchError, KeyboardInterrupt) as error:
         why = "interrupted" if isinstance(error, KeyboardInterrupt) else f"could not run: {error}"
         _status(github, args, head, "error", why, link, quiet=True)
         raise
     pr.tag_group(store, plan, args.pr)
     outcome = pr.Outcome.of(pr.judged(store, plan))
-    _say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
-    report = None if args.no_report else _report(store, plan, args.report)
+    say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
+    report = None if args.no_report else _report(store, plan, args.output)
     page = pr.Page(base, head, plan.group, link or report)
     return _finish(args, github, head, outcome, page)
 
@@ -152,8 +153,8 @@ def _finish(args: argparse.Namespace, github: GitHub | None, head: pr.Revision, 
     if github is not None and head.commit is not None:
         done = pr.publish(github, args.pr, head.commit, markdown, outcome, _target(page.report))
         verb = "created" if done.created else "edited"
-        _say(f"pr: {verb} comment {done.comment_id} on pull request #{args.pr}; status {done.state} on {head.short}")
-    return EXIT_REGRESSED if outcome.state == "regressed" else EXIT_OK
+        say(f"pr: {verb} comment {done.comment_id} on pull request #{args.pr}; status {done.state} on {head.short}")
+    return EXIT_REGRESSION if outcome.state == "regressed" else EXIT_OK
 
 
 def _github(args: argparse.Namespace, head: pr.Revision) -> GitHub | None:
@@ -169,7 +170,7 @@ def _github(args: argparse.Namespace, head: pr.Revision) -> GitHub | None:
         raise DaskbenchError(f"HEAD {head.given!r} is a folder; a commit status needs a commit: give HEAD as a commit")
     token = os.environ.get("GITHUB_TOKEN", "")
     if not token and os.environ.get(SUMMARY_ENV):
-        _say(f"pr: {NO_TOKEN}")
+        say(f"pr: {NO_TOKEN}")
         return None
     return GitHub(args.github, token, os.environ.get(API_ENV, DEFAULT_API))
 
@@ -199,7 +200,7 @@ def _status(github: GitHub | None, args: argparse.Namespace, head: pr.Revision, 
     except DaskbenchError as error:
         if not quiet:
             raise
-        _say(f"pr: could not set the status too: {error}")
+        say(f"pr: could not set the status too: {error}")
 
 
 def _report(store: Store, plan: pr.PrPlan, path: str) -> str:
@@ -208,13 +209,13 @@ def _report(store: Store, plan: pr.PrPlan, path: str) -> str:
     from daskbench.report import write_report
 
     written = write_report(store, path, Selection(ab_group=plan.group, floors=dict(plan.floors)))
-    _say(f"pr: report written to {written}")
+    say(f"pr: report written to {written}")
     return str(path)
 
 
 def _same_page(base: pr.Revision, head: pr.Revision, link: str | None) -> pr.Page:
     note = f"base and head are one commit ({(base.commit or '')[:10]}): the code is the same, nothing was measured"
-    _say(f"pr: {note}")
+    say(f"pr: {note}")
     return pr.Page(base, head, None, link, note)
 
 
@@ -225,8 +226,3 @@ def absolute_db(url: str) -> str:
         return url
     path, query, rest = url[len(prefix) :].partition("?")
     return f"{prefix}{Path(path).absolute()}{query}{rest}"
-
-
-def _say(line: str) -> None:
-    """Progress and notes on stderr, wrapped at 120 columns (stdout holds only the Markdown)."""
-    print("\n".join(wrap_line(line)), file=sys.stderr, flush=True)

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, history_runs, open_store
+from daskbench.cli.common import (
+    add_db_option,
+    add_old_spellings,
+    add_output_option,
+    formerly,
+    open_store,
+    whole_number,
+)
 from daskbench.errors import check_writable
 
 
@@ -17,12 +24,23 @@ def register(subparsers: Any) -> None:
         description="Write a static site of the store's history: index.html (workloads, recent runs) and one "
         "page per workload (trend of each case over runs, baseline band, failed runs marked), linking to "
         "the reports of the most recent runs. Every page opens from disk with no network.",
-        epilog="example: daskbench publish -o site/ --history 60 --reports 10",
+        epilog="example: daskbench publish -o site/ --trend-runs 60 --reports 10",
     )
-    parser.add_argument("-o", "--output", metavar="DIR", default="results/site", help="folder (default: results/site)")
-    parser.add_argument("--history", metavar="N", type=history_runs, default=30, help="runs per trend (default: 30)")
+    add_output_option(parser, "folder (default: results/site)", metavar="DIR", default="results/site")
     parser.add_argument(
-        "--reports", metavar="N", type=int, default=5, help="write the reports of the N newest runs (default: 5)"
+        "--trend-runs",
+        metavar="N",
+        type=whole_number(1, 100_000, "runs per trend", "--trend-runs 60"),
+        default=30,
+        help="runs per trend (default: 30)" + formerly("--history"),
+    )
+    add_old_spellings(parser, "--trend-runs", "--history")
+    parser.add_argument(
+        "--reports",
+        metavar="N",
+        type=whole_number(0, 100_000, "a number of reports", "--reports 5"),
+        default=5,
+        help="write the reports of the N newest runs (default: 5)",
     )
     add_db_option(parser)
     parser.set_defaults(func=cmd_publish)
@@ -35,6 +53,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
     print(f"publishing {store.display_url} to {args.output}")
     from daskbench.site import publish  # bokeh and jinja: only when a site is written
 
-    index = publish(store, args.output, history=args.history, reports=max(args.reports, 0))
+    index = publish(store, args.output, history=args.trend_runs, reports=args.reports)
     print(f"wrote {index}")
     return 0

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, add_selection_options, open_store, selection
+from daskbench.cli.common import add_db_option, add_output_option, add_selection_options, open_store, selection
 from daskbench.errors import check_writable
 from daskbench.text import format_bytes
 
@@ -29,10 +29,13 @@ def register(subparsers: Any) -> None:
         "daskbench report --history 30",
     )
     add_selection_options(parser, verb="report on")
-    parser.add_argument(
-        "-o", "--output", metavar="PATH", type=output_path, default=DEFAULT_OUTPUT,
-        help=f"file to write, or a folder to write report.html in (default: {DEFAULT_OUTPUT})",
-    )  # fmt: skip
+    add_output_option(
+        parser,
+        f"file to write, or a folder to write report.html in (default: {DEFAULT_OUTPUT})",
+        metavar="PATH",
+        type=output_path,
+        default=DEFAULT_OUTPUT,
+    )
     add_db_option(parser)
     parser.set_defaults(func=cmd_report)
 

@@ -15,6 +15,7 @@ from daskbench.cli.common import (
     print_json,
     print_table,
     print_wrapped,
+    whole_number,
 )
 from daskbench.judge import machine
 from daskbench.judge.format import case_label
@@ -29,7 +30,13 @@ def register(subparsers: Any) -> None:
     )
     add_db_option(runs)
     add_format_option(runs)
-    runs.add_argument("--limit", type=_positive, default=None, help="show at most this many runs (>= 1)")
+    runs.add_argument(
+        "--limit",
+        type=whole_number(1, 10**9, "a number of runs", "--limit 20"),
+        default=None,
+        metavar="N",
+        help="show at most N runs",
+    )
     runs.set_defaults(func=cmd_runs)
 
     show = subparsers.add_parser("show", help="one row per measurement of a run",
@@ -40,17 +47,6 @@ def register(subparsers: Any) -> None:
     show.add_argument("--tasks", action="store_true",
                       help="per-task peak memory per task prefix instead (measured with pytest -m benchmark --task-memory)")  # fmt: skip
     show.set_defaults(func=_show_or_tasks)
-
-
-def _positive(text: str) -> int:
-    """argparse type of --limit: a whole number >= 1 (argparse prints the one-line error, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value
 
 
 def run_summary(run: Run, measurements: list[Measurement], status: str = "unknown") -> dict[str, Any]:

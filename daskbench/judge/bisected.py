@@ -39,10 +39,10 @@ class Culprit:
     newest_good: str = ""
 
     def line(self) -> str:
-        """``bisection b: first bad standin 1.5 (step 2, daskbench compare --ab b-2); newest good standin 1.4``."""
+        """``bisection b: first bad standin 1.5 (step 2, daskbench compare --group b-2); newest good standin 1.4``."""
         good = f"; newest good {self.newest_good}" if self.newest_good else ""
         return f"bisection {self.bisection}: first bad {self.first_bad} (step {self.step}, " \
-               f"daskbench compare --ab {self.group}){good}"  # fmt: skip
+               f"daskbench compare --group {self.group}){good}"  # fmt: skip
 
 
 def described(tags: Mapping[str, str]) -> str:

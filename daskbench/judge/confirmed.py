@@ -70,7 +70,7 @@ def stored(store: Store, group: str) -> Stored:
         if run.tags.get(AB_GROUP) == group and OF in run.tags:
             return _read(group, run.tags)
     raise DaskbenchError(f"no confirmation {group!r} in {store.display_url} (no run tagged {OF} in that "
-                         "A/B group); run one with: daskbench confirm --name GROUP")  # fmt: skip
+                         "A/B group); run one with: daskbench confirm --group GROUP")  # fmt: skip
 
 
 def of_candidate(store: Store, candidate: str) -> tuple[Stored, ...]:

@@ -42,13 +42,13 @@ class Selection:
     def __post_init__(self) -> None:
         if self.ab_group is not None and (self.candidate or self.baseline or self.history):
             raise DaskbenchError(
-                "--ab judges an A/B group by its own rounds; give it without --candidate, --baseline or --history"
+                "--group judges an A/B group by its own rounds; give it without --candidate, --baseline or --history"
             )
         if self.baseline is not None and self.history is not None:
             raise DaskbenchError("give either --baseline or --history, not both")
         if self.history is not None and self.history < 1:
             raise DaskbenchError(f"--history needs a number of runs >= 1, got {self.history}")
-        for flag, value in (("--candidate", self.candidate), ("--baseline", self.baseline), ("--ab", self.ab_group)):
+        for flag, value in (("--candidate", self.candidate), ("--baseline", self.baseline), ("--group", self.ab_group)):
             if value is not None and len(value) > MAX_NAME:
                 raise DaskbenchError(f"{flag} {value[:12]!r}... is {len(value)} characters long; run ids and names "
                                      f"have at most {MAX_NAME} (see: daskbench runs)")  # fmt: skip

@@ -149,7 +149,7 @@ def sequential_decision(
 def rounds_decision(
     a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int | None = None
 ) -> Decision:
-    """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --ab``
+    """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --group``
     shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
     most = max(max_rounds or len(a_rounds), len(a_rounds))
     decision = sequential_decision(a_rounds, b_rounds, floor, most)

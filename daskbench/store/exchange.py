@@ -30,10 +30,8 @@ a reader refuses a file of a newer version with one line.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,9 +46,6 @@ FORMAT_VERSION = 2
 #: Kinds of rows, in the order an import merges them (parents before children).
 KINDS = ("run", "tag", "event", "case", "measurement", "flag", "task_peak", "baseline")
 
-_DURATION = re.compile(r"^(\d+)([dhw])$")
-_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
-
 
 @dataclass
 class Merged:
@@ -63,22 +58,6 @@ class Merged:
         parts = [f"{self.added.get(k, 0)} {k}s added, {self.skipped.get(k, 0)} skipped" for k in KINDS
                  if self.added.get(k) or self.skipped.get(k)]  # fmt: skip
         return "; ".join(parts) or "nothing to import"
-
-
-def parse_since(text: str | None, now: datetime | None = None) -> str | None:
-    """``30d``/``12h``/``2w`` before now, or an ISO date/time, as the ISO cutoff the store compares."""
-    if text is None:
-        return None
-    match = _DURATION.match(text.strip())
-    if match:
-        return ((now or datetime.now(UTC)) - int(match[1]) * _UNITS[match[2]]).isoformat(timespec="seconds")
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise DaskbenchError(
-            f"--since {text!r} is neither a duration (30d, 12h, 2w) nor an ISO date (2026-01-31)"
-        ) from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat(timespec="seconds")
 
 
 def export_lines(store: Store, since: str | None = None) -> Iterator[str]:

@@ -112,7 +112,7 @@ def made_side_by_side(run: Run) -> bool:
 def latest_finished(store: Store) -> tuple[Run, list[str]]:
     """The newest finished run that no comparison made, and a note for each newer run skipped
     because it is not finished (runs of ``daskbench ab``/``calibrate`` are skipped without a note:
-    they are judged by ``compare --ab GROUP``)."""
+    they are judged by ``compare --group GROUP``)."""
     everything = store.runs()
     if not everything:
         return store.latest_run(), []  # the store's own "no runs yet" error
@@ -120,7 +120,7 @@ def latest_finished(store: Store) -> tuple[Run, list[str]]:
     if not runs:
         raise DaskbenchError(
             f"every run in {store.display_url} was made by daskbench ab or calibrate; judge a group with: "
-            "daskbench compare --ab GROUP, or name a run: daskbench compare --candidate <run-id>"
+            "daskbench compare --group GROUP, or name a run: daskbench compare --candidate <run-id>"
         )
     found = statuses(store, runs)
     for run in runs:

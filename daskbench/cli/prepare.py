@@ -10,7 +10,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from daskbench import config
-from daskbench.cli.common import settings
+from daskbench.cli.common import settings, whole_number
 from daskbench.text import format_bytes, plural
 
 if TYPE_CHECKING:  # the workloads import dask.array, pandas and xarray: only when inputs are prepared
@@ -35,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only this workload's inputs, e.g. wordcount (repeatable; default: all that read inputs)",
     )
     prepare.add_argument(
-        "--seed", type=_seed, default=0, help="generator seed, 0 to 2**32-1 (default: 0, as the benchmarks use)"
+        "--seed",
+        type=whole_number(0, 2**32 - 1, "a generator seed", "--seed 0"),
+        default=0,
+        help="generator seed, 0 to 2**32-1 (default: 0, as the benchmarks use)",
     )
     prepare.set_defaults(func=run_prepare)
 
@@ -67,14 +70,3 @@ def _progress_line(prepared: Prepared) -> str:
     if prepared.reused:
         return f"  reused {prepared.name}: {size}"
     return f"  wrote  {prepared.name}: {size} in {prepared.seconds:.1f} s"
-
-
-def _seed(text: str) -> int:
-    """A generator seed numpy accepts: a whole number from 0 to 2**32-1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 0 to {2**32 - 1}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"{value} is out of range; give 0 to {2**32 - 1}")
-    return value
