@@ -172,13 +172,13 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect.commit_plan(repo, *ends)
     return plan, _commit_maker(args, repo, build_options(args))
 
 
-def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.Plan, PythonOf]:
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
