@@ -1,6 +1,6 @@
 """Settings, layered: defaults < ``[tool.daskbench]`` in pyproject.toml < ``DASKBENCH_*`` env < flags.
 
-Each option is defined once (`options.OPTIONS`) and added both to pytest (`plugin.py`) and to the
+Each option is defined once (`options.OPTIONS`) and added both to pytest (`plugin/hooks.py`) and to the
 CLI (`cli/`). Values are parsed at this boundary (`values`, and `dask_config` for ``--config``); a bad
 one raises `DaskbenchError` with a one-line message naming where the value came from and what is
 accepted, before any cluster starts. The names the rest of daskbench uses are importable from here.
