@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -184,3 +185,9 @@ def markdown_code(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", inner)), default=0) + 1)
     pad = " " if inner.startswith("`") or inner.endswith("`") else ""
     return f"{fence}{pad}{inner}{pad}{fence}"
+
+
+def say(line: str, *, wrap: bool = True) -> None:
+    """THE progress writer: ``line`` on stderr (stdout holds only a command's result), wrapped between
+    words at `WIDTH` columns unless ``wrap`` is False (an error line stays one line), flushed."""
+    print("\n".join(wrap_line(line)) if wrap else line, file=sys.stderr, flush=True)

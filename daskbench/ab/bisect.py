@@ -35,7 +35,7 @@ from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
 from daskbench.model import Comparison, Run, Verdict
 from daskbench.store import Store
-from daskbench.text import WIDTH, first_few, plural, terminal_safe, wrap_line
+from daskbench.text import WIDTH, first_few, plural, say, terminal_safe, wrap_line
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -319,7 +319,7 @@ class Bisection:
     max_rounds: int = sequential.MAX_ROUNDS
     rounds_cap: int = ROUNDS_CAP
     max_seconds: float = 600.0
-    say: Say = envs.say_stderr
+    say: Say = say
     show: Say = print
     stored: dict[str, Step] = field(default_factory=dict)  # by label: a resumed bisection's finished steps
     done: dict[str, Step] = field(default_factory=dict)

@@ -30,7 +30,7 @@ from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
-from daskbench.text import first_few, plural
+from daskbench.text import first_few, plural, say
 
 Say = Callable[[str], None]
 
@@ -126,7 +126,7 @@ def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
     return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
 
 
-def build_good(plan: ConfirmPlan, say: Say = envs.say_stderr, **options: object) -> str:
+def build_good(plan: ConfirmPlan, say: Say = say, **options: object) -> str:
     """The interpreter of the good run's environment: an overlay over this interpreter holding the good
     run's versions of the packages that differ (built once, cached)."""
     spec = envs.spec_from_run(plan.good, only=[name for name, _ in plan.pins], with_daskbench=False)
@@ -146,7 +146,7 @@ class Runner:
     floors: Mapping[str, float]
     max_rounds: int = sequential.MAX_ROUNDS
     max_seconds: float = 600.0
-    say: Say = envs.say_stderr
+    say: Say = say
 
     def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> None:
         """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""

@@ -24,7 +24,7 @@ from daskbench.judge.format import comparison_to_json, format_table, regression_
 from daskbench.judge.selection import Selection
 from daskbench.model import Comparison
 from daskbench.store import Store
-from daskbench.text import terminal_safe, wrap_line
+from daskbench.text import say, terminal_safe, wrap_line
 
 #: Exit codes, one meaning each (`daskbench --help` lists them, as the package's docstring does).
 EXIT_OK = 0
@@ -40,12 +40,6 @@ EXIT_CODES = (
     "exit codes: 0 ok (nothing regressed), 1 a regression found, confirmed or bisected, 2 could not run (bad "
     "input, missing baseline, unusable store), 3 undecided (a bisection step inconclusive), 130 interrupted"
 )
-
-
-def say(line: str, *, wrap: bool = True) -> None:
-    """The progress writer: ``line`` on stderr (stdout holds only a command's result), wrapped between
-    words at 120 columns unless ``wrap`` is False (an error line stays one line), flushed."""
-    print("\n".join(wrap_line(line)) if wrap else line, file=sys.stderr, flush=True)
 
 
 def print_wrapped(text: str) -> None:

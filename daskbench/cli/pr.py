@@ -221,8 +221,11 @@ def _same_page(base: pr.Revision, head: pr.Revision, link: str | None) -> pr.Pag
 
 def absolute_db(url: str) -> str:
     """A relative SQLite path made absolute, so that sessions started in other folders find the same store."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or url.startswith(prefix + "/"):
+    import sqlalchemy as sa
+
+    from daskbench.store.engine import sqlite_file
+
+    path = sqlite_file(url)
+    if path is None or path.is_absolute():
         return url
-    path, query, rest = url[len(prefix) :].partition("?")
-    return f"{prefix}{Path(path).absolute()}{query}{rest}"
+    return sa.engine.make_url(url).set(database=str(path.absolute())).render_as_string(hide_password=False)

@@ -29,7 +29,6 @@ from daskbench.envs.builds import (
     overlay_of,
     overlay_source,
     same_version,
-    say_stderr,
 )
 from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
 from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
@@ -90,7 +89,6 @@ __all__ = [
     "requirement_from_record",
     "resolve_commit",
     "same_version",
-    "say_stderr",
     "spec_from_pins",
     "spec_from_run",
 ]

@@ -39,7 +39,7 @@ from daskbench.envs.output import first_error
 from daskbench.envs.specs import EnvSpec
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
-from daskbench.text import plural
+from daskbench.text import plural, say
 
 #: Environment variable naming the cache folder (default ``~/.cache/daskbench/envs``).
 CACHE_ENV = "DASKBENCH_ENV_CACHE"
@@ -56,11 +56,6 @@ _VERSIONS_SCRIPT = (
 )
 
 Say = Callable[[str], None]
-
-
-def say_stderr(line: str) -> None:
-    """Progress goes to stderr, so that stdout holds only the interpreter's path."""
-    print(line, file=sys.stderr, flush=True)
 
 
 # -- where environments live ------------------------------------------------------------------
@@ -150,7 +145,7 @@ def build(
     cache: str | Path | None = None,
     index: Index | None = None,
     installer: str = "auto",
-    say: Say = say_stderr,
+    say: Say = say,
     inherit: bool = False,
 ) -> Path:
     """The interpreter of ``spec``'s environment: reused when built already (its versions checked
