@@ -174,17 +174,25 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
     target = spill_target(peak.config, run)
     size = peak.task.peak_bytes
     how = "exact, 1 thread" if peak.exact else f"upper bound, {peak.task.concurrency} tasks at once"
-    lines = [Line("per-task memory", f"largest per-task peak {format_bytes(size)} (prefix {peak.task.prefix}, "
-                  f"{peak.task.tasks} tasks, {how}); spill threshold memory.target {target:g}",
-                  (peak.config.cite(),))]  # fmt: skip
+    lines = [
+        Line(
+            "per-task memory",
+            f"largest per-task peak {format_bytes(size)} (prefix {peak.task.prefix}, "
+            f"{peak.task.tasks} tasks, {how}); spill threshold memory.target {target:g}",
+            (peak.config.cite(),),
+        )
+    ]
     if size <= 0:
         return lines
     for threads in sorted({c.case.cluster.threads_per_worker for c in configs}):
         needed = math.ceil(size * threads / target)
         shape = prices.cheapest(threads, needed)
-        priced = (f"; cheapest shape {shape.name} ({shape.vcpus} vCPU, {format_bytes(shape.memory_bytes)}, "
-                  f"{format_usd(shape.usd_per_hour)}/h, prices of {prices.as_of})" if shape else
-                  "; no priced instance is that large")  # fmt: skip
+        priced = (
+            f"; cheapest shape {shape.name} ({shape.vcpus} vCPU, {format_bytes(shape.memory_bytes)}, "
+            f"{format_usd(shape.usd_per_hour)}/h, prices of {prices.as_of})"
+            if shape
+            else "; no priced instance is that large"
+        )
         seen = [
             (c.median_of("peak_worker_memory_bytes"), c)
             for c in configs
@@ -198,12 +206,24 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
             else ""
         )
         cites = (peak.config.cite(), *((observed[1].cite(),) if observed and observed[1] is not peak.config else ()))
-        lines.append(Line("worker memory", f"at {plural(threads, 'thread')} a worker needs >= {format_bytes(needed)} "
-                          f"({format_bytes(size)} x {threads} / {target:g}){priced}{whole}", cites))  # fmt: skip
+        lines.append(
+            Line(
+                "worker memory",
+                f"at {plural(threads, 'thread')} a worker needs >= {format_bytes(needed)} "
+                f"({format_bytes(size)} x {threads} / {target:g}){priced}{whole}",
+                cites,
+            )
+        )
     for memory in sorted({c.case.cluster.memory_per_worker for c in configs if c.case.cluster.memory_per_worker}):
         allowed = math.floor(memory * target / size)
-        lines.append(Line("threads", f"a {compact_bytes(memory)} worker holds {plural(allowed, 'such task')} at once "
-                          f"below the spill threshold, so up to {plural(allowed, 'thread')}", (peak.config.cite(),)))  # fmt: skip
+        lines.append(
+            Line(
+                "threads",
+                f"a {compact_bytes(memory)} worker holds {plural(allowed, 'such task')} at once "
+                f"below the spill threshold, so up to {plural(allowed, 'thread')}",
+                (peak.config.cite(),),
+            )
+        )
     return lines
 
 
@@ -222,16 +242,23 @@ def _measured_lines(configs: Sequence[Config]) -> list[Line]:
     lines.append(Line("fastest measured", _figures(fastest), (fastest.cite(),)))
     speed = (cheapest.median_of("runtime_s") or 0.0) / (fastest.median_of("runtime_s") or 1.0)
     price = (fastest.median_of("cost_usd") or 0.0) / (cheapest.median_of("cost_usd") or 1.0)
-    lines.append(Line("trade-off", f"the fastest is {speed:.2f}x faster and {price:.2f}x dearer than the cheapest",
-                      (cheapest.cite(), fastest.cite())))  # fmt: skip
+    lines.append(
+        Line(
+            "trade-off",
+            f"the fastest is {speed:.2f}x faster and {price:.2f}x dearer than the cheapest",
+            (cheapest.cite(), fastest.cite()),
+        )
+    )
     return lines
 
 
 def _figures(c: Config) -> str:
     runtime, cost = c.median_of("runtime_s") or 0.0, c.median_of("cost_usd") or 0.0
     peak = c.median_of("peak_worker_memory_bytes")
-    return (f"{c.words()}: {runtime:.2f} s, {format_usd(cost)} per run, per-worker peak {format_bytes(peak)} "
-            f"(median of {plural(len(c.passed), 'repeat')})")  # fmt: skip
+    return (
+        f"{c.words()}: {runtime:.2f} s, {format_usd(cost)} per run, per-worker peak {format_bytes(peak)} "
+        f"(median of {plural(len(c.passed), 'repeat')})"
+    )
 
 
 def _failures(c: Config) -> str:
@@ -247,8 +274,13 @@ def _sweep_lines(configs: Sequence[Config], has_peak: bool) -> list[Line]:
     memories = {c.case.cluster.memory_per_worker for c in configs}
     lines = []
     if len(threads) < 2:
-        lines.append(Line("not covered", f"one thread count ({min(threads)}); to compare: sweep "
-                          f"--threads-per-worker {','.join(map(str, sorted({1, 2, 4} | threads)))}"))  # fmt: skip
+        lines.append(
+            Line(
+                "not covered",
+                f"one thread count ({min(threads)}); to compare: sweep "
+                f"--threads-per-worker {','.join(map(str, sorted({1, 2, 4} | threads)))}",
+            )
+        )
     if len(memories) < 2:
         lines.append(Line("not covered", "one memory limit; to compare: sweep --memory-per-worker 2GiB,4GiB"))
     if has_peak and all(c.case.cluster.threads_per_worker > 1 for c in configs):

@@ -61,8 +61,11 @@ class Alerted:
     closed: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
-        parts = [f"{name} {', '.join(f'#{n}' for n in found)}" for name, found in
-                 (("opened", self.opened), ("commented on", self.commented), ("closed", self.closed)) if found]  # fmt: skip
+        parts = [
+            f"{name} {', '.join(f'#{n}' for n in found)}"
+            for name, found in (("opened", self.opened), ("commented on", self.commented), ("closed", self.closed))
+            if found
+        ]
         return "issues: " + ("; ".join(parts) if parts else "nothing to do")
 
 
@@ -107,14 +110,18 @@ class Confirmation:
     def lines(self) -> list[str]:
         """The Markdown paragraph that says how the regressions were confirmed (and the culprit)."""
         if self.kind == SIDE_BY_SIDE:
-            said = (f"Confirmed side by side: A/B group {markdown_code(self.reference)}, lockstep, the environment "
-                    f"of the last good run {markdown_code(self.good[:8])} against tonight's "
-                    f"({markdown_text(self.versions)}), the suspect cases only "
-                    f"({markdown_code(f'daskbench compare --group {self.reference}')}).")  # fmt: skip
+            said = (
+                f"Confirmed side by side: A/B group {markdown_code(self.reference)}, lockstep, the environment "
+                f"of the last good run {markdown_code(self.good[:8])} against tonight's "
+                f"({markdown_text(self.versions)}), the suspect cases only "
+                f"({markdown_code(f'daskbench compare --group {self.reference}')})."
+            )
         else:
             why = f" (no side-by-side A/B: {markdown_text(redact_text(self.reason))})" if self.reason else ""
-            said = f"Confirmed by a re-run of the same environment, run {markdown_code(self.reference[:8])}, " \
-                   f"not side by side{why}."  # fmt: skip
+            said = (
+                f"Confirmed by a re-run of the same environment, run {markdown_code(self.reference[:8])}, "
+                f"not side by side{why}."
+            )
         return [said, *([f"Culprit: {markdown_text(self.culprit)}."] if self.culprit else [])]
 
     def of(self, verdict: Verdict) -> str:
@@ -131,8 +138,12 @@ def _match_key(verdict: Verdict) -> tuple[str, str, str, str]:
     """A case and metric as two sessions on one machine name it: its cluster without the memory per worker,
     which a lockstep side gets as its share of the machine."""
     cluster = {key: value for key, value in verdict.cluster.items() if key != "memory_per_worker"}
-    return (verdict.workload, json.dumps(dict(verdict.params), sort_keys=True, default=str),
-            json.dumps(cluster, sort_keys=True, default=str), verdict.metric)  # fmt: skip
+    return (
+        verdict.workload,
+        json.dumps(dict(verdict.params), sort_keys=True, default=str),
+        json.dumps(cluster, sort_keys=True, default=str),
+        verdict.metric,
+    )
 
 
 def side_by_side(night: Comparison, ab: Comparison, **described: str) -> tuple[Comparison, Confirmation]:
@@ -187,8 +198,10 @@ def _indent(line: str) -> str:
 def _item(verdict: Verdict, confirmation: Confirmation | None) -> list[str]:
     """One regression's list item, and its confirming evidence as a nested item."""
     evidence = confirmation.of(verdict) if confirmation else ""
-    return [f"- {_case(verdict)}, {verdict.metric}: {markdown_text(format_verdict(verdict))}",
-            *([f"  - {markdown_text(evidence)}"] if evidence else [])]  # fmt: skip
+    return [
+        f"- {_case(verdict)}, {verdict.metric}: {markdown_text(format_verdict(verdict))}",
+        *([f"  - {markdown_text(evidence)}"] if evidence else []),
+    ]
 
 
 def sync_issues(

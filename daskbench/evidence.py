@@ -151,8 +151,7 @@ class Garbage:
     others: int = 0
 
 
-def find_garbage(root: Path, runs_started: dict[str, str], protected: set[str], before: str | None,
-                 db: str) -> Garbage:  # fmt: skip
+def find_garbage(root: Path, runs_started: dict[str, str], protected: set[str], before: str | None, db: str) -> Garbage:
     """Evidence under ``root`` of the store ``db`` that no run needs: folders of runs the store no
     longer has, and with ``before`` (an ISO time) of runs started earlier that no baseline names;
     plus ``.part`` files a crash left. ``runs_started`` maps every run id in the store to its start

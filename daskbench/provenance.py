@@ -16,8 +16,24 @@ import psutil
 from daskbench.redact import redact_url, redact_value
 from daskbench.text import flatten
 
-PACKAGES = ("dask", "distributed", "xarray", "pandas", "numpy", "pyarrow", "s3fs", "fsspec", "bokeh",
-            "sqlalchemy", "psutil", "tornado", "msgpack", "cloudpickle", "coiled", "daskbench")  # fmt: skip
+PACKAGES = (
+    "dask",
+    "distributed",
+    "xarray",
+    "pandas",
+    "numpy",
+    "pyarrow",
+    "s3fs",
+    "fsspec",
+    "bokeh",
+    "sqlalchemy",
+    "psutil",
+    "tornado",
+    "msgpack",
+    "cloudpickle",
+    "coiled",
+    "daskbench",
+)
 
 
 def versions(extra: Iterable[str] = ()) -> dict[str, str]:

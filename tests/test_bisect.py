@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from daskbench import envs
-from daskbench.ab import bisect
+from daskbench.ab import bisect_plan
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, standin_wheel
 
@@ -148,8 +148,8 @@ def test_dask_and_distributed_move_together_and_a_release_of_one_only_is_skipped
               "distributed": ["2026.5.0", "2026.7.0", "2026.8.0"]}  # fmt: skip
     good = {"dask": "2026.5.0", "distributed": "2026.5.0", "numpy": "2.0"}
     bad = {"dask": "2026.8.0", "distributed": "2026.8.0", "numpy": "2.0"}
-    moving = bisect.moving_packages(good, bad, None)
-    plan = bisect.make_plan(good, bad, moving, listed, "the index")
+    moving = bisect_plan.moving_packages(good, bad, None)
+    plan = bisect_plan.make_plan(good, bad, moving, listed, "the index")
     assert moving == ("dask", "distributed")
     assert [candidate.label() for candidate in plan.candidates] == ["2026.7.0", "2026.8.0"]
     assert plan.notes == ("dask 2026.6.0 has no matching distributed release: skipped",)

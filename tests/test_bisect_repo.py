@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.ab import bisect
+from daskbench.ab import bisect_plan
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, git, standin_project
 
@@ -163,8 +163,8 @@ def test_bad_repo_input_is_one_line_before_anything_is_built_or_run(
 
 def test_a_commit_candidate_shows_its_short_id_and_its_subject_escaped_and_cut() -> None:
     """Label: the 12-char id; description: id and subject, control characters escaped, cut to 40."""
-    candidate = bisect.Candidate(commit="1a2b3c4d5e6f7a8b9c0d" * 2, subject="fix \x1b[31mred\x1b[0m " + "x" * 60)
+    candidate = bisect_plan.Candidate(commit="1a2b3c4d5e6f7a8b9c0d" * 2, subject="fix \x1b[31mred\x1b[0m " + "x" * 60)
     assert candidate.label() == "1a2b3c4d5e6f"
     described = candidate.describe()
     assert described.startswith("1a2b3c4d5e6f fix \\x1b[31mred") and described.endswith("...")
-    assert "\x1b" not in described and len(described) == 12 + 1 + bisect.SUBJECT_WIDTH
+    assert "\x1b" not in described and len(described) == 12 + 1 + bisect_plan.SUBJECT_WIDTH

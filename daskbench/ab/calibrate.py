@@ -105,8 +105,15 @@ def _row(arm: str, planted: float, found: Sequence[tuple[Verdict, float]]) -> Ar
     hits = sum(k in ("regressed", "improved") if arm == AA_ARM else k == "regressed" for k in kinds)
     rounds = [len(v.candidate_values) for v, _ in found]
     ratios = [v.ratio for v, _ in found if v.ratio is not None]
-    return ArmRow(arm, planted, len(found), hits / len(found), float(np.median(rounds)),
-                  float(np.nanmedian([m for _, m in found])), stats.median(ratios) if ratios else None)  # fmt: skip
+    return ArmRow(
+        arm,
+        planted,
+        len(found),
+        hits / len(found),
+        float(np.median(rounds)),
+        float(np.nanmedian([m for _, m in found])),
+        stats.median(ratios) if ratios else None,
+    )
 
 
 def _minutes_per_arm(store: Store, group: str) -> dict[str, float]:
@@ -133,9 +140,18 @@ def _mean_measurement(store: Store, runs: list[str]) -> float:
 def format_power(power: Power) -> str:
     """The table ``daskbench calibrate`` prints (at most 120 columns)."""
     head = ["arm", "planted", "measured B/A", "called", "median rounds", "median minutes", "comparisons"]
-    body = [[row.arm, f"{row.planted:.2f}x", f"{row.measured:.3f}x" if row.measured else "-",
-             f"{row.called:.0%}" + (" (false alarms)" if row.arm == AA_ARM else ""), f"{row.median_rounds:g}",
-             f"{row.median_minutes:.1f}", str(row.comparisons)] for row in power.rows]  # fmt: skip
+    body = [
+        [
+            row.arm,
+            f"{row.planted:.2f}x",
+            f"{row.measured:.3f}x" if row.measured else "-",
+            f"{row.called:.0%}" + (" (false alarms)" if row.arm == AA_ARM else ""),
+            f"{row.median_rounds:g}",
+            f"{row.median_minutes:.1f}",
+            str(row.comparisons),
+        ]
+        for row in power.rows
+    ]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [head, *body]]
     noise = f"{power.aa_cv:.1%}" if power.aa_cv is not None else "-"
@@ -175,8 +191,9 @@ class Calibration:
         shared = turns.session_env(name, 0, self.max_rounds)
         Lockstep(
             sides,
-            command=lambda side: pytest_command(side.python, self.db, f"{name}-{side.name}",
-                                                [str(BENCH_FILE), *self.pytest_args]),
+            command=lambda side: pytest_command(
+                side.python, self.db, f"{name}-{side.name}", [str(BENCH_FILE), *self.pytest_args]
+            ),
             environment=lambda side: {**os.environ, **side.env, **shared},
             floor=self.floor,
             max_rounds=self.max_rounds,
@@ -184,7 +201,7 @@ class Calibration:
             log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
             say=self.say,
             rounds_said=False,  # a line per arm when it stops
-        ).run()  # fmt: skip
+        ).run()
         for run in self._runs_of(name):
             self.store.tag_run(run.run_id, {CALIBRATE_GROUP: self.group, CALIBRATE_ROUND: str(number)})
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from daskbench import envs
-from daskbench.ab import bisect
+from daskbench.ab import bisect_plan
 from daskbench.ab.lockstep import run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
@@ -55,8 +55,10 @@ class ConfirmPlan:
 
     def describe(self) -> str:
         """``standin 1.0 (run 1a2b3c4d) against standin 1.1 (run 5e6f7a8b)``."""
-        return f"{describe_pins(self.pins)} (run {self.good.run_id[:8]}) against {describe_pins(self.tonight)} " \
-               f"(run {self.candidate.run_id[:8]})"  # fmt: skip
+        return (
+            f"{describe_pins(self.pins)} (run {self.good.run_id[:8]}) against {describe_pins(self.tonight)} "
+            f"(run {self.candidate.run_id[:8]})"
+        )
 
 
 # -- what is confirmed ------------------------------------------------------------------------
@@ -81,8 +83,11 @@ def good_run(store: Store, night: Comparison, suspects: Sequence[Verdict]) -> Ru
     runs = [run for run in night.baseline_runs if not runstatus.made_side_by_side(run)]  # a night's, not an A/B's
     measured = group_measurements(store.measurements([run.run_id for run in runs]) if runs else [], "run_id")
     per_run = {run.run_id: group_measurements(measured.get(run.run_id, []), "fingerprint") for run in runs}
-    usable = [run for run in runs if fingerprints <= {fp for fp, ms in per_run[run.run_id].items()
-                                                       if ms and all(m.ok for m in ms)}]  # fmt: skip
+    usable = [
+        run
+        for run in runs
+        if fingerprints <= {fp for fp, ms in per_run[run.run_id].items() if ms and all(m.ok for m in ms)}
+    ]
     if not usable:
         cases = first_few(sorted({verdict.workload for verdict in suspects}), 3)
         raise DaskbenchError(f"no run judged against measured every suspect case ({cases}): no good run to rebuild")
@@ -97,8 +102,11 @@ def _levels(per_run: Mapping[str, Mapping[str, list]], runs: Sequence[Run], verd
     """Each run's median of the suspect's metric in its case."""
     found = {}
     for run in runs:
-        values = [value for m in per_run[run.run_id].get(verdict.fingerprint, [])
-                  if (value := m.metrics.get(verdict.metric)) is not None]  # fmt: skip
+        values = [
+            value
+            for m in per_run[run.run_id].get(verdict.fingerprint, [])
+            if (value := m.metrics.get(verdict.metric)) is not None
+        ]
         if values:
             found[run.run_id] = stats.median(values)
     return found
@@ -114,15 +122,19 @@ def _not_slow(levels: Mapping[str, float], run_id: str, floor: float | None) -> 
 def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
     """The packages whose recorded versions differ, at the good run's and at the candidate's versions; one
     line when none differ (then no other environment can be built) or the good run lacks one."""
-    ours, theirs = bisect.recorded_pins(good), bisect.recorded_pins(candidate)
-    names = bisect.differing_names(ours, theirs)
+    ours, theirs = bisect_plan.recorded_pins(good), bisect_plan.recorded_pins(candidate)
+    names = bisect_plan.differing_names(ours, theirs)
     if not names:
-        raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded the same package versions as run "
-                             f"{candidate.run_id[:8]}: no other environment to rebuild")  # fmt: skip
+        raise DaskbenchError(
+            f"run {good.run_id[:8]} (the last good run) recorded the same package versions as run "
+            f"{candidate.run_id[:8]}: no other environment to rebuild"
+        )
     missing = [name for name in names if name not in ours]
     if missing:
-        raise DaskbenchError(f"run {good.run_id[:8]} (the last good run) recorded no version of "
-                             f"{first_few(missing, 3)}: its environment cannot be rebuilt")  # fmt: skip
+        raise DaskbenchError(
+            f"run {good.run_id[:8]} (the last good run) recorded no version of "
+            f"{first_few(missing, 3)}: its environment cannot be rebuilt"
+        )
     return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
 
 
@@ -156,10 +168,20 @@ class Runner:
             )
         args = [*self.pytest_args, "-k", plan.selection()]
         sides = {"A": Side("A", good_python), "B": Side("B", tonight_python)}
-        self.say(f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "
-                 f"side by side: {plan.describe()}; group {group}")  # fmt: skip
-        run_group(group, sides, self.db, args, floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
-                  max_rounds=self.max_rounds, max_seconds=self.max_seconds, say=self.say)  # fmt: skip
+        self.say(
+            f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "
+            f"side by side: {plan.describe()}; group {group}"
+        )
+        run_group(
+            group,
+            sides,
+            self.db,
+            args,
+            floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
+            max_rounds=self.max_rounds,
+            max_seconds=self.max_seconds,
+            say=self.say,
+        )
         self.tag(plan, group)
 
     def tag(self, plan: ConfirmPlan, group: str) -> None:

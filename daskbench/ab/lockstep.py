@@ -108,8 +108,9 @@ class Lockstep:
         for name, side in self.sides.items():
             env = {**self.environment(side), turns.ENV_CONTROL: str(path), turns.ENV_SIDE: name}
             with (self.log_dir / f"{name}.log").open("w") as log:
-                self.children[name] = subprocess.Popen(self.command(side), stdout=log, stderr=subprocess.STDOUT,
-                                                       env=env, start_new_session=True)  # fmt: skip
+                self.children[name] = subprocess.Popen(
+                    self.command(side), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                )
 
     def _connect(self, server: socket.socket) -> dict[str, Link]:
         """Both sessions' connections, named by the side each says it is; a session that ends
@@ -212,8 +213,9 @@ class Lockstep:
         for name, child in self.children.items():
             code = child.wait()
             if code not in (0, 1):
-                raise DaskbenchError(f"side {name}'s session ended with pytest exit {code}; its log: "
-                                     f"{self.log_dir / f'{name}.log'}")  # fmt: skip
+                raise DaskbenchError(
+                    f"side {name}'s session ended with pytest exit {code}; its log: {self.log_dir / f'{name}.log'}"
+                )
 
     def stop(self) -> None:
         """Ctrl-C or an error: both sessions stop as pytest does on Ctrl-C (the cut measurement is

@@ -76,8 +76,10 @@ def resolve(repo: Path, given: str, flag: str) -> Revision:
         folder = Path(given).expanduser()
         if given and folder.is_dir():
             return Revision(given, None, folder.absolute())
-        raise DaskbenchError(f"{flag} {given!r}: {repo} has no such branch, tag or commit, and it is no folder "
-                             "(git log shows the commits)") from None  # fmt: skip
+        raise DaskbenchError(
+            f"{flag} {given!r}: {repo} has no such branch, tag or commit, and it is no folder "
+            "(git log shows the commits)"
+        ) from None
     return Revision(given, commit, repo, envs.commit_subject(repo, commit))
 
 
@@ -123,16 +125,29 @@ def measure(plan: PrPlan, say: Say) -> None:
     def in_folder(side: Side, session: list[str]) -> list[str]:
         return [side.python, "-c", _IN_FOLDER, str(plan.sides[side.name][0].tree), *session]
 
-    run_group(plan.group, sides, plan.db, plan.pytest_args, environ=environment, wrap=in_folder,
-              floor=plan.floors.get("runtime_s", stats.default_floor("runtime_s")), max_rounds=plan.max_rounds,
-              max_seconds=plan.max_seconds, say=say)  # fmt: skip
+    run_group(
+        plan.group,
+        sides,
+        plan.db,
+        plan.pytest_args,
+        environ=environment,
+        wrap=in_folder,
+        floor=plan.floors.get("runtime_s", stats.default_floor("runtime_s")),
+        max_rounds=plan.max_rounds,
+        max_seconds=plan.max_seconds,
+        say=say,
+    )
 
 
 def tag_group(store: Store, plan: PrPlan, number: int | None) -> None:
     """Tag the group's runs: a pull request's, its base and head commits (or folders) and its number."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
-    tags = {TAG: plan.group, BASE_TAG: base.commit or str(base.tree), HEAD_TAG: head.commit or str(head.tree),
-            **({NUMBER_TAG: str(number)} if number is not None else {})}  # fmt: skip
+    tags = {
+        TAG: plan.group,
+        BASE_TAG: base.commit or str(base.tree),
+        HEAD_TAG: head.commit or str(head.tree),
+        **({NUMBER_TAG: str(number)} if number is not None else {}),
+    }
     for run in store.runs():
         if run.tags.get(AB_GROUP) == plan.group:
             store.tag_run(run.run_id, tags)
@@ -181,8 +196,11 @@ class Outcome:
         regressed = self.cases("regressed", "newly-failing")
         if regressed:
             return f"{plural(regressed, 'case')} regressed"
-        parts = [f"{plural(n, 'case')} {word}" for n, word in
-                 ((self.cases("inconclusive"), "undecided"), (self.cases("improved", "fixed"), "improved")) if n]  # fmt: skip
+        parts = [
+            f"{plural(n, 'case')} {word}"
+            for n, word in ((self.cases("inconclusive"), "undecided"), (self.cases("improved", "fixed"), "improved"))
+            if n
+        ]
         return "no regression, " + ", ".join(parts) if parts else "nothing changed"
 
 
@@ -256,8 +274,10 @@ def _lead(outcome: Outcome) -> str:
     if outcome.state == "regressed":
         return "**Regressed**: head is slower, bigger or failing where base was not, with confidence."
     if outcome.state == "inconclusive":
-        return ("**Inconclusive**: no regression shown, but some verdicts are still undecided at the most rounds "
-                "(more rounds, or a quieter machine, would decide them).")  # fmt: skip
+        return (
+            "**Inconclusive**: no regression shown, but some verdicts are still undecided at the most rounds "
+            "(more rounds, or a quieter machine, would decide them)."
+        )
     return "**No regression**: every case judged on both sides is within its floor, or better."
 
 
@@ -281,8 +301,16 @@ def _row(v: Verdict) -> str:
     else:
         change, interval = v.verdict.replace("-", " "), "-"
     rounds = str(min(len(v.baseline_values), len(v.candidate_values))) if v.baseline_values else "-"
-    cells = [f"**{v.verdict}**", _cell_code(label), metric.short, _median(v.metric, v.baseline_values),
-             _median(v.metric, v.candidate_values), markdown_text(change), interval, rounds]  # fmt: skip
+    cells = [
+        f"**{v.verdict}**",
+        _cell_code(label),
+        metric.short,
+        _median(v.metric, v.baseline_values),
+        _median(v.metric, v.candidate_values),
+        markdown_text(change),
+        interval,
+        rounds,
+    ]
     return f"| {' | '.join(cells)} |"
 
 
@@ -303,8 +331,10 @@ def _unchanged_line(outcome: Outcome) -> str:
     for v in outcome.unchanged:
         per_metric.setdefault(v.metric, set()).add(v.fingerprint)
     order = catalog.names()
-    parts = [f"{catalog.get(m).short} {plural(len(fps), 'case')}" for m, fps in
-             sorted(per_metric.items(), key=lambda item: order.index(item[0]))]  # fmt: skip
+    parts = [
+        f"{catalog.get(m).short} {plural(len(fps), 'case')}"
+        for m, fps in sorted(per_metric.items(), key=lambda item: order.index(item[0]))
+    ]
     return f"Unchanged (within the floor, 95% interval): {', '.join(parts)}."
 
 
@@ -316,8 +346,11 @@ def _sides(page: Page) -> list[str]:
     elif page.report:
         where = [f"report: {markdown_code(page.report)}"]
     if page.group is not None:
-        where = ["Measured on one machine, base and head in turn (lockstep A/B), each case until its verdict is "
-                 "decided", f"group {markdown_code(page.group)}", *where]  # fmt: skip
+        where = [
+            "Measured on one machine, base and head in turn (lockstep A/B), each case until its verdict is decided",
+            f"group {markdown_code(page.group)}",
+            *where,
+        ]
     return [f"{base}; {head}.", *(["", " · ".join(where)] if where else [])]
 
 
@@ -349,8 +382,9 @@ def find_comment(github: GitHub, number: int) -> int | None:
     return int(chosen[0]["id"]) if chosen else None
 
 
-def publish(github: GitHub, number: int, head: str, markdown: str, outcome: Outcome,
-            target_url: str | None = None) -> Published:  # fmt: skip
+def publish(
+    github: GitHub, number: int, head: str, markdown: str, outcome: Outcome, target_url: str | None = None
+) -> Published:
     """Create the comment the first time, edit that one later; set the head commit's status."""
     found = find_comment(github, number)
     if found is None:

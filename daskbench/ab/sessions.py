@@ -189,10 +189,16 @@ class GroupRunner:
             return None
         run_id = found[0].run_id
         chosen = self.sides[side]
-        self.store.tag_run(run_id, {
-            AB_GROUP: self.group, AB_SIDE: side, AB_ROUND: str(number), **side_tags(chosen),
-            **({"ab_max_rounds": str(self.max_rounds)} if self.max_rounds else {}),
-        })  # fmt: skip
+        self.store.tag_run(
+            run_id,
+            {
+                AB_GROUP: self.group,
+                AB_SIDE: side,
+                AB_ROUND: str(number),
+                **side_tags(chosen),
+                **({"ab_max_rounds": str(self.max_rounds)} if self.max_rounds else {}),
+            },
+        )
         return run_id
 
 
@@ -205,8 +211,21 @@ def side_tags(side: Side) -> dict[str, str]:
 
 def session_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:
     """The ``pytest -m benchmark`` session of one side, into ``db`` under ``label``."""
-    return [python, "-m", "pytest", "-m", "benchmark", "-p", "no:cacheprovider", "-q", "--db", db,
-            "--label", label, *pytest_args]  # fmt: skip
+    return [
+        python,
+        "-m",
+        "pytest",
+        "-m",
+        "benchmark",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--db",
+        db,
+        "--label",
+        label,
+        *pytest_args,
+    ]
 
 
 def run_logged(command: list[str], env: Mapping[str, str], log: Path) -> int:

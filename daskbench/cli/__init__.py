@@ -39,8 +39,8 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc",
-    "advise", "env", "bisect", "confirm", "pr",
+    "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc", "advise",
+    "env", "bisect", "confirm", "pr",
 )  # fmt: skip
 
 

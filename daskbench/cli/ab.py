@@ -74,20 +74,38 @@ def register(subparsers: Any) -> None:
         epilog="example: daskbench ab --b-python ../new/.venv/bin/python -- -k array --size tiny; "
         "exit codes: 0 nothing regressed, 1 B regressed or newly fails, 2 could not run, 130 interrupted",
     )
-    parser.add_argument("--mode", choices=("auto", "lockstep", "sessions"), default="auto",
-                        help="lockstep (one session per side, measuring in turn), sessions (a session per side "
-                        "and round), or auto: lockstep unless --cluster is a running scheduler (default)")  # fmt: skip
-    parser.add_argument("--rounds", type=rounds_value, default=None, metavar="N|auto",
-                        help="rounds per case: auto (default) adds rounds until decided, N runs exactly N")  # fmt: skip
+    parser.add_argument(
+        "--mode",
+        choices=("auto", "lockstep", "sessions"),
+        default="auto",
+        help="lockstep (one session per side, measuring in turn), sessions (a session per side "
+        "and round), or auto: lockstep unless --cluster is a running scheduler (default)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=rounds_value,
+        default=None,
+        metavar="N|auto",
+        help="rounds per case: auto (default) adds rounds until decided, N runs exactly N",
+    )
     add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto")
     for side in ("a", "b"):
-        parser.add_argument(f"--{side}-python", metavar="PYTHON",
-                            help=f"interpreter of side {side.upper()} (default: this one)")  # fmt: skip
-        parser.add_argument(f"--{side}-from", metavar="RUN",
-                            help=f"run side {side.upper()} in the environment rebuilt from this run's recorded "
-                            "versions (daskbench env RUN; built once, then reused)")  # fmt: skip
-        parser.add_argument(f"--{side}-env", metavar="KEY=VALUE", action="append", default=[],
-                            help=f"environment variable for side {side.upper()} (repeatable)")  # fmt: skip
+        parser.add_argument(
+            f"--{side}-python", metavar="PYTHON", help=f"interpreter of side {side.upper()} (default: this one)"
+        )
+        parser.add_argument(
+            f"--{side}-from",
+            metavar="RUN",
+            help=f"run side {side.upper()} in the environment rebuilt from this run's recorded "
+            "versions (daskbench env RUN; built once, then reused)",
+        )
+        parser.add_argument(
+            f"--{side}-env",
+            metavar="KEY=VALUE",
+            action="append",
+            default=[],
+            help=f"environment variable for side {side.upper()} (repeatable)",
+        )
     add_group_option(parser, "name of the A/B group (default: ab-<date-time>); an existing group is continued")
     add_floor_option(parser)
     add_format_option(parser)
@@ -122,8 +140,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
         else:
             _sessions(args, store, group, sides, pytest_args, floors)
     except KeyboardInterrupt:
-        say(f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --group {group}; "
-             f"continue: daskbench ab --group {group} ...")  # fmt: skip
+        say(
+            f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --group {group}; "
+            f"continue: daskbench ab --group {group} ..."
+        )
         raise
     chosen = Selection(ab_group=group, floors=floors)
     return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})
@@ -141,8 +161,10 @@ def resolve_sides(args: argparse.Namespace, store: Store | None) -> dict[str, Si
         python = getattr(args, f"{name.lower()}_python") or sys.executable
         if found is not None:
             python = str(envs.build(found[1], say=say, **options))
-            say(f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
-                 f"{python}")  # fmt: skip
+            say(
+                f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
+                f"{python}"
+            )
         sides[name] = Side(name, python, variables[name], env_from=found[0].run_id if found else None)
     return sides
 
@@ -166,8 +188,10 @@ def _mode(asked: str, pytest_args: list[str], sides: dict[str, Side]) -> str:
     clusters = [_cluster_of(pytest_args, side) for side in sides.values()]
     shared = [cluster for cluster in clusters if cluster.startswith(("tcp://", "tls://"))]
     if asked == "lockstep" and shared:
-        raise DaskbenchError(f"--mode lockstep needs two clusters at once; {shared[0]} is one running "
-                             "scheduler both sides would share: use --mode sessions")  # fmt: skip
+        raise DaskbenchError(
+            f"--mode lockstep needs two clusters at once; {shared[0]} is one running "
+            "scheduler both sides would share: use --mode sessions"
+        )
     if asked != "auto":
         return asked
     mode = "sessions" if shared else "lockstep"
@@ -187,15 +211,21 @@ def _cluster_of(pytest_args: list[str], side: Side) -> str:
 
 
 def _lockstep(
-    args: argparse.Namespace, store: Store, group: str, sides: dict[str, Side], pytest_args: list[str],
+    args: argparse.Namespace,
+    store: Store,
+    group: str,
+    sides: dict[str, Side],
+    pytest_args: list[str],
     floors: dict[str, float],
-) -> None:  # fmt: skip
+) -> None:
     """One part of a lockstep group: both sessions at once, every common case until decided."""
     part = len(group_rounds(store, group))
     max_rounds = args.rounds or args.max_rounds
     db = settings(args).db
-    say(f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
-         f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case")  # fmt: skip
+    say(
+        f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
+        f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case"
+    )
     shared = turns.session_env(group, part, max_rounds)
     runner = Lockstep(
         sides,
@@ -221,9 +251,13 @@ def _tag_sides(store: Store, group: str, sides: dict[str, Side]) -> None:
 
 
 def _sessions(
-    args: argparse.Namespace, store: Store, group: str, sides: dict[str, Side], pytest_args: list[str],
+    args: argparse.Namespace,
+    store: Store,
+    group: str,
+    sides: dict[str, Side],
+    pytest_args: list[str],
     floors: dict[str, float],
-) -> None:  # fmt: skip
+) -> None:
     """Whole sessions per side and round (ABBA): N rounds, or with --rounds auto until every case is decided."""
     runner = GroupRunner(store, settings(args).db, group, sides, pytest_args, say=say)
     if args.rounds is not None:

@@ -43,8 +43,16 @@ def cmd_advise(args: argparse.Namespace) -> int:
     cases = store.cases({m.fingerprint for m in measurements})
     found = advise(run, configs_of(run, measurements, cases), prices)
     if args.format == "json":
-        print_json(json_safe({"version": JSON_VERSION, "run_id": run.run_id, "prices_as_of": prices.as_of,
-                              "workloads": [w.to_dict() for w in found]}))  # fmt: skip
+        print_json(
+            json_safe(
+                {
+                    "version": JSON_VERSION,
+                    "run_id": run.run_id,
+                    "prices_as_of": prices.as_of,
+                    "workloads": [w.to_dict() for w in found],
+                }
+            )
+        )
         return 0
     if not found:
         print(f"run {run.run_id[:8]} has no measurements to advise from")

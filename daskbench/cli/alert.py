@@ -113,11 +113,14 @@ def _confirmed(
     if args.group:
         found = confirmed.stored(store, args.group)
         if not candidate.startswith(found.candidate):
-            raise DaskbenchError(f"A/B group {args.group} confirms run {found.candidate[:8]}, not the judged run "
-                                 f"{candidate[:8]}; pass --candidate {found.candidate[:8]}")  # fmt: skip
+            raise DaskbenchError(
+                f"A/B group {args.group} confirms run {found.candidate[:8]}, not the judged run "
+                f"{candidate[:8]}; pass --candidate {found.candidate[:8]}"
+            )
         ab = compare_group(store, args.group, floors=found.floors or settings(args).floor)
-        comparison, confirmation = alerts.side_by_side(night, ab, reference=args.group, good=found.good,
-                                                       versions=found.versions())  # fmt: skip
+        comparison, confirmation = alerts.side_by_side(
+            night, ab, reference=args.group, good=found.good, versions=found.versions()
+        )
     elif args.confirm:
         rerun = compare(store, selection(args).with_candidate(args.confirm))
         comparison = alerts.confirmed(night, rerun)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs
-from daskbench.ab import bisect
+from daskbench.ab import bisect, bisect_plan
 from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.common import (
     EXIT_OK,
@@ -41,7 +41,7 @@ from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural
 
-PythonOf = Callable[[bisect.Candidate], str]
+PythonOf = Callable[[bisect_plan.Candidate], str]
 #: The exit code of each way a bisection ends (`bisect.Outcome.kind`): undecided is neither a culprit nor
 #: "could not run" (2, the bad inputs), so a script can tell "rerun with --resume" from "fix the command".
 EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}
@@ -63,29 +63,45 @@ def register(subparsers: Any) -> None:
         "ocean; exit codes: 0 no regression between good and bad, 1 first bad release or commit named, 2 could "
         "not run, 3 a step stayed undecided (--resume NAME continues), 130 interrupted",
     )
-    parser.add_argument("--good", metavar="RUN|SPEC|REF",
-                        help="the good end: a run id (prefix) or pins NAME==V,...; "
-                        "with --repo a commit, branch or tag")  # fmt: skip
-    parser.add_argument("--bad", metavar="RUN|SPEC|REF",
-                        help="the bad end: a run id (prefix) or pins NAME==V,...; "
-                        "with --repo a commit, branch or tag")  # fmt: skip
-    parser.add_argument("--repo", metavar="PATH",
-                        help="bisect the commits of this local git checkout of a package (first-parent, good..bad), "
-                        "installing each commit's source tree")  # fmt: skip
-    parser.add_argument("--only", metavar="NAME,...",
-                        help="bisect only these packages when the ends differ in more (dask,distributed count as one)")  # fmt: skip
-    parser.add_argument("--inherit", action="store_true",
-                        help="each environment is an overlay over this interpreter's packages holding only the "
-                        "bisected package(s): seconds to build (default: the good end's whole version set)")  # fmt: skip
+    parser.add_argument(
+        "--good",
+        metavar="RUN|SPEC|REF",
+        help="the good end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
+    )
+    parser.add_argument(
+        "--bad",
+        metavar="RUN|SPEC|REF",
+        help="the bad end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        help="bisect the commits of this local git checkout of a package (first-parent, good..bad), "
+        "installing each commit's source tree",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAME,...",
+        help="bisect only these packages when the ends differ in more (dask,distributed count as one)",
+    )
+    parser.add_argument(
+        "--inherit",
+        action="store_true",
+        help="each environment is an overlay over this interpreter's packages holding only the "
+        "bisected package(s): seconds to build (default: the good end's whole version set)",
+    )
     add_group_option(
         parser,
         "name of the bisection (default: bisect-<date-time>), tagged on its runs and starting its steps' A/B groups",
         "--name",
     )
     parser.add_argument("--resume", metavar="NAME", help="continue bisection NAME: its finished steps are reused")
-    parser.add_argument("--rounds-cap", type=whole_number(3, ROUNDS_LIMIT, "a number of rounds", "--rounds-cap 120"),
-                        default=bisect.ROUNDS_CAP,
-                        help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})")  # fmt: skip
+    parser.add_argument(
+        "--rounds-cap",
+        type=whole_number(3, ROUNDS_LIMIT, "a number of rounds", "--rounds-cap 120"),
+        default=bisect.ROUNDS_CAP,
+        help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})",
+    )
     add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step")
     add_floor_option(parser)
     add_db_option(parser)
@@ -104,17 +120,30 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     repo = _repo(args, store, name)
     plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
     between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
-    header = (f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
-              f"{between} between, at most {plan.max_steps()} steps")  # fmt: skip
+    header = (
+        f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
+        f"{between} between, at most {plan.max_steps()} steps"
+    )
     say(header)
     for note in plan.notes:
         say(f"bisect: note: {note}")
     floors = settings(args).floor or {}
     runner = bisect.Bisection(
-        name, store, settings(args).db, pytest_args, python_of, ends, repo=str(repo or ""),
-        floors=floors, max_rounds=args.max_rounds, rounds_cap=args.rounds_cap, max_seconds=args.max_time * 60,
-        say=say, show=print_wrapped, stored={step.label: step for step in stored},
-    )  # fmt: skip
+        name,
+        store,
+        settings(args).db,
+        pytest_args,
+        python_of,
+        ends,
+        repo=str(repo or ""),
+        floors=floors,
+        max_rounds=args.max_rounds,
+        rounds_cap=args.rounds_cap,
+        max_seconds=args.max_time * 60,
+        say=say,
+        show=print_wrapped,
+        stored={step.label: step for step in stored},
+    )
     try:
         outcome = runner.run(plan)
     except KeyboardInterrupt:
@@ -149,8 +178,9 @@ def _ends(args: argparse.Namespace, store: Store, name: str) -> tuple[str, str]:
     found = bisect.stored_ends(store, name) if args.resume else None
     good, bad = args.good or (found and found[0]), args.bad or (found and found[1])
     if found is not None and (good, bad) != found:
-        raise DaskbenchError(f"bisection {name} ran with --good {found[0]} --bad {found[1]}; resume it with those "
-                             "(or leave both out)")  # fmt: skip
+        raise DaskbenchError(
+            f"bisection {name} ran with --good {found[0]} --bad {found[1]}; resume it with those (or leave both out)"
+        )
     if not good or not bad:
         form = "REF" if args.repo else "RUN|NAME==VERSION,..."
         raise DaskbenchError(f"give both ends: --good {form} --bad {form}")
@@ -172,13 +202,13 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
+def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect_plan.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
-    plan = bisect.commit_plan(repo, *ends)
+    plan = bisect_plan.commit_plan(repo, *ends)
     return plan, _commit_maker(args, repo, build_options(args))
 
 
-def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect.BisectPlan, PythonOf]:
+def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect_plan.BisectPlan, PythonOf]:
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
@@ -190,17 +220,17 @@ def _end(store: Store, text: str, flag: str) -> tuple[Run | None, dict[str, str]
     if "==" in text:
         return None, envs.parse_pins(text, flag)
     run = store.run(text)
-    return run, bisect.recorded_pins(run)
+    return run, bisect_plan.recorded_pins(run)
 
 
 def _plan(
     args: argparse.Namespace, good: Mapping[str, str], bad: Mapping[str, str], index: envs.Index
-) -> bisect.BisectPlan:
+) -> bisect_plan.BisectPlan:
     """The moving packages and their candidate releases, listed from the index."""
     only = envs.parse_names(args.only, "--only") if args.only else None
-    moving = bisect.moving_packages(good, bad, only)
+    moving = bisect_plan.moving_packages(good, bad, only)
     listed = {package: envs.available_versions(package, index) for package in moving}
-    return bisect.make_plan(good, bad, moving, listed, index.describe("pip"))
+    return bisect_plan.make_plan(good, bad, moving, listed, index.describe("pip"))
 
 
 def _python_maker(
@@ -209,7 +239,7 @@ def _python_maker(
     """Builds (once, cached) a candidate's environment: an overlay of the candidate's pins with
     --inherit, else the good end's versions with the candidate's replacing them."""
 
-    def python_of(candidate: bisect.Candidate) -> str:
+    def python_of(candidate: bisect_plan.Candidate) -> str:
         pins, source = dict(candidate.pins), candidate.describe()
         if args.inherit:
             spec = envs.spec_from_pins(pins, with_daskbench=False, source=source)
@@ -226,10 +256,11 @@ def _commit_maker(args: argparse.Namespace, repo: Path, options: dict[str, Any])
     """Builds (once, cached) a commit's environment from its source tree (`envs.exported`): with --inherit
     an overlay holding it alone, else the tree with its dependencies plus this daskbench."""
 
-    def python_of(candidate: bisect.Candidate) -> str:
+    def python_of(candidate: bisect_plan.Candidate) -> str:
         tree = envs.exported(repo, candidate.commit, options["cache"])
-        spec = envs.spec_from_pins({}, with_daskbench=not args.inherit, source=f"commit {candidate.describe()}",
-                                   sources=(str(tree),))  # fmt: skip
+        spec = envs.spec_from_pins(
+            {}, with_daskbench=not args.inherit, source=f"commit {candidate.describe()}", sources=(str(tree),)
+        )
         return str(envs.build(spec, say=say, inherit=args.inherit, **options))
 
     return python_of

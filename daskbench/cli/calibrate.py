@@ -42,9 +42,12 @@ def register(subparsers: Any) -> None:
         epilog="example: daskbench calibrate --comparisons 20 -- --workers 1 --saturation 1.1 --size tiny; "
         "exit codes: 0 measured, 2 could not run, 130 interrupted (finished comparisons are kept: --group continues)",
     )
-    parser.add_argument("--comparisons", type=whole_number(1, MAX_COMPARISONS, "a number of comparisons",
-                                                           "--comparisons 20"),
-                        default=20, help="lockstep comparisons to run (default 20)")  # fmt: skip
+    parser.add_argument(
+        "--comparisons",
+        type=whole_number(1, MAX_COMPARISONS, "a number of comparisons", "--comparisons 20"),
+        default=20,
+        help="lockstep comparisons to run (default 20)",
+    )
     add_budget_options(parser, what="arm")
     add_group_option(parser, "name of the calibration group (default: calibrate-<date-time>); continues one")
     add_floor_option(parser)

@@ -77,8 +77,12 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 nothing regressed, 1 something regressed or newly fails, 2 could not run",
     )
     add_selection_options(parser)
-    parser.add_argument("--all", dest="every_row", action="store_true",
-                        help="list every verdict, the unchanged ones too (--format json always has every one)")  # fmt: skip
+    parser.add_argument(
+        "--all",
+        dest="every_row",
+        action="store_true",
+        help="list every verdict, the unchanged ones too (--format json always has every one)",
+    )
     add_format_option(parser)
     add_db_option(parser)
     parser.set_defaults(func=_compare)
@@ -95,8 +99,11 @@ def _baseline_accept(args: argparse.Namespace) -> int:
     store = open_store(args)
     run = store.run(args.run)
     measured = {m.fingerprint for m in store.measurements([run.run_id])}
-    cases = [case for fp, case in sorted(store.cases(measured).items())
-             if not args.workload or case.workload in args.workload]  # fmt: skip
+    cases = [
+        case
+        for fp, case in sorted(store.cases(measured).items())
+        if not args.workload or case.workload in args.workload
+    ]
     if not cases:
         wanted = f" of workload {', '.join(args.workload)}" if args.workload else ""
         raise DaskbenchError(

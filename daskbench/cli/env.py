@@ -30,12 +30,20 @@ def register(subparsers: Any) -> None:
         "a version mismatch)",
     )
     parser.add_argument("run", metavar="RUN", help="run id or unique prefix whose recorded versions to install")
-    parser.add_argument("--set", metavar="NAME==VERSION,...", dest="pins",
-                        help="versions replacing (or adding to) the record's, e.g. --set dask==2026.7.0")  # fmt: skip
-    parser.add_argument("--only", metavar="NAME,...",
-                        help="install only these of the recorded packages (and their dependencies)")  # fmt: skip
-    parser.add_argument("--without-daskbench", action="store_true",
-                        help="leave daskbench out (the environment then cannot run the suite)")  # fmt: skip
+    parser.add_argument(
+        "--set",
+        metavar="NAME==VERSION,...",
+        dest="pins",
+        help="versions replacing (or adding to) the record's, e.g. --set dask==2026.7.0",
+    )
+    parser.add_argument(
+        "--only", metavar="NAME,...", help="install only these of the recorded packages (and their dependencies)"
+    )
+    parser.add_argument(
+        "--without-daskbench",
+        action="store_true",
+        help="leave daskbench out (the environment then cannot run the suite)",
+    )
     add_build_options(parser)
     add_db_option(parser)
     parser.set_defaults(func=cmd_env)

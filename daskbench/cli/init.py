@@ -72,15 +72,26 @@ def register(subparsers: Any) -> None:
         "without --force. With --pr, only the pull-request workflow .github/workflows/daskbench-pr.yml "
         "(daskbench pr on pull requests labelled benchmark).",
     )
-    parser.add_argument("dir", nargs="?", default=".", metavar="DIR",
-                        help="the repository's top folder (default: the current one; created if missing)")  # fmt: skip
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        metavar="DIR",
+        help="the repository's top folder (default: the current one; created if missing)",
+    )
     parser.add_argument("--force", action="store_true", help="replace an existing example benchmark or workflow")
-    parser.add_argument("--install", metavar="SPEC",
-                        help="what the workflow pip-installs as daskbench (default: where this daskbench was "
-                        "installed from; e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)")  # fmt: skip
-    parser.add_argument("--pr", action="store_true",
-                        help="write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
-                        "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head")  # fmt: skip
+    parser.add_argument(
+        "--install",
+        metavar="SPEC",
+        help="what the workflow pip-installs as daskbench (default: where this daskbench was "
+        "installed from; e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)",
+    )
+    parser.add_argument(
+        "--pr",
+        action="store_true",
+        help="write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
+        "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head",
+    )
     parser.set_defaults(func=run_init)
 
 
@@ -168,8 +179,13 @@ def _read_pyproject(root: Path) -> dict[str, Any] | None:
         raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix it, then run daskbench init again") from None
 
 
-def _workflow(root: Path, pyproject: dict[str, Any] | None, install: str, warning: str | None,
-              template: str = "daskbench-nightly.yml.tmpl") -> str:  # fmt: skip
+def _workflow(
+    root: Path,
+    pyproject: dict[str, Any] | None,
+    install: str,
+    warning: str | None,
+    template: str = "daskbench-nightly.yml.tmpl",
+) -> str:
     """The nightly (or ``template``'s) workflow; it also installs the repository itself when it is a Python package.
     An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
     if not install.strip() or "\n" in install:
@@ -243,8 +259,9 @@ def _gitignore_text(root: Path) -> str | None:
     return old + ("\n" if old and not old.endswith("\n") else "") + "results/\n"
 
 
-def _print_summary(root: Path, files: dict[Path, str], replaced: list[Path], plan: SettingsPlan, install: str,
-                   *, ignored: bool) -> None:  # fmt: skip
+def _print_summary(
+    root: Path, files: dict[Path, str], replaced: list[Path], plan: SettingsPlan, install: str, *, ignored: bool
+) -> None:
     print(f"daskbench init: in {root.resolve()}")
     for relative in files:
         verb = "replaced" if relative in replaced else "wrote"

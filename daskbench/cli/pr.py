@@ -43,8 +43,10 @@ from daskbench.store import Store
 REPORT = "results/daskbench-pr.html"
 #: Actions sets this to a file whose Markdown the job's summary page shows.
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-NO_TOKEN = ("no GITHUB_TOKEN (a pull request from a fork gets none that may write): no comment and no commit "
-            "status, the verdict table is in the job summary only")  # fmt: skip
+NO_TOKEN = (
+    "no GITHUB_TOKEN (a pull request from a fork gets none that may write): no comment and no commit "
+    "status, the verdict table is in the job summary only"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -65,13 +67,21 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("base", metavar="BASE", help="the pull request's base: branch, tag, commit or folder")
     parser.add_argument("head", metavar="HEAD", help="its head: branch, tag, commit or folder")
-    parser.add_argument("--repo", metavar="PATH", default=".",
-                        help="the git checkout of your project (default: the current folder's)")  # fmt: skip
-    parser.add_argument("--github", metavar="OWNER/REPO",
-                        help="keep one comment on pull request --pr of this repository and set a status on "
-                        "HEAD (token in GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)")  # fmt: skip
-    parser.add_argument("--pr", type=whole_number(1, 10**9, "a pull request's number", "--pr 42"), metavar="N",
-                        help="the pull request's number (with --github)")  # fmt: skip
+    parser.add_argument(
+        "--repo", metavar="PATH", default=".", help="the git checkout of your project (default: the current folder's)"
+    )
+    parser.add_argument(
+        "--github",
+        metavar="OWNER/REPO",
+        help="keep one comment on pull request --pr of this repository and set a status on "
+        "HEAD (token in GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)",
+    )
+    parser.add_argument(
+        "--pr",
+        type=whole_number(1, 10**9, "a pull request's number", "--pr 42"),
+        metavar="N",
+        help="the pull request's number (with --github)",
+    )
     add_output_option(
         parser,
         f"write the HTML report of the comparison here (default {REPORT})",
@@ -80,9 +90,12 @@ def register(subparsers: Any) -> None:
         default=REPORT,
     )
     parser.add_argument("--no-report", action="store_true", help="write no HTML report")
-    parser.add_argument("--report-url", metavar="URL",
-                        help="the link the comment gives to the report (default in GitHub Actions: this workflow "
-                        "run's page, which holds the uploaded report; elsewhere the report's path)")  # fmt: skip
+    parser.add_argument(
+        "--report-url",
+        metavar="URL",
+        help="the link the comment gives to the report (default in GitHub Actions: this workflow "
+        "run's page, which holds the uploaded report; elsewhere the report's path)",
+    )
     parser.add_argument("--markdown", metavar="FILE", help="also write the verdict table's Markdown to FILE")
     add_budget_options(parser)
     add_floor_option(parser)
@@ -108,18 +121,29 @@ def cmd_pr(args: argparse.Namespace) -> int:
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link))
     sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
-    pythons = {name: pr.side_python(revision, "base" if name == "A" else "head", say, **options)
-               for name, revision in sides.items()}  # fmt: skip
-    plan = pr.PrPlan(db, pr.new_group(base, head), {name: (sides[name], pythons[name]) for name in sides},
-                   pytest_args, floors, args.max_rounds, args.max_time * 60)  # fmt: skip
+    pythons = {
+        name: pr.side_python(revision, "base" if name == "A" else "head", say, **options)
+        for name, revision in sides.items()
+    }
+    plan = pr.PrPlan(
+        db,
+        pr.new_group(base, head),
+        {name: (sides[name], pythons[name]) for name in sides},
+        pytest_args,
+        floors,
+        args.max_rounds,
+        args.max_time * 60,
+    )
     return _run(args, store, plan, github, link)
 
 
 def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub | None, link: str | None) -> int:
     """Measure (the head's status pending meanwhile), judge, report, publish."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
-    say(f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
-         f"{plan.max_rounds} rounds and {args.max_time:g} min a case")  # fmt: skip
+    say(
+        f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
+        f"{plan.max_rounds} rounds and {args.max_time:g} min a case"
+    )
     started = time.monotonic()
     _status(github, args, head, "pending", "measuring base and head in turn", link)
     try:
@@ -136,8 +160,9 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     return _finish(args, github, head, outcome, page)
 
 
-def _finish(args: argparse.Namespace, github: GitHub | None, head: pr.Revision, outcome: pr.Outcome,
-            page: pr.Page) -> int:  # fmt: skip
+def _finish(
+    args: argparse.Namespace, github: GitHub | None, head: pr.Revision, outcome: pr.Outcome, page: pr.Page
+) -> int:
     """Print the Markdown, write it where asked (file, job summary), keep the comment and set the status."""
     if args.github and github is None:
         note = "; ".join(filter(None, (page.note, NO_TOKEN)))
@@ -190,8 +215,16 @@ def _target(report: str | None) -> str | None:
     return report if pr.is_link(report) else None
 
 
-def _status(github: GitHub | None, args: argparse.Namespace, head: pr.Revision, state: str, why: str,
-            link: str | None, *, quiet: bool = False) -> None:  # fmt: skip
+def _status(
+    github: GitHub | None,
+    args: argparse.Namespace,
+    head: pr.Revision,
+    state: str,
+    why: str,
+    link: str | None,
+    *,
+    quiet: bool = False,
+) -> None:
     """Set the head's status; ``quiet``: on the way out of an error, a failure to set it is only said."""
     if github is None or head.commit is None:
         return

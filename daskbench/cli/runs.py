@@ -39,13 +39,19 @@ def register(subparsers: Any) -> None:
     )
     runs.set_defaults(func=cmd_runs)
 
-    show = subparsers.add_parser("show", help="one row per measurement of a run",
-                                 description="Show every measurement of one run (id or unique prefix).")  # fmt: skip
+    show = subparsers.add_parser(
+        "show",
+        help="one row per measurement of a run",
+        description="Show every measurement of one run (id or unique prefix).",
+    )
     show.add_argument("run_id", help="run id or a unique prefix of it (see daskbench runs)")
     add_db_option(show)
     add_format_option(show)
-    show.add_argument("--tasks", action="store_true",
-                      help="per-task peak memory per task prefix instead (measured with pytest -m benchmark --task-memory)")  # fmt: skip
+    show.add_argument(
+        "--tasks",
+        action="store_true",
+        help="per-task peak memory per task prefix instead (measured with pytest -m benchmark --task-memory)",
+    )
     show.set_defaults(func=_show_or_tasks)
 
 
@@ -81,10 +87,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print_json(json_safe({"version": JSON_VERSION, "runs": summaries}))
         return 0
     rows = [
-        [s["run_id"][:8], s["started_at"], s["status"], s["label"], str(s["measurements"]), _outcomes(s["outcomes"]),
-         _probe(s["cpu_probe_s"]), s["versions"].get("dask", "?"), (s["git_sha"] or "-")[:10]]
+        [
+            s["run_id"][:8],
+            s["started_at"],
+            s["status"],
+            s["label"],
+            str(s["measurements"]),
+            _outcomes(s["outcomes"]),
+            _probe(s["cpu_probe_s"]),
+            s["versions"].get("dask", "?"),
+            (s["git_sha"] or "-")[:10],
+        ]
         for s in summaries
-    ]  # fmt: skip
+    ]
     if not rows:
         print(f"no runs in {store.display_url}; run: pytest -m benchmark")
         return 0
@@ -140,8 +155,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
-    head = [f"run {run.run_id}", f"label={run.label}", f"started={run.started_at}",
-            f"dask={run.versions.get('dask', '?')}", f"cpu probe={_probe(machine.speed(measurements))}"]  # fmt: skip
+    head = [
+        f"run {run.run_id}",
+        f"label={run.label}",
+        f"started={run.started_at}",
+        f"dask={run.versions.get('dask', '?')}",
+        f"cpu probe={_probe(machine.speed(measurements))}",
+    ]
     print("\n".join(wrap_items(head, sep="  ")))
     columns = catalog.shown()
     print_grouped(["rep", "outcome", *(metric.short for metric in columns)], _show_groups(measurements, cases, rows))
@@ -218,8 +238,10 @@ def cmd_show_tasks(args: argparse.Namespace) -> int:
         case = cases[fingerprint]
         print()
         print_wrapped(case_label(case.workload, case.params, case.cluster.identity()))
-        print_table(["  rep", "prefix", "tasks", "peak", "p95", "input", "concurrency"],
-                    [_task_cells(r) for r in rows if r["fingerprint"] == fingerprint])  # fmt: skip
+        print_table(
+            ["  rep", "prefix", "tasks", "peak", "p95", "input", "concurrency"],
+            [_task_cells(r) for r in rows if r["fingerprint"] == fingerprint],
+        )
     if any(r["concurrency"] > 1 for r in rows):
         print("\nconcurrency > 1: tasks ran at once in one worker; each is charged their shared growth (upper bound)")
     return 0

@@ -80,8 +80,10 @@ def open_cluster(
         try:
             client, cluster = begin() if timeout is None else within(begin, timeout, "cluster start")
         except TimeoutError as exc:
-            raise DaskbenchError(f"{exc}; check the cluster (--cluster {requested.target or requested.backend}) "
-                                 "or raise --timeout (the limit is the larger of it and 600 s)") from None  # fmt: skip
+            raise DaskbenchError(
+                f"{exc}; check the cluster (--cluster {requested.target or requested.backend}) "
+                "or raise --timeout (the limit is the larger of it and 600 s)"
+            ) from None
     try:
         spec = read_back(client, requested)
         with dask.config.set(typed_config(requested)):  # the client side is set while the case runs

@@ -104,6 +104,11 @@ def _put_back(client: Client, borrowed: Any) -> None:
 
 
 ADDRESS = Backend(
-    "address", r"(tcp|tls|ws|wss|inproc|ucx)://\S+", "tcp://host:8786 (a running scheduler)", start,
-    preflight=check_reachable, close=close, fixed_size=True,
-)  # fmt: skip
+    "address",
+    r"(tcp|tls|ws|wss|inproc|ucx)://\S+",
+    "tcp://host:8786 (a running scheduler)",
+    start,
+    preflight=check_reachable,
+    close=close,
+    fixed_size=True,
+)

@@ -38,5 +38,6 @@ def keywords(target: str) -> list[str] | None:
     return keywords_of(LocalCluster, Nanny, Worker, ServerNode)
 
 
-LOCAL = Backend("local", r"local", "local (worker processes on this machine)", start, records_target=False,
-                keywords=keywords)  # fmt: skip
+LOCAL = Backend(
+    "local", r"local", "local (worker processes on this machine)", start, records_target=False, keywords=keywords
+)

@@ -33,8 +33,9 @@ def cluster_class(target: str) -> type:
     try:
         found = getattr(importlib.import_module(module_name), class_name)
     except Exception as exc:  # the module is the user's: whatever its import raises is one line
-        raise DaskbenchError(f"--cluster {target}: cannot import {class_name} from {module_name} ({one_line(exc)})"
-                             ) from None  # fmt: skip
+        raise DaskbenchError(
+            f"--cluster {target}: cannot import {class_name} from {module_name} ({one_line(exc)})"
+        ) from None
     if not inspect.isclass(found) or not callable(getattr(found, "scale", None)):
         what = "a class without scale()" if inspect.isclass(found) else f"a {type(found).__name__}"
         raise DaskbenchError(
@@ -52,5 +53,11 @@ def keywords(target: str) -> list[str] | None:
     return keywords_of(cluster_class(target))
 
 
-CLASS_PATH = Backend("class", r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", "module:ClassName (any cluster manager)", start,
-                     preflight=check_class, keywords=keywords)  # fmt: skip
+CLASS_PATH = Backend(
+    "class",
+    r"[A-Za-z_][\w.]*:[A-Za-z_]\w*",
+    "module:ClassName (any cluster manager)",
+    start,
+    preflight=check_class,
+    keywords=keywords,
+)

@@ -109,9 +109,15 @@ def _same(value: Any, item: Any) -> bool:
 def _is_type(value: Any, name: str) -> bool:
     """A JSON schema type test; a number passes for ``string`` too (Dask reads a timeout of 30 as 30 s)."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    kinds = {"number": number, "integer": number and float(value).is_integer(), "boolean": isinstance(value, bool),
-             "string": isinstance(value, str) or number, "null": value is None, "array": isinstance(value, list),
-             "object": isinstance(value, dict)}  # fmt: skip
+    kinds = {
+        "number": number,
+        "integer": number and float(value).is_integer(),
+        "boolean": isinstance(value, bool),
+        "string": isinstance(value, str) or number,
+        "null": value is None,
+        "array": isinstance(value, list),
+        "object": isinstance(value, dict),
+    }
     return kinds.get(name, True)
 
 
@@ -154,6 +160,9 @@ def masked_sweep(sweep: ConfigSweep | None) -> ConfigSweep:
 def unmasked(sweep: ConfigSweep | None, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     """A spec's ``(key, value)`` pairs as masked by `masked_sweep`, with each masked value replaced by
     the value it stands for: what the cluster is started with, never stored or shown."""
-    real = {(key, shown): value for key, values in sweep or () for shown, value in
-            zip(masked_choices(key, values), values, strict=True)}  # fmt: skip
+    real = {
+        (key, shown): value
+        for key, values in sweep or ()
+        for shown, value in zip(masked_choices(key, values), values, strict=True)
+    }
     return tuple((key, real.get((key, shown), shown)) for key, shown in pairs)

@@ -31,10 +31,17 @@ MIN_MEMORY_PER_WORKER = 256 * 2**20
 MIN_TIMEOUT = 1.0
 
 _UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}  # fmt: skip
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_saturation_list(text: str) -> tuple[float, ...]:
@@ -276,8 +283,9 @@ def _known_dialect(url: str) -> str:
         parsed = sa.engine.make_url(url)
     except (ArgumentError, ValueError):
         shown = redact_text(url)
-        raise Shortened(f"{shown!r} is not a database URL like postgresql://user@host:5432/db",
-                        f"{shown!r} is not a database URL") from None  # fmt: skip
+        raise Shortened(
+            f"{shown!r} is not a database URL like postgresql://user@host:5432/db", f"{shown!r} is not a database URL"
+        ) from None
     try:
         parsed.get_dialect()
     except (ArgumentError, NoSuchModuleError, ModuleNotFoundError):
@@ -294,11 +302,17 @@ def _check_sqlite_url(url: str, parsed: URL) -> None:
 
     host = parsed.host
     if host:
-        raise Shortened(f"{url!r} names a host, not a file; a SQLite file takes three slashes: sqlite:///{host}",
-                        f"{url!r} names no file; use three slashes: sqlite:///{host}")  # fmt: skip
+        raise Shortened(
+            f"{url!r} names a host, not a file; a SQLite file takes three slashes: sqlite:///{host}",
+            f"{url!r} names no file; use three slashes: sqlite:///{host}",
+        )
     if sqlite_file(parsed) is None:
-        raise Shortened(*(f"{start} loses every result when the session ends; give a file: {DEFAULT_DB}"
-                          for start in (f"{url} is in memory and", "an in-memory store")))  # fmt: skip
+        raise Shortened(
+            *(
+                f"{start} loses every result when the session ends; give a file: {DEFAULT_DB}"
+                for start in (f"{url} is in memory and", "an in-memory store")
+            )
+        )
 
 
 def parse_db(text: str) -> str:

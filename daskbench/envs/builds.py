@@ -103,8 +103,17 @@ class Installer:
     def install(self, folder: Path, spec: EnvSpec, index: Index) -> list[str]:
         python = str(interpreter(folder))
         if self.name == "uv":  # compiled as pip does: else every restarted worker compiles dask again
-            return [*self.command, "pip", "install", "--python", python, "--compile-bytecode", *_no_deps(spec),
-                    *index.args(), *spec.requirements()]  # fmt: skip
+            return [
+                *self.command,
+                "pip",
+                "install",
+                "--python",
+                python,
+                "--compile-bytecode",
+                *_no_deps(spec),
+                *index.args(),
+                *spec.requirements(),
+            ]
         pip = [*self.command, "--python", python] if self.command else [python, "-m", "pip"]
         return [*pip, "install", "--disable-pip-version-check", *_no_deps(spec), *index.args(), *spec.requirements()]
 
@@ -248,8 +257,7 @@ def _logged(command: list[str], log: Path, mode: str) -> subprocess.CompletedPro
     """Run one installer step, its output written to ``log``; None when it outran ``STEP_TIMEOUT_S``."""
     done: subprocess.CompletedProcess[str] | None = None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=STEP_TIMEOUT_S)  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=STEP_TIMEOUT_S)
         output = done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
         output = f"{_text(expired.stdout)}{_text(expired.stderr)}\n(stopped after {STEP_TIMEOUT_S} s)\n"
@@ -274,8 +282,10 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
     one line saying ``what`` failed or hung."""
     done = _logged(command, job.log, mode)
     if done is None:
-        raise DaskbenchError(f"{job.tool.name} did not {what} for {job.spec.source} within {STEP_TIMEOUT_S} s; "
-                             f"stopped (is the index answering? its output: {job.log})")  # fmt: skip
+        raise DaskbenchError(
+            f"{job.tool.name} did not {what} for {job.spec.source} within {STEP_TIMEOUT_S} s; "
+            f"stopped (is the index answering? its output: {job.log})"
+        )
     if done.returncode != 0:
         raise DaskbenchError(failure_line(done.stdout + done.stderr, job, what))
 
@@ -303,8 +313,13 @@ def missing_pin(output: str, spec: EnvSpec) -> str | None:
 
 def _mark(folder: Path, spec: EnvSpec, tool: Installer, seconds: float) -> None:
     """Write the marker, atomically: the environment is built from this moment."""
-    record = {"lines": spec.lines(), "source": spec.source, "installer": tool.name,
-              "built_at": now_iso(), "seconds": round(seconds, 1)}  # fmt: skip
+    record = {
+        "lines": spec.lines(),
+        "source": spec.source,
+        "installer": tool.name,
+        "built_at": now_iso(),
+        "seconds": round(seconds, 1),
+    }
     scratch = folder / f".{MARKER}.tmp"
     scratch.write_text(json.dumps(record, indent=1) + "\n")
     os.replace(scratch, folder / MARKER)

@@ -67,10 +67,16 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
     try:
-        archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True,
-                                 check=True, stdin=subprocess.DEVNULL, timeout=300)  # fmt: skip
-        subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True,
-                       timeout=300)  # fmt: skip
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", commit],
+            capture_output=True,
+            check=True,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+        )
+        subprocess.run(
+            ["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True, timeout=300
+        )
         os.replace(scratch, target)
     except OSError:
         if not target.is_dir():  # another process did not export it first
@@ -87,8 +93,9 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     """``git -C repo ARGS``; with ``check``, one line naming the command when it fails."""
     if shutil.which("git") is None:
         raise DaskbenchError("git is not on PATH; install git to work with a checkout")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300)  # fmt: skip
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300
+    )
     if check and done.returncode != 0:
         raise DaskbenchError(f"git {' '.join(args)} failed in {repo}: {first_error(done.stderr)}")
     return done

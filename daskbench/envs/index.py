@@ -88,12 +88,22 @@ def index_versions(name: str, index: Index) -> set[str]:
     """The versions of ``name`` an index offers, by ``pip index versions --json`` (empty: none)."""
     if importlib.util.find_spec("pip") is None:
         raise DaskbenchError(f"listing the versions of {name} on an index needs pip here: pip install pip")
-    command = [sys.executable, "-m", "pip", "index", "versions", "--json", "--disable-pip-version-check",
-               *index.args(), name]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        "--json",
+        "--disable-pip-version-check",
+        *index.args(),
+        name,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
     if done.returncode != 0:
         if "no matching distribution" in done.stderr.lower():
             return set()
-        raise DaskbenchError(f"pip could not list the versions of {name} ({index.describe('pip')}): "
-                             f"{first_error(done.stderr)}")  # fmt: skip
+        raise DaskbenchError(
+            f"pip could not list the versions of {name} ({index.describe('pip')}): {first_error(done.stderr)}"
+        )
     return {str(version) for version in json.loads(done.stdout).get("versions", [])}

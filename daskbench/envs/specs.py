@@ -142,8 +142,9 @@ def spec_from_pins(
 
 def daskbench_requirement() -> tuple[str, ...]:
     """The installer arguments that install this daskbench again, the way it is installed here."""
-    record, version = install_record("so an environment cannot get it; install it (pip install -e .) "
-                                     "or build without it (--without-daskbench)")  # fmt: skip
+    record, version = install_record(
+        "so an environment cannot get it; install it (pip install -e .) or build without it (--without-daskbench)"
+    )
     return requirement_from_record(record, version)
 
 

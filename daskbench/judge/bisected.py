@@ -19,8 +19,13 @@ from daskbench.judge.compare import AB_GROUP, AB_SIDE
 from daskbench.store import Store
 
 TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
-    "bisect", "bisect_step", "bisect_version", "bisect_attempt", "bisect_verdict", "bisect_minutes",
-)  # fmt: skip
+    "bisect",
+    "bisect_step",
+    "bisect_version",
+    "bisect_attempt",
+    "bisect_verdict",
+    "bisect_minutes",
+)
 GOOD_TAG, BAD_TAG, PINS = "bisect_good", "bisect_bad", "bisect_pins"
 #: A commit step's tags: the bisected checkout, the full commit id and its subject.
 REPO_TAG, COMMIT, SUBJECT = "bisect_repo", "bisect_commit", "bisect_subject"
@@ -41,8 +46,10 @@ class Culprit:
     def line(self) -> str:
         """``bisection b: first bad standin 1.5 (step 2, daskbench compare --group b-2); newest good standin 1.4``."""
         good = f"; newest good {self.newest_good}" if self.newest_good else ""
-        return f"bisection {self.bisection}: first bad {self.first_bad} (step {self.step}, " \
-               f"daskbench compare --group {self.group}){good}"  # fmt: skip
+        return (
+            f"bisection {self.bisection}: first bad {self.first_bad} (step {self.step}, "
+            f"daskbench compare --group {self.group}){good}"
+        )
 
 
 def described(tags: Mapping[str, str]) -> str:

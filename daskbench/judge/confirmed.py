@@ -55,13 +55,24 @@ def parse_pins(text: str) -> Pins:
 
 def tags(candidate: str, good: str, pins: Pins, tonight: Pins, floors: Mapping[str, float]) -> dict[str, str]:
     """The tags a confirmation's runs carry."""
-    return {OF: candidate, GOOD: good, PINS: pins_text(pins), TONIGHT: pins_text(tonight),
-            FLOORS: json.dumps(dict(floors), sort_keys=True)}  # fmt: skip
+    return {
+        OF: candidate,
+        GOOD: good,
+        PINS: pins_text(pins),
+        TONIGHT: pins_text(tonight),
+        FLOORS: json.dumps(dict(floors), sort_keys=True),
+    }
 
 
 def _read(group: str, found: Mapping[str, str]) -> Stored:
-    return Stored(group, found[OF], found.get(GOOD, ""), describe_pins(parse_pins(found.get(PINS, ""))),
-                  describe_pins(parse_pins(found.get(TONIGHT, ""))), json.loads(found.get(FLOORS) or "{}"))  # fmt: skip
+    return Stored(
+        group,
+        found[OF],
+        found.get(GOOD, ""),
+        describe_pins(parse_pins(found.get(PINS, ""))),
+        describe_pins(parse_pins(found.get(TONIGHT, ""))),
+        json.loads(found.get(FLOORS) or "{}"),
+    )
 
 
 def stored(store: Store, group: str) -> Stored:
@@ -69,8 +80,10 @@ def stored(store: Store, group: str) -> Stored:
     for run in store.runs():
         if run.tags.get(AB_GROUP) == group and OF in run.tags:
             return _read(group, run.tags)
-    raise DaskbenchError(f"no confirmation {group!r} in {store.display_url} (no run tagged {OF} in that "
-                         "A/B group); run one with: daskbench confirm --group GROUP")  # fmt: skip
+    raise DaskbenchError(
+        f"no confirmation {group!r} in {store.display_url} (no run tagged {OF} in that "
+        "A/B group); run one with: daskbench confirm --group GROUP"
+    )
 
 
 def of_candidate(store: Store, candidate: str) -> tuple[Stored, ...]:

@@ -50,8 +50,10 @@ class Selection:
             raise DaskbenchError(f"--history needs a number of runs >= 1, got {self.history}")
         for flag, value in (("--candidate", self.candidate), ("--baseline", self.baseline), ("--group", self.ab_group)):
             if value is not None and len(value) > MAX_NAME:
-                raise DaskbenchError(f"{flag} {value[:12]!r}... is {len(value)} characters long; run ids and names "
-                                     f"have at most {MAX_NAME} (see: daskbench runs)")  # fmt: skip
+                raise DaskbenchError(
+                    f"{flag} {value[:12]!r}... is {len(value)} characters long; run ids and names "
+                    f"have at most {MAX_NAME} (see: daskbench runs)"
+                )
 
     @property
     def mode(self) -> str:

@@ -50,8 +50,17 @@ _GATHER = {
 }
 #: Activities that happen beside the threads, carved out of the threads' non-executing time.
 BESIDE = ("transfer", "shuffle")
-ACTIVITIES = ("compute", "compute-noncpu", "task-overhead", "spill-read", "spill-write", "serialization",
-              "transfer", "shuffle", "idle")  # fmt: skip
+ACTIVITIES = (
+    "compute",
+    "compute-noncpu",
+    "task-overhead",
+    "spill-read",
+    "spill-write",
+    "serialization",
+    "transfer",
+    "shuffle",
+    "idle",
+)
 #: How far the activities may be from workers x threads x runtime and still add up.
 TOLERANCE = 0.10
 _QUEUE_SAMPLE_MS = 10
@@ -211,8 +220,11 @@ class BreakdownCollector:
         """The breakdown of the window's thread-seconds, and the scheduler metrics."""
         after_scheduler = client.run_on_scheduler(_scheduler_stop)
         found = fold(self.workers, client.run(_worker_seconds), self.window.thread_seconds)
-        extra = {"time_breakdown": found.activities, "time_breakdown_by_prefix": found.by_prefix,
-                 "thread_seconds": found.thread_seconds}  # fmt: skip
+        extra = {
+            "time_breakdown": found.activities,
+            "time_breakdown_by_prefix": found.by_prefix,
+            "thread_seconds": found.thread_seconds,
+        }
         metrics = {
             **scheduler_metrics(self.scheduler, after_scheduler),
             "task_cpu_s": found.activities.get("compute", 0.0),

@@ -132,8 +132,9 @@ def _stop(client: Any, collector: Collector, errors: dict[str, str]) -> Collecte
     except Exception as exc:
         errors[name] = one_line(exc)
         return Collected()
-    return replace(found, metrics=_valid(metrics, name, errors), tasks=tuple(found.tasks),
-                   timeline=tuple(found.timeline))  # fmt: skip
+    return replace(
+        found, metrics=_valid(metrics, name, errors), tasks=tuple(found.tasks), timeline=tuple(found.timeline)
+    )
 
 
 def _parts(value: Stopped) -> tuple[Collected, Mapping[str, Any]]:

@@ -158,9 +158,11 @@ def idle_of(reports: list[dict[str, Any]], peak_cluster: int) -> Idle | None:
     idle = [r.get("idle") for r in reports]
     if not reports or not all(idle):
         return None
-    return Idle(worker=max(i for i in idle if i),
-                above_cluster=max(0, peak_cluster - sum(i for i in idle if i)),
-                above_worker=max(max(0, r["high_water"] - r["idle"]) for r in reports))  # fmt: skip
+    return Idle(
+        worker=max(i for i in idle if i),
+        above_cluster=max(0, peak_cluster - sum(i for i in idle if i)),
+        above_worker=max(max(0, r["high_water"] - r["idle"]) for r in reports),
+    )
 
 
 class MemoryCollector:
@@ -206,8 +208,11 @@ def collected(summary: MemorySummary) -> Collected:
             "peak_memory_above_idle_bytes": summary.idle.above_cluster,
             "peak_worker_memory_above_idle_bytes": summary.idle.above_worker,
         }
-    return Collected(metrics={k: v for k, v in metrics.items() if v is not None},
-                     extra={"oom_deaths": summary.oom_deaths}, timeline=summary.timeline)  # fmt: skip
+    return Collected(
+        metrics={k: v for k, v in metrics.items() if v is not None},
+        extra={"oom_deaths": summary.oom_deaths},
+        timeline=summary.timeline,
+    )
 
 
 def summarize(reports: list[dict[str, Any]], t0: float, bin_seconds: float, max_points: int) -> MemorySummary:

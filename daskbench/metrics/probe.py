@@ -65,5 +65,7 @@ class SpeedProbe:
         self.readings += probe_cluster(client)
         probe = statistics.median(self.readings)
         found = {"cpu_probe_s": round(probe, 6), "runtime_norm_s": normalised(self.window.runtime_s or None, probe)}
-        return Collected(metrics={name: value for name, value in found.items() if value is not None},
-                         extra={"cpu_probes_s": [round(r, 5) for r in self.readings]})  # fmt: skip
+        return Collected(
+            metrics={name: value for name, value in found.items() if value is not None},
+            extra={"cpu_probes_s": [round(r, 5) for r in self.readings]},
+        )

@@ -94,8 +94,12 @@ class MeasureFixture:
         if self.used:
             raise DaskbenchError("measure() can be called once per test; parametrize the test for more cases")
         self.used = True
-        case = Case(name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"), dict(params or {}), self._cluster.spec,
-                    info={"test": self.node.nodeid})  # fmt: skip
+        case = Case(
+            name or getattr(self.node, "originalname", self.node.name).removeprefix("test_"),
+            dict(params or {}),
+            self._cluster.spec,
+            info={"test": self.node.nodeid},
+        )
         phases = self._prepare(case, prepare)
         return self._run(case, target, self._repeats(), phases)
 
@@ -262,11 +266,16 @@ def progress_line(case: Case, m: Measurement) -> str:
     items = [
         f"daskbench: {case.workload}",
         *(f"{key}={value}" for key, value in sorted(case.params.items())),
-        f"w={spec.n_workers}", f"t={spec.threads_per_worker}", f"mem={compact_bytes(spec.memory_per_worker)}",
+        f"w={spec.n_workers}",
+        f"t={spec.threads_per_worker}",
+        f"mem={compact_bytes(spec.memory_per_worker)}",
         f"sat={saturation_text(spec.worker_saturation)}",
         *(f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config),
-        f"r{m.repeat}", m.outcome, runtime, f"peak/worker {format_bytes(m.peak_worker_memory_bytes)}",
-    ]  # fmt: skip
+        f"r{m.repeat}",
+        m.outcome,
+        runtime,
+        f"peak/worker {format_bytes(m.peak_worker_memory_bytes)}",
+    ]
     return "\n".join(wrap_items(items))
 
 

@@ -263,8 +263,10 @@ def _stored_lines(state: DaskbenchSession) -> list[str]:
     run, count = state.run, plural(state.count, "measurement")
     fault = state.store.fault if state.store is not None else None
     if fault is None:
-        return [f"run {run.run_id} ({run.label}): {count} stored in {state.store_display}",
-                f"see them with: daskbench show {run.run_id[:8]}"]  # fmt: skip
+        return [
+            f"run {run.run_id} ({run.label}): {count} stored in {state.store_display}",
+            f"see them with: daskbench show {run.run_id[:8]}",
+        ]
     if not state.count:
         return [f"daskbench: {fault}", f"run {run.run_id[:8]}: nothing stored"]
     kept = f"run {run.run_id} ({run.label}): stored before that in {state.store_display}: {count}"

@@ -196,23 +196,36 @@ class Measurer:
         outcome, message = classify(attempt.error, found)
         extra = {**extra, **found.extra, **kept.extra, **({"collector_errors": errors} if errors else {})}
         runtime = attempt.phases.get("compute") if attempt.error is None else None
-        measurement = self._record(case, repeat, (outcome, message), {**phases, **attempt.phases}, found, extra,
-                                   runtime)  # fmt: skip
+        measurement = self._record(
+            case, repeat, (outcome, message), {**phases, **attempt.phases}, found, extra, runtime
+        )
         return measurement, attempt.result
 
     def lost(self, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
         """The measurement during which the scheduler was lost: ``cluster-lost``, nothing measured, never judged."""
-        return Measurement(run_id=self.run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=CLUSTER_LOST,
-                           message=f"lost the connection to the scheduler at {self.address}; nothing measured",
-                           phases={k: round(v, 6) for k, v in phases.items()}, recorded_at=now_iso())  # fmt: skip
+        return Measurement(
+            run_id=self.run_id,
+            fingerprint=case.fingerprint,
+            repeat=repeat,
+            outcome=CLUSTER_LOST,
+            message=f"lost the connection to the scheduler at {self.address}; nothing measured",
+            phases={k: round(v, 6) for k, v in phases.items()},
+            recorded_at=now_iso(),
+        )
 
     def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
         """One measurement's collectors in start order: the CPU speed probe (outermost, so its
         readings bracket everything else), counters, the registered ones, the time breakdown,
         ``--task-memory``, the memory sampler (started last, stopped first)."""
         per_task: list[collectors.Collector] = [TaskMemoryCollector()] if self.task_memory else []
-        return [SpeedProbe(window), CounterCollector(), *collectors.create(), BreakdownCollector(window), *per_task,
-                self.memory]  # fmt: skip
+        return [
+            SpeedProbe(window),
+            CounterCollector(),
+            *collectors.create(),
+            BreakdownCollector(window),
+            *per_task,
+            self.memory,
+        ]
 
     def _record(
         self,
@@ -227,14 +240,28 @@ class Measurer:
         """The measurement of one finished attempt; ``runtime`` is the compute phase when it ran to the end."""
         outcome, message = said
         spec = case.cluster
-        cost = estimate(self.prices, runtime, spec.n_workers, spec.threads_per_worker, spec.memory_per_worker,
-                        found.metrics.get("peak_worker_memory_bytes"))  # fmt: skip
-        extra = {**extra, "instance": cost.instance, "rightsized_instance": cost.rightsized_instance,
-                 "prices_as_of": cost.prices_as_of}  # fmt: skip
+        cost = estimate(
+            self.prices,
+            runtime,
+            spec.n_workers,
+            spec.threads_per_worker,
+            spec.memory_per_worker,
+            found.metrics.get("peak_worker_memory_bytes"),
+        )
+        extra = {
+            **extra,
+            "instance": cost.instance,
+            "rightsized_instance": cost.rightsized_instance,
+            "prices_as_of": cost.prices_as_of,
+        }
         if not self.restart_workers:
             extra["workers_restarted"] = False  # memory measured from the shared workers' current level
-        values = {"runtime_s": runtime, **found.metrics,
-                  "cost_usd": cost.cost_usd, "rightsized_cost_usd": cost.rightsized_cost_usd}  # fmt: skip
+        values = {
+            "runtime_s": runtime,
+            **found.metrics,
+            "cost_usd": cost.cost_usd,
+            "rightsized_cost_usd": cost.rightsized_cost_usd,
+        }
         return Measurement(
             run_id=self.run_id,
             fingerprint=case.fingerprint,
@@ -265,15 +292,28 @@ def failed_measurement(
     run_id: str, case: Case, repeat: int, error: BaseException, phases: dict[str, float]
 ) -> Measurement:
     """A measurement for a case the harness could not run (the cluster would not start/restart)."""
-    return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome="error",
-                       message=one_line(error), phases=phases, recorded_at=now_iso())  # fmt: skip
+    return Measurement(
+        run_id=run_id,
+        fingerprint=case.fingerprint,
+        repeat=repeat,
+        outcome="error",
+        message=one_line(error),
+        phases=phases,
+        recorded_at=now_iso(),
+    )
 
 
 def interrupted_measurement(run_id: str, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
     """The measurement Ctrl-C cut short: outcome ``interrupted``, nothing measured, never judged."""
-    return Measurement(run_id=run_id, fingerprint=case.fingerprint, repeat=repeat, outcome=INTERRUPTED,
-                       message="interrupted (Ctrl-C or SIGTERM) while it ran; nothing measured",
-                       phases=dict(phases), recorded_at=now_iso())  # fmt: skip
+    return Measurement(
+        run_id=run_id,
+        fingerprint=case.fingerprint,
+        repeat=repeat,
+        outcome=INTERRUPTED,
+        message="interrupted (Ctrl-C or SIGTERM) while it ran; nothing measured",
+        phases=dict(phases),
+        recorded_at=now_iso(),
+    )
 
 
 def call_once(fn: Callable[[], Any] | None, timeout: float | None = None) -> tuple[Any, float | None]:

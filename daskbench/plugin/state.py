@@ -84,9 +84,16 @@ class DaskbenchSession:
         ``--config``); a fixed-size backend (a running scheduler) gets its own size once."""
         s, backend = self.settings, backend_named(self.backend)
         target = s.cluster if backend.records_target else ""
-        sizes = [(s.workers[0], s.threads_per_worker[0], s.memory_per_worker[0])] if backend.fixed_size else [
-            (n, threads, memory) for threads in s.threads_per_worker for memory in s.memory_per_worker for n in s.workers
-        ]  # fmt: skip
+        sizes = (
+            [(s.workers[0], s.threads_per_worker[0], s.memory_per_worker[0])]
+            if backend.fixed_size
+            else [
+                (n, threads, memory)
+                for threads in s.threads_per_worker
+                for memory in s.memory_per_worker
+                for n in s.workers
+            ]
+        )
         return [
             ClusterSpec(self.backend, n, threads, memory, sat, scheduler_config=config, target=target)
             for config in config_combinations(cfg.masked_sweep(s.config))  # secret values masked: stored, shown
@@ -103,8 +110,9 @@ class DaskbenchSession:
         backend_named(self.backend).preflight(self.settings.cluster)
         if backend_named(self.backend).fixed_size:
             self._check_idle()
-        check_kwargs(self.settings.cluster, load_kwargs(self.settings.cluster_kwargs),
-                     backend_named(self.backend).keywords)  # fmt: skip
+        check_kwargs(
+            self.settings.cluster, load_kwargs(self.settings.cluster_kwargs), backend_named(self.backend).keywords
+        )
         if self.settings.compare:
             self._check_compare_target(self.settings.compare)
         if self.settings.evidence:
@@ -190,11 +198,15 @@ class DaskbenchSession:
         self.cluster = replace(opened, spec=replace(opened.spec, scheduler_config=spec.scheduler_config))
         self._client_config = dask_config_set(typed_config(real))  # the client side, while the case runs
         self.measurer = Measurer(
-            self.cluster.client, run.run_id, self.prices, self.settings.timeout, self.cluster.spec.n_workers,
+            self.cluster.client,
+            run.run_id,
+            self.prices,
+            self.settings.timeout,
+            self.cluster.spec.n_workers,
             evidence_dir=self._evidence_folder(run),
             restart_workers=self.settings.restart_workers or not backend_named(self.backend).fixed_size,
             task_memory=self.settings.task_memory,
-        )  # fmt: skip
+        )
         return self.cluster
 
     def _evidence_folder(self, run: Run) -> Path | None:
@@ -351,8 +363,10 @@ def check_sweep_fits_backend(settings: cfg.Settings, backend: Backend) -> None:
     """A running scheduler has the workers it has: sweeping their size or their config there is refused."""
     if not backend.fixed_size:
         return
-    for name, values in (("--threads-per-worker", settings.threads_per_worker),
-                         ("--memory-per-worker", settings.memory_per_worker)):  # fmt: skip
+    for name, values in (
+        ("--threads-per-worker", settings.threads_per_worker),
+        ("--memory-per-worker", settings.memory_per_worker),
+    ):
         if len(values) > 1:
             raise DaskbenchError(
                 f"{name}: a running scheduler ({settings.cluster}) has the workers it has; give one value, "

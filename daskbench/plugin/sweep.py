@@ -92,16 +92,27 @@ def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
     s = session.settings
     saturations = ",".join(saturation_text(v) for v in s.saturation)
     workers = "as the scheduler has" if fixed_size else ",".join(map(str, s.workers))
-    settings = [f"daskbench: cluster={redact_url(s.cluster)}", f"workers={workers}",
-                *([] if fixed_size else axes_items(s)), f"saturation={saturations}", f"size={s.size}",
-                f"repeat={s.repeat}", f"db={redact_url(s.db)}"]  # fmt: skip
+    settings = [
+        f"daskbench: cluster={redact_url(s.cluster)}",
+        f"workers={workers}",
+        *([] if fixed_size else axes_items(s)),
+        f"saturation={saturations}",
+        f"size={s.size}",
+        f"repeat={s.repeat}",
+        f"db={redact_url(s.db)}",
+    ]
     return [
         *wrap_items([terminal_safe(item) for item in settings]),
         *([] if fixed_size else slots_lines(s)),
-        *([] if fixed_size or machine_share() == 1 else [
-            f"daskbench: {machine_share()} clusters share this machine (daskbench ab, lockstep): "
-            "auto memory per worker is this machine's share"]),
-    ]  # fmt: skip
+        *(
+            []
+            if fixed_size or machine_share() == 1
+            else [
+                f"daskbench: {machine_share()} clusters share this machine (daskbench ab, lockstep): "
+                "auto memory per worker is this machine's share"
+            ]
+        ),
+    ]
 
 
 def case_key_of(item: pytest.Item, session: DaskbenchSession) -> str:

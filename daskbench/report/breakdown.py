@@ -46,8 +46,13 @@ def _bars(section: Section) -> tuple[list[tuple[str, str]], dict[str, list[float
 def breakdown_figure(section: Section) -> figure:
     """Stacked horizontal bars of thread-seconds by activity, A and B per case."""
     factors, columns = _bars(section)
-    fig = new_figure("Where the time went", "thread-seconds (workers x threads x runtime)", "",
-                     y_range=FactorRange(factors=list(reversed(factors))), height=max(170, 30 * len(factors) + 110))  # fmt: skip
+    fig = new_figure(
+        "Where the time went",
+        "thread-seconds (workers x threads x runtime)",
+        "",
+        y_range=FactorRange(factors=list(reversed(factors))),
+        height=max(170, 30 * len(factors) + 110),
+    )
     if not factors:
         return fig
     source = ColumnDataSource({"y": factors, **columns})
@@ -58,8 +63,11 @@ def breakdown_figure(section: Section) -> figure:
             continue
         left: Any = stack(*below) if below else 0.0
         below.append(activity)
-        renderer = draw(fig, HBar(y="y", left=left, right=stack(*below), height=0.7, fill_color=COLOURS[activity],
-                                  line_color="white"), source)  # fmt: skip
+        renderer = draw(
+            fig,
+            HBar(y="y", left=left, right=stack(*below), height=0.7, fill_color=COLOURS[activity], line_color="white"),
+            source,
+        )
         items.append(LegendItem(label=activity, renderers=[renderer]))
     fig.add_layout(Legend(items=items, orientation="horizontal", label_text_font_size="11px"), "below")
     return fig

@@ -101,8 +101,14 @@ def _memory_line(fig: figure, view: CaseView, side: str, palette: Palette) -> li
         }
     )
     color, candidate = palette.color(view.saturation), side == "candidate"
-    line = Line(x="t", y="gib", line_color=color, line_width=2.2 if candidate else 1.6,
-                line_dash=CANDIDATE_DASH if candidate else BASELINE_DASH, line_alpha=1.0 if candidate else 0.8)  # fmt: skip
+    line = Line(
+        x="t",
+        y="gib",
+        line_color=color,
+        line_width=2.2 if candidate else 1.6,
+        line_dash=CANDIDATE_DASH if candidate else BASELINE_DASH,
+        line_alpha=1.0 if candidate else 0.8,
+    )
     renderers = [draw(fig, line, source)]
     if not m.ok:
         end = {str(key): list(values)[-1:] for key, values in source.data.items()}
@@ -122,16 +128,30 @@ def _memory_limit(fig: figure, section: Section, n_workers: int, highest: float)
         location = limit * n_workers / GIB
         if highest > 0 and location > highest * LIMIT_IN_VIEW:
             text = f"memory limit {location:.3g} GiB: above the chart ↑"
-            fig.add_layout(Label(x=8, y=6, x_units="screen", y_units="screen", text=text, name="memory-limit",
-                                 text_font_size="11px", text_color="#c62828"))  # fmt: skip
+            fig.add_layout(
+                Label(
+                    x=8,
+                    y=6,
+                    x_units="screen",
+                    y_units="screen",
+                    text=text,
+                    name="memory-limit",
+                    text_font_size="11px",
+                    text_color="#c62828",
+                )
+            )
             return
         draw(fig, HSpan(y="y", line_dash="dotted", line_color="#c62828", name="memory-limit"), {"y": [location]})
 
 
 def _highest(renderers: Sequence[Model]) -> float:
     """The highest memory value (GiB) drawn by these renderers."""
-    values = [y for r in renderers if isinstance(r, GlyphRenderer)
-              for y in cast(ColumnDataSource, r.data_source).data.get("gib", [])]  # fmt: skip
+    values = [
+        y
+        for r in renderers
+        if isinstance(r, GlyphRenderer)
+        for y in cast(ColumnDataSource, r.data_source).data.get("gib", [])
+    ]
     return max(values, default=0.0)
 
 
@@ -161,11 +181,25 @@ def change_figure(section: Section, metric: str) -> figure:
         y_range=FactorRange(factors=list(reversed(labels))),
         height=max(170, 34 * len(labels) + 80),
     )
-    draw(fig, HBar(y="case", left=0, right="pct", height=0.62, fill_color="color", line_color="color", fill_alpha=0.85),
-         source)  # fmt: skip
+    draw(
+        fig,
+        HBar(y="case", left=0, right="pct", height=0.62, fill_color="color", line_color="color", fill_alpha=0.85),
+        source,
+    )
     draw(fig, Segment(x0="low", x1="high", y0="case", y1="case", line_color="#222222", line_width=1.5), source)
-    draw(fig, Text(x=0, y="case", text="status", text_font_size="11px", text_baseline="middle", text_color="#7f0000",
-                   x_offset=4), source)  # fmt: skip
+    draw(
+        fig,
+        Text(
+            x=0,
+            y="case",
+            text="status",
+            text_font_size="11px",
+            text_baseline="middle",
+            text_color="#7f0000",
+            x_offset=4,
+        ),
+        source,
+    )
     draw(fig, VSpan(x="x", line_color="#444444", line_width=1), {"x": [0]})
     fig.x_range = _change_range(rows, _floor(section, metric))
     _floor_band(fig, _floor(section, metric))
@@ -187,8 +221,14 @@ def _change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, 
     pct = percent(verdict.ratio) or 0.0
     low = percent(verdict.ci_low) if verdict.ci_low is not None else pct
     high = percent(verdict.ci_high) if verdict.ci_high is not None else pct
-    return (pct, low if low is not None else pct, high if high is not None else pct,
-            VERDICT_COLORS[verdict.verdict], verdict.verdict, "")  # fmt: skip
+    return (
+        pct,
+        low if low is not None else pct,
+        high if high is not None else pct,
+        VERDICT_COLORS[verdict.verdict],
+        verdict.verdict,
+        "",
+    )
 
 
 def _floor(section: Section, metric: str) -> float:

@@ -134,15 +134,27 @@ def gather(store: Store, comparison: Comparison, *, history_window: int | None =
     baseline = _baseline_measurements(store, comparison, per_case, roles)
     verdicts = _verdicts_by_case(comparison.verdicts)
     views = [
-        _case_view(fp, cases[fp], candidate.get(fp, []), baseline.get(fp, []), verdicts.get(fp, {}),
-                   _history(per_case.get(fp, {}), runs, roles))
+        _case_view(
+            fp,
+            cases[fp],
+            candidate.get(fp, []),
+            baseline.get(fp, []),
+            verdicts.get(fp, {}),
+            _history(per_case.get(fp, {}), runs, roles),
+        )
         for fp in fingerprints
         if fp in cases
-    ]  # fmt: skip
+    ]
     saturations = tuple(sorted({view.saturation for view in views}))
     candidate_id = comparison.candidate_run.run_id
-    return ReportData(comparison, _sections(views), saturations, window, confirmations(store, candidate_id),
-                      culprits(store, candidate_id))  # fmt: skip
+    return ReportData(
+        comparison,
+        _sections(views),
+        saturations,
+        window,
+        confirmations(store, candidate_id),
+        culprits(store, candidate_id),
+    )
 
 
 def confirmations(store: Store, candidate: str) -> tuple[ConfirmationView, ...]:

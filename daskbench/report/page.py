@@ -55,27 +55,45 @@ class ChartGroup:
 
 #: Per kind of chart group: its heading and the caption that says how to read it.
 GROUPS = {
-    "memory": ("Memory over time", "Cluster memory (sum over workers) during the compute phase of the median "
-               "repeat, per worker-saturation, scaled to the data; the dotted red line is the cluster's memory limit "
-               "(a red label when it is far above the traces); a cross marks "
-               "where a failed repeat stopped."),
-    "change": ("Change against the baseline", "Percent change per case; the bar is the estimate, the whisker its "
-               "95% confidence interval (A/B), the grey band the floor within which a change does not count."),
-    "history": ("History", "Each case over its recent runs; the shaded band is the baseline median ± max(3 MADs, "
-                "floor); squares are baseline runs, the diamond the candidate, crosses failed runs. "
-                "The metric switch above chooses the metric."),
-    "settings": ("Settings: cluster size and worker-saturation", "Medians per setting: runtime and cost against the "
-                 "number of workers, runtime against peak memory (hollow: baseline, filled: candidate), and cost "
-                 "against runtime over every configuration of the candidate: filled points are on the frontier "
-                 "(no other configuration is both faster and cheaper), joined by the dashed line."),
-    "breakdown": ("Where the time went", "Median thread-seconds (workers × threads × runtime) by activity from "
-                  "Dask's fine-grained metrics, baseline (A) next to candidate (B) per case; idle is the remainder. "
-                  "Transfer and shuffle run beside the threads and are counted within the time they were not "
-                  "executing."),
-    "tasks": ("Per-task peak memory", "With --task-memory: per task prefix, the largest memory one task took "
-              "above its start level (dark) and the 95th percentile (light), over the candidate's measurements; "
-              "at one thread per worker exact, with more an upper bound. It decides how many tasks fit a worker."),
-}  # fmt: skip
+    "memory": (
+        "Memory over time",
+        "Cluster memory (sum over workers) during the compute phase of the median "
+        "repeat, per worker-saturation, scaled to the data; the dotted red line is the cluster's memory limit "
+        "(a red label when it is far above the traces); a cross marks "
+        "where a failed repeat stopped.",
+    ),
+    "change": (
+        "Change against the baseline",
+        "Percent change per case; the bar is the estimate, the whisker its "
+        "95% confidence interval (A/B), the grey band the floor within which a change does not count.",
+    ),
+    "history": (
+        "History",
+        "Each case over its recent runs; the shaded band is the baseline median ± max(3 MADs, "
+        "floor); squares are baseline runs, the diamond the candidate, crosses failed runs. "
+        "The metric switch above chooses the metric.",
+    ),
+    "settings": (
+        "Settings: cluster size and worker-saturation",
+        "Medians per setting: runtime and cost against the "
+        "number of workers, runtime against peak memory (hollow: baseline, filled: candidate), and cost "
+        "against runtime over every configuration of the candidate: filled points are on the frontier "
+        "(no other configuration is both faster and cheaper), joined by the dashed line.",
+    ),
+    "breakdown": (
+        "Where the time went",
+        "Median thread-seconds (workers × threads × runtime) by activity from "
+        "Dask's fine-grained metrics, baseline (A) next to candidate (B) per case; idle is the remainder. "
+        "Transfer and shuffle run beside the threads and are counted within the time they were not "
+        "executing.",
+    ),
+    "tasks": (
+        "Per-task peak memory",
+        "With --task-memory: per task prefix, the largest memory one task took "
+        "above its start level (dark) and the 95th percentile (light), over the candidate's measurements; "
+        "at one thread per worker exact, with more an upper bound. It decides how many tasks fit a worker.",
+    ),
+}
 
 
 def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], dict[str, figure]]:

@@ -46,15 +46,32 @@ def frontier_figure(section: Section, palette: Palette) -> figure:
     items = []
     for view, (runtime, cost), index in zip(views, points, range(len(points)), strict=True):
         color, marker = palette.color(view.saturation), palette.marker(view.n_workers)
-        source = ColumnDataSource({"x": [runtime], "y": [cost], "series": [config_label(view)],
-                                   "rt": [f"{runtime:.3g} s"], "usd": [format_usd(cost)],
-                                   "best": ["on the frontier" if index in best else "dominated"]})  # fmt: skip
-        glyph = Scatter(x="x", y="y", marker=marker, size=11, line_color=color, line_width=1.8,
-                        fill_color=color if index in best else "white")  # fmt: skip
+        source = ColumnDataSource(
+            {
+                "x": [runtime],
+                "y": [cost],
+                "series": [config_label(view)],
+                "rt": [f"{runtime:.3g} s"],
+                "usd": [format_usd(cost)],
+                "best": ["on the frontier" if index in best else "dominated"],
+            }
+        )
+        glyph = Scatter(
+            x="x",
+            y="y",
+            marker=marker,
+            size=11,
+            line_color=color,
+            line_width=1.8,
+            fill_color=color if index in best else "white",
+        )
         items.append(LegendItem(label=config_label(view), renderers=[draw(fig, glyph, source)]))
     line = {"x": [points[i][0] for i in best], "y": [points[i][1] for i in best]}
-    items.append(LegendItem(label="frontier", renderers=[draw(fig, Line(x="x", y="y", line_color="#59636e",
-                                                                        line_dash="dashed"), line)]))  # fmt: skip
+    items.append(
+        LegendItem(
+            label="frontier", renderers=[draw(fig, Line(x="x", y="y", line_color="#59636e", line_dash="dashed"), line)]
+        )
+    )
     fig.add_layout(Legend(items=items), "right")
     style_legend(fig, "top_right")
     fig.yaxis.formatter = NumeralTickFormatter(format="$0.0[00000]")
@@ -82,15 +99,25 @@ def task_memory_figure(section: Section) -> figure:
     """Horizontal bars per task prefix: the largest per-task peak and its p95 (MiB)."""
     rows = task_prefix_peaks(section)[:15]
     factors = [(prefix[:40], kind) for prefix, _, _ in rows for kind in ("peak", "p95")]
-    fig = new_figure("Per-task peak memory by task prefix (--task-memory)", "MiB above the task's start", "",
-                     y_range=FactorRange(factors=list(reversed(factors))), height=max(170, 22 * len(factors) + 110))  # fmt: skip
+    fig = new_figure(
+        "Per-task peak memory by task prefix (--task-memory)",
+        "MiB above the task's start",
+        "",
+        y_range=FactorRange(factors=list(reversed(factors))),
+        height=max(170, 22 * len(factors) + 110),
+    )
     if not rows:
         note_if_empty(fig, "no per-task memory in this run: measure it with pytest -m benchmark --task-memory")
         return fig
     values = [value for _, peak, p95 in rows for value in (peak, p95)]
-    source = ColumnDataSource({"y": factors, "right": [v / MIB for v in values],
-                               "text": [format_bytes(v) for v in values],
-                               "color": ["#0969da", "#8fbff7"] * len(rows)})  # fmt: skip
+    source = ColumnDataSource(
+        {
+            "y": factors,
+            "right": [v / MIB for v in values],
+            "text": [format_bytes(v) for v in values],
+            "color": ["#0969da", "#8fbff7"] * len(rows),
+        }
+    )
     draw(fig, HBar(y="y", left=0, right="right", height=0.7, fill_color="color", line_color="white"), source)
     fig.add_tools(HoverTool(tooltips=[("", "@y"), ("", "@text")]))
     return fig

@@ -121,8 +121,11 @@ def draw(fig: figure, glyph: Glyph, data: Mapping[str, Sequence[Any]] | ColumnDa
 def note_if_empty(fig: figure, note: str = "nothing to draw: no passing repeats on either side") -> None:
     """A figure without data says so, rather than showing empty axes (and Bokeh warning about it)."""
     if not fig.renderers:
-        draw(fig, Text(x="x", y="y", text="text", text_align="center", text_color="#59636e", text_font_size="12px"),
-             {"x": [0], "y": [0], "text": [note]})  # fmt: skip
+        draw(
+            fig,
+            Text(x="x", y="y", text="text", text_align="center", text_color="#59636e", text_font_size="12px"),
+            {"x": [0], "y": [0], "text": [note]},
+        )
 
 
 def style_legend(fig: figure, location: str = "top_left") -> None:

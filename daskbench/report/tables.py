@@ -111,8 +111,14 @@ def confirmation_lines(verdicts: Sequence[Verdict]) -> list[tuple[str, str, str]
     """A side-by-side confirmation's verdicts as (verdict, case and metric, effect and evidence): the runtime
     ones and every regression, the per-round ratios in the evidence."""
     shown = [v for v in verdicts if v.metric == "runtime_s" or v.is_regression]
-    return [(v.verdict, f"{v.workload} {params_text(v.params)} {catalog.get(v.metric).title}",
-             format_verdict(v) + (f"; {v.note}" if v.note else "")) for v in shown]  # fmt: skip
+    return [
+        (
+            v.verdict,
+            f"{v.workload} {params_text(v.params)} {catalog.get(v.metric).title}",
+            format_verdict(v) + (f"; {v.note}" if v.note else ""),
+        )
+        for v in shown
+    ]
 
 
 def confirmation_summary(verdicts: Sequence[Verdict]) -> str:
@@ -309,8 +315,11 @@ def headline(rows: Mapping[str, list[Row]]) -> list[str]:
 
 def diff_rows(comparison: Comparison) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """(title, [(key, baseline, candidate)]) for versions, dask config and host."""
-    sections = (("Versions", comparison.version_diff), ("Dask config", comparison.config_diff),
-                ("Host", comparison.host_diff))  # fmt: skip
+    sections = (
+        ("Versions", comparison.version_diff),
+        ("Dask config", comparison.config_diff),
+        ("Host", comparison.host_diff),
+    )
     return [(title, [(key, _shown(a), _shown(b)) for key, (a, b) in found.items()]) for title, found in sections]
 
 

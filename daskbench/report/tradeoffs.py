@@ -135,8 +135,15 @@ def _tradeoff_point(fig: figure, view: CaseView, palette: Palette) -> list[Glyph
     for side, point in sides.items():
         if point is None:
             continue
-        source = ColumnDataSource({"x": [point[0]], "y": [point[1]], "series": [f"{view.label} ({side})"],
-                                   "rt": [f"{point[1]:.3g} s"], "mem": [f"{point[0]:.3g} GiB"]})  # fmt: skip
+        source = ColumnDataSource(
+            {
+                "x": [point[0]],
+                "y": [point[1]],
+                "series": [f"{view.label} ({side})"],
+                "rt": [f"{point[1]:.3g} s"],
+                "mem": [f"{point[0]:.3g} GiB"],
+            }
+        )
         fill = color if side == "candidate" else "white"
         glyph = Scatter(x="x", y="y", marker=marker, size=11, line_color=color, fill_color=fill, line_width=1.8)
         renderers.append(draw(fig, glyph, source))

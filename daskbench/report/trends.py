@@ -46,12 +46,24 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
         }
     ]
     views = [view for view in section.cases if view.n_workers == n_workers]
-    items = [LegendItem(label=f"sat {saturation_text(view.saturation)}", renderers=_series(fig, view, palette))
-             for view in views]  # fmt: skip
+    items = [
+        LegendItem(label=f"sat {saturation_text(view.saturation)}", renderers=_series(fig, view, palette))
+        for view in views
+    ]
     fig.add_layout(Legend(items=[item for item in items if item.renderers]), "center")
     style_legend(fig)
-    fig.add_tools(HoverTool(tooltips=[("run", "@run"), ("started", "@started"), ("case", "@case"),
-                                      ("value", "@text"), ("outcome", "@outcome"), ("", "@message")]))  # fmt: skip
+    fig.add_tools(
+        HoverTool(
+            tooltips=[
+                ("run", "@run"),
+                ("started", "@started"),
+                ("case", "@case"),
+                ("value", "@text"),
+                ("outcome", "@outcome"),
+                ("", "@message"),
+            ]
+        )
+    )
     return fig
 
 
@@ -64,9 +76,17 @@ def _readable_time_axis(fig: figure) -> None:
     cast(DataRange1d, fig.x_range).min_interval = MIN_SPAN_MS
     clock, day = "%H:%M", "%Y-%m-%d"
     fig.xaxis.formatter = DatetimeTickFormatter(
-        microseconds=clock, milliseconds=clock, seconds=clock, minsec=clock, minutes=clock,
-        hourmin=f"{day} {clock}", hours=f"{day} {clock}", days=day, months="%Y-%m", years="%Y",
-    )  # fmt: skip
+        microseconds=clock,
+        milliseconds=clock,
+        seconds=clock,
+        minsec=clock,
+        minutes=clock,
+        hourmin=f"{day} {clock}",
+        hours=f"{day} {clock}",
+        days=day,
+        months="%Y-%m",
+        years="%Y",
+    )
 
 
 def _title(metric: str, n_workers: int) -> str:
@@ -85,8 +105,9 @@ def _series(fig: figure, view: CaseView, palette: Palette) -> list[GlyphRenderer
         return []
     band = ColumnDataSource(_band_columns(view, points), name=BAND_NAME)
     source = ColumnDataSource(_point_columns(view, points, color), name=POINTS_NAME)
-    markers = Scatter(x="x", y="y", marker="marker", size="size", line_color=color, fill_color="fill",
-                      line_width="width")  # fmt: skip
+    markers = Scatter(
+        x="x", y="y", marker="marker", size="size", line_color=color, fill_color="fill", line_width="width"
+    )
     return [
         draw(fig, VArea(x="x", y1="low", y2="high", fill_color=color, fill_alpha=0.1), band),
         draw(fig, Line(x="x", y="mid", line_color=color, line_dash="dotted", line_alpha=0.7), band),
@@ -124,8 +145,9 @@ def _point_columns(view: CaseView, points: list[RunPoint], color: str) -> dict[s
         unit, fallback = unit_of(metric), _fallback(view, metric, points)
         values = [p.values.get(metric) for p in points]
         columns[f"y__{metric}"] = [_scaled(unit(v if v is not None else fallback)) for v in values]
-        columns[f"line__{metric}"] = [_scaled(unit(v) if p.outcome == "passed" else None)
-                                      for p, v in zip(points, values, strict=True)]  # fmt: skip
+        columns[f"line__{metric}"] = [
+            _scaled(unit(v) if p.outcome == "passed" else None) for p, v in zip(points, values, strict=True)
+        ]
         columns[f"text__{metric}"] = [unit.text(v) for v in values]
     return _with_initial(columns)
 

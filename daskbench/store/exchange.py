@@ -55,8 +55,11 @@ class Merged:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
-        parts = [f"{self.added.get(k, 0)} {k}s added, {self.skipped.get(k, 0)} skipped" for k in KINDS
-                 if self.added.get(k) or self.skipped.get(k)]  # fmt: skip
+        parts = [
+            f"{self.added.get(k, 0)} {k}s added, {self.skipped.get(k, 0)} skipped"
+            for k in KINDS
+            if self.added.get(k) or self.skipped.get(k)
+        ]
         return "; ".join(parts) or "nothing to import"
 
 
@@ -102,10 +105,19 @@ def read_rows(lines: Iterable[str], source: str) -> dict[str, list[dict[str, Any
 
 def _needed() -> dict[str, tuple[str, ...]]:
     """The keys each kind of row must have: its table's required columns (a flag names its measurement)."""
-    tables = {"run": runs, "tag": run_tags, "event": run_events, "case": cases, "measurement": measurements,
-              "task_peak": task_memory, "baseline": baselines}  # fmt: skip
-    needed = {kind: tuple(c.name for c in table.columns if not c.nullable and c.name != "id")
-              for kind, table in tables.items()}  # fmt: skip
+    tables = {
+        "run": runs,
+        "tag": run_tags,
+        "event": run_events,
+        "case": cases,
+        "measurement": measurements,
+        "task_peak": task_memory,
+        "baseline": baselines,
+    }
+    needed = {
+        kind: tuple(c.name for c in table.columns if not c.nullable and c.name != "id")
+        for kind, table in tables.items()
+    }
     return {**needed, "flag": ("run_id", "fingerprint", "repeat", "flag", "at", "detail")}
 
 

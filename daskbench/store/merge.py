@@ -24,8 +24,14 @@ from daskbench.store.schema import (
 
 def children_of(conn: Connection, run_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
     """Tags, events, cases, measurements (with metric values), flags and task memory of these runs."""
-    found: dict[str, list[dict[str, Any]]] = {"tag": [], "event": [], "case": [], "measurement": [], "flag": [],
-                                              "task_peak": []}  # fmt: skip
+    found: dict[str, list[dict[str, Any]]] = {
+        "tag": [],
+        "event": [],
+        "case": [],
+        "measurement": [],
+        "flag": [],
+        "task_peak": [],
+    }
     keys: dict[int, tuple[str, str, int]] = {}
     fingerprints: set[str] = set()
     for row in conn.execute(sa.select(run_tags).order_by(run_tags.c.run_id, run_tags.c.key)).mappings():
@@ -49,8 +55,16 @@ def children_of(conn: Connection, run_ids: set[str]) -> dict[str, list[dict[str,
     for row in conn.execute(sa.select(measurement_flags).order_by(measurement_flags.c.id)).mappings():
         if row["measurement_id"] in keys:
             run_id, fingerprint, repeat = keys[row["measurement_id"]]
-            found["flag"].append({"run_id": run_id, "fingerprint": fingerprint, "repeat": repeat,
-                                  "flag": row["flag"], "at": row["at"], "detail": row["detail"]})  # fmt: skip
+            found["flag"].append(
+                {
+                    "run_id": run_id,
+                    "fingerprint": fingerprint,
+                    "repeat": repeat,
+                    "flag": row["flag"],
+                    "at": row["at"],
+                    "detail": row["detail"],
+                }
+            )
     for row in conn.execute(sa.select(task_memory).order_by(task_memory.c.id)).mappings():
         if row["run_id"] in run_ids:
             found["task_peak"].append({k: v for k, v in row.items() if k != "id"})
@@ -82,15 +96,20 @@ def _merge_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
     ended = 0
     for row in rows:
         if row["run_id"] in open_runs and row.get("ended_at"):
-            conn.execute(runs.update().where(runs.c.run_id == row["run_id"], runs.c.ended_at.is_(None))
-                         .values(ended_at=row["ended_at"]))  # fmt: skip
+            conn.execute(
+                runs.update()
+                .where(runs.c.run_id == row["run_id"], runs.c.ended_at.is_(None))
+                .values(ended_at=row["ended_at"])
+            )
             ended += 1
     return _merge_plain(runs, ("run_id",))(conn, rows) + ended
 
 
 def _merge_measurements(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
-    have = {tuple(row) for row in conn.execute(sa.select(measurements.c.run_id, measurements.c.fingerprint,
-                                                                    measurements.c.repeat))}  # fmt: skip
+    have = {
+        tuple(row)
+        for row in conn.execute(sa.select(measurements.c.run_id, measurements.c.fingerprint, measurements.c.repeat))
+    }
     added = 0
     for row in rows:
         ident = (row["run_id"], row["fingerprint"], row["repeat"])
@@ -99,8 +118,10 @@ def _merge_measurements(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> 
         have.add(ident)
         plain = {column.name: row[column.name] for column in measurements.columns if column.name != "id"}
         (measurement_id,) = conn.execute(measurements.insert().values(**plain)).inserted_primary_key or (None,)
-        metric_rows = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
-                       for name, value in row.get("metrics", {}).items()]  # fmt: skip
+        metric_rows = [
+            {"measurement_id": measurement_id, "name": name, "value": float(value)}
+            for name, value in row.get("metrics", {}).items()
+        ]
         if metric_rows:
             conn.execute(metric_values.insert(), metric_rows)
         added += 1
@@ -108,10 +129,23 @@ def _merge_measurements(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> 
 
 
 def _merge_flags(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
-    ids = {(r, f, n): i for i, r, f, n in conn.execute(sa.select(measurements.c.id, measurements.c.run_id,
-                                                                  measurements.c.fingerprint, measurements.c.repeat))}  # fmt: skip
-    have = {tuple(row) for row in conn.execute(sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag,
-                                                                    measurement_flags.c.at, measurement_flags.c.detail))}  # fmt: skip
+    ids = {
+        (r, f, n): i
+        for i, r, f, n in conn.execute(
+            sa.select(measurements.c.id, measurements.c.run_id, measurements.c.fingerprint, measurements.c.repeat)
+        )
+    }
+    have = {
+        tuple(row)
+        for row in conn.execute(
+            sa.select(
+                measurement_flags.c.measurement_id,
+                measurement_flags.c.flag,
+                measurement_flags.c.at,
+                measurement_flags.c.detail,
+            )
+        )
+    }
     new: list[dict[str, Any]] = []
     for row in rows:
         measurement_id = ids.get((row["run_id"], row["fingerprint"], row["repeat"]))

@@ -122,8 +122,10 @@ class RunRecords(Database):
     def run(self, run_id: str) -> Run:
         """The run with this id or unique id prefix."""
         if len(run_id) > MAX_RUN_ID:
-            raise DaskbenchError(f"run id {run_id[:12]!r}... is {len(run_id)} characters long; a run id has at most "
-                                 f"{MAX_RUN_ID} (see: daskbench runs)")  # fmt: skip
+            raise DaskbenchError(
+                f"run id {run_id[:12]!r}... is {len(run_id)} characters long; a run id has at most "
+                f"{MAX_RUN_ID} (see: daskbench runs)"
+            )
         with self._tx() as conn:
             rows = (
                 conn.execute(sa.select(runs).where(runs.c.run_id.startswith(run_id, autoescape=True))).mappings().all()
@@ -217,8 +219,10 @@ class MeasurementRecords(Database):
             with self._tx(write=True) as conn:
                 inserted = conn.execute(measurements.insert().values(**measurement_row(measurement)))
                 (measurement_id,) = inserted.inserted_primary_key or (None,)
-                values = [{"measurement_id": measurement_id, "name": name, "value": float(value)}
-                          for name, value in measurement.metrics.items()]  # fmt: skip
+                values = [
+                    {"measurement_id": measurement_id, "name": name, "value": float(value)}
+                    for name, value in measurement.metrics.items()
+                ]
                 if values:
                     conn.execute(metric_values.insert(), values)
                 if measurement.tasks:
@@ -244,8 +248,10 @@ class MeasurementRecords(Database):
             )
             if ids:
                 at = now_iso()
-                conn.execute(measurement_flags.insert(),
-                             [{"measurement_id": i, "flag": flag, "at": at, "detail": detail} for i in ids])  # fmt: skip
+                conn.execute(
+                    measurement_flags.insert(),
+                    [{"measurement_id": i, "flag": flag, "at": at, "detail": detail} for i in ids],
+                )
         return len(ids)
 
     def measurements(self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None) -> list[Measurement]:
@@ -274,9 +280,15 @@ class MeasurementRecords(Database):
             for measurement_id, flag in conn.execute(flags_query).all():
                 flags.setdefault(measurement_id, []).append(flag)
             tasks = tasks_by_measurement(conn, where)
-        return [measurement_from_row(row, found.get(row["id"], {}), flags.get(row["id"], []),
-                                      tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()))
-                for row in rows]  # fmt: skip
+        return [
+            measurement_from_row(
+                row,
+                found.get(row["id"], {}),
+                flags.get(row["id"], []),
+                tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()),
+            )
+            for row in rows
+        ]
 
 
 class RowExchange(Database):

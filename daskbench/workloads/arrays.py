@@ -55,8 +55,13 @@ def _describe(name: str, size: str, spec: ArraySpec) -> dict[str, Any]:
     nbytes = 8 * spec.shape[0] * spec.shape[1]
     n_chunks = int(np.prod([-(-n // c) for n, c in zip(spec.shape, spec.chunks, strict=True)]))
     chunk = 8 * spec.chunks[0] * spec.chunks[1]
-    return {"workload": name, "size": size, "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
-            "chunks": f"{n_chunks} x {format_bytes(chunk)}", "input_bytes": nbytes}  # fmt: skip
+    return {
+        "workload": name,
+        "size": size,
+        "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
+        "chunks": f"{n_chunks} x {format_bytes(chunk)}",
+        "input_bytes": nbytes,
+    }
 
 
 def random_array(spec: ArraySpec, seed: int = 0) -> da.Array:

@@ -28,8 +28,9 @@ SHUFFLE_METHODS: tuple[str, ...] = ("tasks", "p2p")
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so i -> i * M mod 2**63 is a bijection
 _MASK = np.uint64(2**63 - 1)
 _MODULUS = {"left": 1009, "right": 1013, "small": 1013}  # integer column = row index % modulus
-_SUMMARY_META = pd.DataFrame({"rows": pd.Series(dtype="int64"), "checksum": pd.Series(dtype="int64"),
-                              "float_total": pd.Series(dtype="float64")})  # fmt: skip
+_SUMMARY_META = pd.DataFrame(
+    {"rows": pd.Series(dtype="int64"), "checksum": pd.Series(dtype="int64"), "float_total": pd.Series(dtype="float64")}
+)
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,23 @@ def describe(size: str) -> list[dict[str, Any]]:
     side = 8 * (2 + spec.float_columns)
     big = (spec.left_rows + spec.right_rows) * side
     rows = [("join_big", f"{spec.left_rows:,} x {spec.right_rows:,} rows", big)]
-    rows.append(("join_big_small", f"{spec.left_rows:,} x {spec.small_rows:,} rows",
-                 spec.left_rows * side + spec.small_rows * 24))  # fmt: skip
-    return [{"workload": name, "size": size, "input": f"{shape}, ~{format_bytes(nbytes)} in memory",
-             "chunks": f"{spec.partitions} partitions per large side", "input_bytes": nbytes}
-            for name, shape, nbytes in rows]  # fmt: skip
+    rows.append(
+        (
+            "join_big_small",
+            f"{spec.left_rows:,} x {spec.small_rows:,} rows",
+            spec.left_rows * side + spec.small_rows * 24,
+        )
+    )
+    return [
+        {
+            "workload": name,
+            "size": size,
+            "input": f"{shape}, ~{format_bytes(nbytes)} in memory",
+            "chunks": f"{spec.partitions} partitions per large side",
+            "input_bytes": nbytes,
+        }
+        for name, shape, nbytes in rows
+    ]
 
 
 # -- the inputs ---------------------------------------------------------------------------
@@ -166,8 +179,13 @@ def summarise_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The summary of one pandas frame: sums of its integer (but key) and float columns."""
     ints = frame.select_dtypes("integer").drop(columns="key")
     floats = frame.select_dtypes("floating")
-    return pd.DataFrame({"rows": [len(frame)], "checksum": [int(ints.to_numpy().sum())],
-                         "float_total": [float(floats.to_numpy().sum())]})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "rows": [len(frame)],
+            "checksum": [int(ints.to_numpy().sum())],
+            "float_total": [float(floats.to_numpy().sum())],
+        }
+    )
 
 
 WORKLOAD = Workload("joins", ("join_big", "join_big_small"), SIZES, describe, Inputs(generator_params, write_tables))

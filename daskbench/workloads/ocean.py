@@ -42,9 +42,15 @@ def describe(size: str) -> list[dict[str, Any]]:
     nbytes = 8 * int(np.prod(spec.shape))
     chunk = 8 * spec.time_chunk * spec.shape[1] * spec.shape[2]
     n_chunks = -(-spec.shape[0] // spec.time_chunk)
-    return [{"workload": "ocean_anomaly", "size": size,
-             "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
-             "chunks": f"{n_chunks} x {format_bytes(chunk)}", "input_bytes": nbytes}]  # fmt: skip
+    return [
+        {
+            "workload": "ocean_anomaly",
+            "size": size,
+            "input": f"{spec.shape} float64, {format_bytes(nbytes)} generated",
+            "chunks": f"{n_chunks} x {format_bytes(chunk)}",
+            "input_bytes": nbytes,
+        }
+    ]
 
 
 def field(size: str, seed: int = 0) -> xr.DataArray:

@@ -68,8 +68,15 @@ def describe(size: str) -> list[dict[str, Any]]:
     files = spec.large_files + spec.small_files
     words = spec.large_files * spec.large_words + spec.small_files * spec.small_words * _LOGNORMAL_MEAN
     approx = words * _BYTES_PER_WORD
-    return [{"workload": "wordcount", "size": size, "input": f"~{format_bytes(approx)} text, {files} files",
-             "chunks": f"{format_bytes(spec.blocksize)} blocks", "input_bytes": int(approx)}]  # fmt: skip
+    return [
+        {
+            "workload": "wordcount",
+            "size": size,
+            "input": f"~{format_bytes(approx)} text, {files} files",
+            "chunks": f"{format_bytes(spec.blocksize)} blocks",
+            "input_bytes": int(approx),
+        }
+    ]
 
 
 # -- the corpus ---------------------------------------------------------------------------
@@ -116,9 +123,16 @@ def _word_batches(file_index: int, n_words: int, probabilities: np.ndarray, seed
 def _variants(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each word as written in the text: mostly plain, sometimes capitalised or punctuated."""
     forms = [
-        ("{w}", 0.80), ("{c}", 0.07), ("{w},", 0.05), ("{w}.", 0.03), ("{c}.", 0.01),
-        ("“{w}”", 0.01), ("{u}", 0.01), ("({w})", 0.01), ("{w} --", 0.01),
-    ]  # fmt: skip
+        ("{w}", 0.80),
+        ("{c}", 0.07),
+        ("{w},", 0.05),
+        ("{w}.", 0.03),
+        ("{c}.", 0.01),
+        ("“{w}”", 0.01),
+        ("{u}", 0.01),
+        ("({w})", 0.01),
+        ("{w} --", 0.01),
+    ]
     table = np.array([[f.format(w=w, c=w.capitalize(), u=w.upper()) for f, _ in forms] for w in words], dtype=object)
     weights = np.array([p for _, p in forms])
     return table, weights / weights.sum()
@@ -214,8 +228,11 @@ def _files_read_whole(pattern: str, options: dict[str, Any], blocksize: int | No
     """Names of the files that one partition reads entirely (half a block or less, for margin)."""
     fs, path = url_to_fs(pattern, **options)
     found = fs.glob(path, detail=True)
-    return frozenset(name.rsplit("/", 1)[-1] for name, info in found.items()
-                     if blocksize is None or 2 * int(info["size"]) <= blocksize)  # fmt: skip
+    return frozenset(
+        name.rsplit("/", 1)[-1]
+        for name, info in found.items()
+        if blocksize is None or 2 * int(info["size"]) <= blocksize
+    )
 
 
 def _tally_partition(whole: frozenset[str], lines: Iterable[tuple[str, str]]) -> Tally:

@@ -37,8 +37,9 @@ from daskbench.store import Store, runstatus
 def compare(store: Store, selection: Selection) -> Comparison:
     """The verdicts ``selection`` asks for: the one dispatch of every command that compares."""
     if selection.ab_group is not None:
-        return compare_group(store, selection.ab_group, floors=selection.floors,
-                             include_worker_loss=selection.include_worker_loss)  # fmt: skip
+        return compare_group(
+            store, selection.ab_group, floors=selection.floors, include_worker_loss=selection.include_worker_loss
+        )
     rules = Rules.of_selection(selection)
     candidate = _candidate(store, selection.candidate, rules)
     if selection.baseline is None and selection.history is None:

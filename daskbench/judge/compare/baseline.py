@@ -40,8 +40,10 @@ def compare_baseline(store: Store, selection: Selection, candidate: Candidate, r
     taught = _noise_runs(store, cand, base_runs, allow_mixed)
     noise_by = _noise_medians(store, taught, set(base))
     notes = [*candidate.notes, *runstatus.partial_notes(store, base_runs, "baseline"), _noise_note(taught)]
-    pooled = {metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
-              for metric, per_case in noise_by.items()}  # fmt: skip
+    pooled = {
+        metric: stats.pooled_run_noise(list(per_case.values()), stats.default_run_sd(metric))
+        for metric, per_case in noise_by.items()
+    }
 
     def rule(base_fp: str, base_side: list[Measurement], cand_side: list[Measurement], own: Rules) -> Judge:
         def noise(metric: str) -> stats.RunNoise:
@@ -75,8 +77,13 @@ def _noise_runs(store: Store, cand: Run, base_runs: tuple[Run, ...], allow_mixed
     the candidate, never later runs: a verdict between two runs does not change as runs are added)."""
     if len(base_runs) > 1:
         return list(base_runs)
-    earlier = [run for run in store.runs() if run.started_at < cand.started_at and not runstatus.made_side_by_side(run)
-               and (allow_mixed or matching.same_host(run, cand))]  # fmt: skip
+    earlier = [
+        run
+        for run in store.runs()
+        if run.started_at < cand.started_at
+        and not runstatus.made_side_by_side(run)
+        and (allow_mixed or matching.same_host(run, cand))
+    ]
     return earlier[: stats.DEFAULT_HISTORY]  # recent noise, and a bounded read of a long history
 
 

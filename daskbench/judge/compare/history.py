@@ -61,8 +61,10 @@ def _usable_runs(store: Store, cand: Run, allow_mixed: bool) -> tuple[dict[str, 
     notes = []
     if sides:  # other versions (bisect, confirm, pr), half a machine each, planted arms (calibrate)
         earlier = [run for run in earlier if not runstatus.made_side_by_side(run)]
-        notes.append(f"history skips {plural(len(sides), 'run')} made side by side (ab, calibrate, bisect, "
-                     "confirm, pr: judge those with compare --group GROUP)")  # fmt: skip
+        notes.append(
+            f"history skips {plural(len(sides), 'run')} made side by side (ab, calibrate, bisect, "
+            "confirm, pr: judge those with compare --group GROUP)"
+        )
     earlier, skipped = runstatus.finished_only(store, earlier, "history")
     notes.extend(skipped)
     usable = {run.run_id: run for run in earlier if allow_mixed or matching.same_host(run, cand)}

@@ -169,8 +169,10 @@ def set_aside_note(cand: Sequence[Measurement], rules: Rules) -> list[str]:
     if not aside:
         return []
     counts = ", ".join(f"{outcome} x{n}" for outcome, n in sorted(Counter(m.outcome for m in aside).items()))
-    return [f"not judged: {plural(len(aside), 'candidate measurement')} ({counts}): no result of the workload"
-            + _include_hint(aside, rules)]  # fmt: skip
+    return [
+        f"not judged: {plural(len(aside), 'candidate measurement')} ({counts}): no result of the workload"
+        + _include_hint(aside, rules)
+    ]
 
 
 def _failure(failed: list[Measurement], total: int) -> str:

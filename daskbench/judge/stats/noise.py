@@ -109,8 +109,12 @@ def with_run_noise(
     below = center - math.log(interval.low) if interval else 0.0
     above = math.log(interval.high) - center if interval else 0.0
     method = f"{interval.method if interval else 'point ratio'} + run-to-run sd {noise.sd:.1%} ({noise.source})"
-    return Interval(math.exp(center), math.exp(center - math.hypot(below, extra)),
-                    math.exp(center + math.hypot(above, extra)), method)  # fmt: skip
+    return Interval(
+        math.exp(center),
+        math.exp(center - math.hypot(below, extra)),
+        math.exp(center + math.hypot(above, extra)),
+        method,
+    )
 
 
 def suggested_floor(noise: RunNoise, confidence: float = CONFIDENCE) -> float:
@@ -141,7 +145,9 @@ def floor_advice(need: FloorNeed, target: str) -> str:
     """What to do about ``need``, naming the ``--floor`` of ``target`` (``wordcount:runtime_s``, from
     the caller: this module knows no workload), or saying plainly when no floor would help."""
     if need.floor <= USEFUL_FLOOR:
-        return (f"this case's run-to-run noise ({need.noise.sd:.1%} from {need.noise.runs} runs) needs a floor of "
-                f"at least {need.floor:.2f}: --floor {target}={need.floor:.2f}")  # fmt: skip
+        return (
+            f"this case's run-to-run noise ({need.noise.sd:.1%} from {need.noise.runs} runs) needs a floor of "
+            f"at least {need.floor:.2f}: --floor {target}={need.floor:.2f}"
+        )
     noise = f"{need.noise.sd:.1%}" if math.isfinite(need.noise.sd) else "unbounded"
     return f"no floor would help: this case's run-to-run noise is {noise}; use daskbench ab (lockstep) or more repeats"

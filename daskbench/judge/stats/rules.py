@@ -73,8 +73,9 @@ def default_floor(metric: str) -> float:
     return catalog.get(metric).floor
 
 
-def prediction_decision(base: Sequence[float], cand: float, floor: float, noise: RunNoise,
-                        confidence: float = CONFIDENCE) -> Decision:  # fmt: skip
+def prediction_decision(
+    base: Sequence[float], cand: float, floor: float, noise: RunNoise, confidence: float = CONFIDENCE
+) -> Decision:
     """A candidate run's value against several baseline runs' values, run-to-run noise ``noise``:
     the t prediction interval of one new run, log(cand) - mean(log base) +- t(df) sd sqrt(1 + 1/n)."""
     if min(base) <= 0 or cand <= 0:
