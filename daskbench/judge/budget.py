@@ -102,7 +102,8 @@ def allocate(cases: Sequence[OpenCase], seconds_left: float, fallback: float = D
         rounds = case.max_rounds if target is None else target
         cost = (rounds - have) * case.seconds_per_round
         planned.append((math.inf if hopeless else cost, order, Allotment(case.key, rounds, cost)))
-    chosen, spent = [], 0.0
+    chosen: list[Allotment] = []
+    spent = 0.0
     for _, _, allotment in sorted(planned, key=lambda item: (item[0], item[1])):
         if seconds_left > 0 and (not chosen or spent + allotment.seconds <= seconds_left):
             chosen.append(allotment)

@@ -136,9 +136,29 @@ def classify_against(low: float, high: float, boundary: float, floor: float) -> 
     if low > boundary:
         return "regressed", f"like the bad end: above the boundary {boundary:.2f}x"
     if high < boundary:
-        verdict = "improved" if classify(low, high, floor)[0] == "improved" else "unchanged"
-        return verdict, f"like the good end: below the boundary {boundary:.2f}x"
+        note = f"like the good end: below the boundary {boundary:.2f}x"
+        return ("improved" if classify(low, high, floor)[0] == "improved" else "unchanged"), note
     return "inconclusive", f"the interval still spans the boundary {boundary:.2f}x; more rounds narrow it"
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a comparison asks of each case's rounds: is ``metric`` changed beyond ``floor`` (the floor
+    band, `classify`), or, for a bisection step, is it like the bad end or the good one (``boundary``,
+    `classify_against`); at most ``max_rounds`` rounds (the plan the error is spent over)."""
+
+    floor: float
+    max_rounds: int = MAX_ROUNDS
+    boundary: float | None = None
+    metric: str = "runtime_s"
+
+    def __post_init__(self) -> None:
+        if self.floor < 1.0 or self.max_rounds < 1 or (self.boundary is not None and self.boundary <= 1.0):
+            raise ValueError(f"Question: floor >= 1, max_rounds >= 1 and a boundary above 1 needed ({self})")
+
+    def decide(self, a_rounds: Sequence[float], b_rounds: Sequence[float]) -> Decision:
+        """The sequential verdict of the rounds so far."""
+        return sequential_decision(a_rounds, b_rounds, self.floor, self.max_rounds, self.boundary)
 
 
 def is_decided(decision: Decision) -> bool:
@@ -177,12 +197,16 @@ def sequential_decision(
 
 
 def rounds_decision(
-    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int | None = None
+    a_rounds: Sequence[float],
+    b_rounds: Sequence[float],
+    floor: float,
+    max_rounds: int | None = None,
+    boundary: float | None = None,
 ) -> Decision:
     """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --group``
     shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
     most = max(max_rounds or len(a_rounds), len(a_rounds))
-    decision = sequential_decision(a_rounds, b_rounds, floor, most)
+    decision = sequential_decision(a_rounds, b_rounds, floor, most, boundary)
     per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True) if a > 0)
     parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, f"per-round ratios {per_round}")
     return replace(decision, note="; ".join(part for part in parts if part))
