@@ -134,3 +134,17 @@ def test_spent_steps_add_up_for_a_bisection() -> None:
     one, two = Spent(parts=1, wall=10.0, startup=4.0), Spent(parts=2, wall=20.0, startup=6.0)
     one.add(two)
     assert (one.parts, one.wall, one.startup) == (3, 30.0, 10.0)
+
+
+def test_the_steps_of_a_bisection_add_up_though_each_measures_the_same_case() -> None:
+    """Every step of a bisection compares the same case: its cost line counts the rounds of every step, not
+    only the last step's (which replaces the case's rounds in the results)."""
+    total = Spent()
+    for compute in (6.6, 1.6, 8.8, 2.0):
+        step = Spent()
+        step.results["bench.py::test_work[]#0"] = CaseResult(
+            "bench.py::test_work[]#0", cost=RoundCost(turns=2, wall=compute + 1.0, compute=compute)
+        )
+        total.add(step)
+    assert total.cost.compute == pytest.approx(19.0) and total.cost.turns == 8
+    assert total.cost.wall == pytest.approx(23.0)

@@ -39,10 +39,11 @@ class Spent:
     wall: float = 0.0
     startup: float = 0.0
     budget: float | None = None  # seconds
+    replaced: RoundCost = field(default_factory=RoundCost)  # the cost of results a later step's replaced
 
     @property
     def cost(self) -> RoundCost:
-        total = RoundCost()
+        total = self.replaced + RoundCost()
         for result in self.results.values():
             total = total + result.cost
         return total
@@ -51,7 +52,11 @@ class Spent:
         return [r for r in self.results.values() if not r.decided and not r.failed]
 
     def add(self, other: Spent) -> None:
-        """Another comparison's (a bisection's next step): its cases under their own keys' last values."""
+        """Another comparison's (a bisection's next step): its cases under their own keys' last values; the
+        rounds of a case it replaces still count in the cost."""
+        for key in other.results.keys() & self.results.keys():
+            self.replaced = self.replaced + self.results[key].cost
+        self.replaced = self.replaced + other.replaced
         self.results.update(other.results)
         self.parts += other.parts
         self.wall += other.wall
