@@ -21,14 +21,12 @@ from daskbench.store import Store
 from tests.helpers import (
     GITHUB_TEST_TOKEN,
     LOCKSTEP_BENCH,
-    POSTGRES_PASSWORD,
-    as_postgres,
+    Postgres,
     free_port,
     machine_lock,
     make_case,
     make_measurement,
     make_run,
-    pg_bin,
 )
 
 pytest_plugins = ["pytester"]
@@ -134,32 +132,13 @@ def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server on loopback for one test module (skips without the server binaries)."""
-    bin_dir = pg_bin()
-    folder = Path(tempfile.mkdtemp(prefix="daskbench-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres")
-    port = free_port()
-    data = folder / "data"
-    subprocess.run(
-        as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {folder} -h 127.0.0.1"
-    subprocess.run(
-        as_postgres(
-            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
-        ),
-        check=True,
-        capture_output=True,
-    )
+    server = Postgres(Path(tempfile.mkdtemp(prefix="daskbench-pg-")))
+    server.start()
     try:
-        yield f"postgresql://postgres:{POSTGRES_PASSWORD}@127.0.0.1:{port}/postgres"
+        yield server.url
     finally:
-        subprocess.run(
-            as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

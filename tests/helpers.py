@@ -30,6 +30,7 @@ import fcntl
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -297,6 +298,44 @@ def pg_bin() -> Path:
 def as_postgres(command: list[str]) -> list[str]:
     """initdb refuses to run as root; run the server as the postgres user then."""
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+@dataclass
+class Postgres:
+    """A real PostgreSQL server on loopback, its data in ``folder``: `start` (initdb the first time), `stop`
+    (``pg_ctl -m MODE stop``: ``immediate`` is a crash), `url` (with `POSTGRES_PASSWORD`); `stop_command` is
+    the argv that stops it (`start_command` starts it again), for a benchmark that stops it mid-session."""
+
+    folder: Path
+    port: int = field(default_factory=free_port)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres:{POSTGRES_PASSWORD}@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str) -> list[str]:
+        return as_postgres([str(pg_bin() / "pg_ctl"), "-D", str(self.folder / "data"), *args])
+
+    def start(self) -> Postgres:
+        if not (self.folder / "data").exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                shutil.chown(self.folder, "postgres")
+            initdb = [str(pg_bin() / "initdb"), "-D", str(self.folder / "data"), "-U", "postgres", "--auth=trust"]
+            subprocess.run(as_postgres(initdb), check=True, capture_output=True)
+        subprocess.run(self.start_command(), check=True, capture_output=True)
+        return self
+
+    def start_command(self) -> list[str]:
+        """The argv that starts the server once its data folder exists."""
+        options = f"-p {self.port} -k {self.folder} -h 127.0.0.1"
+        return self._ctl("-o", options, "-l", str(self.folder / "log"), "-w", "start")
+
+    def stop_command(self, mode: str = "immediate") -> list[str]:
+        return self._ctl("-m", mode, "-w", "stop")
+
+    def stop(self, mode: str = "immediate") -> None:
+        subprocess.run(self.stop_command(mode), capture_output=True)
 
 
 # -- browser ---------------------------------------------------------------------------------
