@@ -376,10 +376,14 @@ class Published:
 def find_comment(github: GitHub, number: int) -> int | None:
     """The id of the comment daskbench keeps on pull request ``number``: the oldest whose body starts with
     `MARKER` (written by a bot, when any such is)."""
-    marked = [c for c in github.comments(number) if str(c.get("body", "")).startswith(MARKER)]
+    marked = [c for c in github.comments(number) if str(c.get("body", "")).startswith(MARKER) and _has_id(c)]
     bots = [c for c in marked if (c.get("user") or {}).get("type") == "Bot"]
     chosen = (bots or marked)[:1]
     return int(chosen[0]["id"]) if chosen else None
+
+
+def _has_id(comment: Mapping[str, Any]) -> bool:
+    return isinstance(comment.get("id"), int)
 
 
 def publish(
