@@ -27,6 +27,8 @@ from tests.helpers import (
     make_case,
     make_measurement,
     make_run,
+    mount,
+    unmount,
 )
 
 pytest_plugins = ["pytester"]
@@ -152,3 +154,24 @@ def quiet_machine(machine_lock_file: Path) -> Iterator[None]:
     """Held by a module whose verdicts depend on measured time: no test loads every core meanwhile."""
     with machine_lock(machine_lock_file, exclusive=False):
         yield
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB tmpfs mounted at ``tmp_path/disk``, unmounted after the test."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder))
+    yield folder
+    unmount(folder)
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a folder, a read-only bind mount of it), unmounted after the test."""
+    source, view = tmp_path / "source", tmp_path / "view"
+    source.mkdir()
+    view.mkdir()
+    mount("--bind", "-o", "ro", str(source), str(view))
+    yield source, view
+    unmount(view)

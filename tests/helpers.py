@@ -15,9 +15,12 @@ helpers from this module and never from one another or from conftest.py
   ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
 - browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
   ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium;
-- the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture);
+- the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture); its faults: ``mount`` and
+  ``unmount`` (behind the ``tmpfs`` and ``read_only_mount`` fixtures), ``fill_disk``, ``obeying_file_modes``
+  (root that obeys file modes);
 - the stand-in package: ``STANDIN`` (its module), ``standin_module``, ``standin_wheel`` (a wheel,
-  no build backend), ``standin_project`` (a flit project, to build or commit), and ``git``.
+  no build backend), ``standin_project`` (a flit project, to build or commit), ``standin_commit`` (one
+  version of it committed) and ``git``.
 
 Larger stand-ins have modules of their own: report_data.py (the report's story store),
 s3server.py (moto's S3) and import_graph.py; ci/github_server.py (GitHub's issues API) and
@@ -26,6 +29,7 @@ ci/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in ci/, whi
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import json
@@ -338,6 +342,41 @@ class Postgres:
         subprocess.run(self.stop_command(mode), capture_output=True)
 
 
+# -- faults of the machine: mounts, a full disk, file modes obeyed -----------------------------
+
+
+def obeying_file_modes() -> tuple[str, ...]:
+    """The command prefix under which this process's user obeys file modes (root without its
+    capabilities to override them); skips the test where that cannot be had."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux) to drop the capabilities that override file modes")
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def mount(*args: str) -> None:
+    """``mount ARGS``; skips the test where this process may not mount."""
+    done = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here ({done.stderr.strip() or 'not permitted'}); this fault needs a real mount")
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+def fill_disk(folder: Path) -> None:
+    """Write into ``folder`` until its file system has no byte left."""
+    with (folder / "filler").open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
 # -- browser ---------------------------------------------------------------------------------
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -469,6 +508,15 @@ def standin_project(folder: Path, version: str, seconds: float) -> Path:
     for path, text in standin_module(version, seconds).items():
         (folder / path).write_text(text)
     return folder
+
+
+def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
+    """Write the stand-in at version 1.``note`` sleeping ``seconds`` into the checkout ``repo``, commit it; the
+    commit's id."""
+    standin_project(repo, f"1.{note}", seconds)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
 
 
 def git(repo: Path, *args: str) -> str:
