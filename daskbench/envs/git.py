@@ -1,5 +1,5 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
-`commit_subjects` name them; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
+`commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
 installs (``sources``)."""
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ def resolve_commit(repo: Path, ref: str, flag: str) -> str:
     if done.returncode != 0 or not done.stdout.strip():
         raise DaskbenchError(f"{flag} {ref!r}: {repo} has no such branch, tag or commit (git log shows its commits)")
     return done.stdout.strip()
+
+
+def uncommitted(repo: Path) -> list[str]:
+    """The tracked files of ``repo``'s working tree whose edits are not committed (staged or not), as git
+    names them; untracked files do not count (a build's output, a results folder)."""
+    listed = _git(repo, "status", "--porcelain", "--untracked-files=no").stdout.splitlines()
+    return [line[3:] for line in listed if len(line) > 3]
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:
