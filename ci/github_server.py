@@ -39,7 +39,7 @@ class Misbehaviour:
     """A wrong answer given instead of the right one to the calls that match (``method``, and ``path`` a part
     of the URL's path; empty matches any), ``times`` times, then the right answers again: ``status`` with
     ``headers`` and the raw ``body``, after ``delay`` seconds; with ``cut``, the answer promises more bytes
-    than it sends and the connection is closed."""
+    than it sends and the connection is closed. The first ``after`` matching calls are answered right."""
 
     status: int = 500
     body: bytes = b'{"message": "Server Error"}'
@@ -49,6 +49,7 @@ class Misbehaviour:
     path: str = ""
     delay: float = 0.0
     cut: bool = False
+    after: int = 0  # the first ``after`` matching calls are answered right
 
     def matches(self, method: str, path: str) -> bool:
         return self.times > 0 and self.method in ("", method) and self.path in path
@@ -89,7 +90,9 @@ class FakeGitHub:
                 with self.log.open("a") as out:
                     out.write(json.dumps(call) + "\n")
             wrong = next((m for m in self.misbehave if m.matches(method, parsed.path)), None)
-            if wrong is not None:
+            if wrong is not None and wrong.after > 0:
+                wrong.after -= 1
+            elif wrong is not None:
                 wrong.times -= 1
                 return Reply(wrong.status, wrong.body, dict(wrong.headers), wrong.cut, wrong.delay)
             if not token.startswith("Bearer ") or len(token) < 8:
