@@ -56,7 +56,10 @@ class Link:
         """The next message (None once the session has closed the connection); one line for a message that
         is not the protocol's (a JSON object a line)."""
         if self.pending is None and not self.closed:
-            line = self.stream.readline()
+            try:
+                line = self.stream.readline()
+            except OSError:  # reset: the session died with our last message unread
+                line = ""
             self.closed = not line
             self.pending = _message(line, self.name) if line else None
         return self.pending
@@ -66,8 +69,15 @@ class Link:
         return found
 
     def send(self, message: Mapping[str, Any]) -> None:
-        self.stream.write(json.dumps(message) + "\n")
-        self.stream.flush()
+        """Send ``message``; to a session that is gone (killed), nothing: its case ends as left, and how it
+        ended is said when it is waited for (a BrokenPipeError would read as our stdout closed: exit 0)."""
+        if self.closed:
+            return
+        try:
+            self.stream.write(json.dumps(message) + "\n")
+            self.stream.flush()
+        except OSError:
+            self.closed = True
 
 
 @dataclass
