@@ -249,7 +249,7 @@ def _read(exc: urllib.error.HTTPError) -> bytes:
 
 #: Each refusal's fix, by status.
 _FIXES = {
-    401: "bad credentials: GITHUB_TOKEN is invalid, expired or revoked; set a valid token",
+    401: "GITHUB_TOKEN is invalid, expired or revoked (bad credentials); set a valid token",
     403: "forbidden: GITHUB_TOKEN may not do this; give it the permission (in Actions: permissions: issues: write, "
     "pull-requests: write, statuses: write)",
     404: "not found: check --github OWNER/REPO and the issue or pull request number (a private repository reads as "

@@ -45,7 +45,8 @@ def _one_error(err: str) -> str:
 @pytest.mark.parametrize(
     ("status", "body", "means", "not_said"),
     [
-        (401, {"message": "Bad credentials"}, "bad credentials: GITHUB_TOKEN is invalid, expired or revoked", "permission"),
+        (401, {"message": "Bad credentials"}, "GITHUB_TOKEN is invalid, expired or revoked (bad credentials)",
+         "permission"),
         (403, {"message": "Resource not accessible by integration"}, "give it the permission (in Actions: permissions:",
          "rate limit"),
         (404, {"message": "Not Found"}, "not found: check --github OWNER/REPO", "permission"),
