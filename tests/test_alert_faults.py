@@ -86,8 +86,9 @@ HOSTILE = "<img src=x onerror=alert(1)>@octocat#12"
 
 def _verdict(fingerprint: str, note: str = "") -> Verdict:
     cluster = ClusterSpec("local", 1, 1, 2**30, float("inf")).identity()
-    return Verdict(fingerprint, HOSTILE, {"size": "<b>big</b> @team #7"}, "runtime_s", "regressed", 3.0, 2.8, 3.2,  # type: ignore[arg-type]
-                   1.5, (0.2,) * 3, (0.6,) * 3, cluster, note=note)  # fmt: skip
+    params = {"size": "<b>big</b> @team #7"}
+    return Verdict(fingerprint, HOSTILE, params, "runtime_s", "regressed", 3.0, 2.8, 3.2, 1.5, (0.2,) * 3, (0.6,) * 3,
+                   cluster, note=note)  # fmt: skip
 
 
 def _comparison(*verdicts: Verdict) -> Comparison:

@@ -1,6 +1,6 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
-`commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
-installs (``sources``)."""
+`commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source
+tree (``git archive``, once) that an `EnvSpec` installs (``sources``)."""
 
 from __future__ import annotations
 
