@@ -5,6 +5,10 @@ an issue, comment on one, and update one (close); for ``daskbench pr``, list an 
 request's) comments, edit a comment, and create a commit status. It answers 401 without a token.
 The harness's tests start it in a thread (`serve`); ``ci/nightly --quick`` runs it as a process:
 ``python -m ci.github_server --port-file P --log calls.jsonl``.
+
+It misbehaves when told to (`Misbehaviour`, in ``FakeGitHub.misbehave``): any status with any headers and
+body (a 429 with ``Retry-After``, a 502, a 200 whose body is HTML), an answer held back for seconds, or a
+connection broken mid-answer, for some calls or all, a number of times or for good.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,6 +35,38 @@ BOT = {"login": "github-actions[bot]", "type": "Bot"}
 
 
 @dataclass
+class Misbehaviour:
+    """A wrong answer given instead of the right one to the calls that match (``method``, and ``path`` a part
+    of the URL's path; empty matches any), ``times`` times, then the right answers again: ``status`` with
+    ``headers`` and the raw ``body``, after ``delay`` seconds; with ``cut``, the answer promises more bytes
+    than it sends and the connection is closed. The first ``after`` matching calls are answered right."""
+
+    status: int = 500
+    body: bytes = b'{"message": "Server Error"}'
+    headers: dict[str, str] = field(default_factory=dict)
+    times: int = 10**9
+    method: str = ""
+    path: str = ""
+    delay: float = 0.0
+    cut: bool = False
+    after: int = 0  # the first ``after`` matching calls are answered right
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.times > 0 and self.method in ("", method) and self.path in path
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the stand-in sends: a status, headers, a raw body; ``cut``: broken off mid-body."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    cut: bool = False
+    delay: float = 0.0
+
+
+@dataclass
 class FakeGitHub:
     """Issues, comments and the calls made, as the server saw them; ``comments`` holds each issue's
     comment bodies in order (edits included), ``comment_ids`` each comment's (issue, index) by its id,
@@ -41,8 +79,9 @@ class FakeGitHub:
     calls: list[dict[str, Any]] = field(default_factory=list)
     log: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    misbehave: list[Misbehaviour] = field(default_factory=list)
 
-    def handle(self, method: str, url: str, body: dict[str, Any] | None, token: str) -> tuple[int, Any]:
+    def handle(self, method: str, url: str, body: dict[str, Any] | None, token: str) -> Reply:
         parsed = urlparse(url)
         with self.lock:
             call = {"method": method, "path": parsed.path, "query": parsed.query, "body": body}
@@ -50,9 +89,17 @@ class FakeGitHub:
             if self.log:
                 with self.log.open("a") as out:
                     out.write(json.dumps(call) + "\n")
+            wrong = next((m for m in self.misbehave if m.matches(method, parsed.path)), None)
+            if wrong is not None and wrong.after > 0:
+                wrong.after -= 1
+            elif wrong is not None:
+                wrong.times -= 1
+                return Reply(wrong.status, wrong.body, dict(wrong.headers), wrong.cut, wrong.delay)
             if not token.startswith("Bearer ") or len(token) < 8:
-                return 401, {"message": "Requires authentication"}
-            return self._route(method, parsed.path, parse_qs(parsed.query), body or {})
+                status, payload = 401, {"message": "Requires authentication"}
+            else:
+                status, payload = self._route(method, parsed.path, parse_qs(parsed.query), body or {})
+            return Reply(status, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
     def add_pull(self, number: int, title: str = "a pull request") -> None:
         """Pull request ``number`` (GitHub's issues API serves a pull request as an issue)."""
@@ -110,13 +157,16 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
-            status, payload = fake.handle(self.command, self.path, body, self.headers.get("Authorization", ""))
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            reply = fake.handle(self.command, self.path, body, self.headers.get("Authorization", ""))
+            time.sleep(reply.delay)
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(reply.body) * (2 if reply.cut else 1) + reply.cut))
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(reply.body)
+            if reply.cut:
+                self.close_connection = True
 
         do_GET = do_POST = do_PATCH = _answer
 
@@ -126,9 +176,16 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet when the client went away (it gave up on an answer held back): that is no error of the server's."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def serve(fake: FakeGitHub, port: int = 0) -> ThreadingHTTPServer:
     """Start serving ``fake`` on 127.0.0.1 in a daemon thread; the caller shuts it down."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(fake))
+    server = _Server(("127.0.0.1", port), _handler(fake))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -138,7 +195,7 @@ def main() -> None:
     parser.add_argument("--port-file", type=Path, required=True, help="write the chosen port here once listening")
     parser.add_argument("--log", type=Path, required=True, help="append every call here as a JSON line")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(FakeGitHub(log=args.log)))
+    server = _Server(("127.0.0.1", 0), _handler(FakeGitHub(log=args.log)))
     args.port_file.write_text(str(server.server_address[1]))
     server.serve_forever()
 

@@ -12,7 +12,9 @@ the HTML report) passes here first, so a secret is hidden the same way everywher
 - credential-looking text inside any string, also in lists and nested mappings:
   ``NAME=value`` or ``NAME: value`` where NAME looks like a credential
   (``AWS_SECRET_ACCESS_KEY=...``, ``GITHUB_TOKEN=...``, ``DB_PASSWORD=...``), AWS access key
-  ids (``AKIA...``/``ASIA...``), and URLs with a password.
+  ids (``AKIA...``/``ASIA...``), and URLs with a password; a value that only says where the secret
+  comes from (``${{ github.token }}``, ``$GITHUB_TOKEN``, ``${NAME}``, ``%NAME%``, ``<token>``) is no
+  secret and stays, so a hint that tells how to pass one reads whole.
 
 Stdlib only; imports nothing of daskbench, so every layer may use it.
 """
@@ -32,11 +34,19 @@ _SECRET_NAME = re.compile(
     r"signature|^sig$",
     re.IGNORECASE,
 )
-#: ``NAME=value`` / ``NAME: value`` in free text, NAME credential-looking; the value runs to whitespace or a quote
-#: (a value masked already, ``***`` or ``***2`` of `masked_choices`, is left as it is).
+#: A value that only names where a secret comes from, never the secret itself: a GitHub Actions expression
+#: (``${{ github.token }}``, ``${{ secrets.X }}``), a variable (``${NAME}``, ``$NAME`` in capitals,
+#: ``%NAME%``), a ``<placeholder>``, or a value masked already (``***``, ``***2`` of `masked_choices`).
+_REFERENCE = (
+    r"(?:\$\{\{|(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|(?-i:\$[A-Z_][A-Z0-9_]*)|%[A-Za-z_][A-Za-z0-9_]*%|<[^\s<>]*>"
+    r"|\*{3}\d*)(?:[\s'\",;)-]|$))"
+)
+#: ``NAME=value`` / ``NAME: value`` in free text, NAME credential-looking (``password``, ``DB_PASSWORD``,
+#: ``x-auth-token``; not ``author``); the value runs to whitespace or a quote (a `_REFERENCE` is left as it is).
 _ASSIGNMENT = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*(?:token|password|passwd|secret|credential|api[-_]?key|private[-_]?key|"
-    r"access[-_]?key|auth)[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>(?!\*{3}\d*(?:[\s'\",-]|$))[^\s'\"]+)",
+    r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]*(?:token|password|passwd|secret|credential|api[-_]?key|"
+    r"private[-_]?key|access[-_]?key|auth(?!or))[A-Za-z0-9_.-]*)(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)"
+    rf"(?P<value>(?!{_REFERENCE})[^\s'\"]+)",
     re.IGNORECASE,
 )
 #: AWS access key ids (long-term AKIA, temporary ASIA).

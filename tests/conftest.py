@@ -21,14 +21,14 @@ from daskbench.store import Store
 from tests.helpers import (
     GITHUB_TEST_TOKEN,
     LOCKSTEP_BENCH,
-    POSTGRES_PASSWORD,
-    as_postgres,
+    Postgres,
     free_port,
     machine_lock,
     make_case,
     make_measurement,
     make_run,
-    pg_bin,
+    mount,
+    unmount,
 )
 
 pytest_plugins = ["pytester"]
@@ -134,32 +134,13 @@ def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server on loopback for one test module (skips without the server binaries)."""
-    bin_dir = pg_bin()
-    folder = Path(tempfile.mkdtemp(prefix="daskbench-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres")
-    port = free_port()
-    data = folder / "data"
-    subprocess.run(
-        as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {folder} -h 127.0.0.1"
-    subprocess.run(
-        as_postgres(
-            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
-        ),
-        check=True,
-        capture_output=True,
-    )
+    server = Postgres(Path(tempfile.mkdtemp(prefix="daskbench-pg-")))
+    server.start()
     try:
-        yield f"postgresql://postgres:{POSTGRES_PASSWORD}@127.0.0.1:{port}/postgres"
+        yield server.url
     finally:
-        subprocess.run(
-            as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]), capture_output=True
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -173,3 +154,24 @@ def quiet_machine(machine_lock_file: Path) -> Iterator[None]:
     """Held by a module whose verdicts depend on measured time: no test loads every core meanwhile."""
     with machine_lock(machine_lock_file, exclusive=False):
         yield
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB tmpfs mounted at ``tmp_path/disk``, unmounted after the test."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder))
+    yield folder
+    unmount(folder)
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a folder, a read-only bind mount of it), unmounted after the test."""
+    source, view = tmp_path / "source", tmp_path / "view"
+    source.mkdir()
+    view.mkdir()
+    mount("--bind", "-o", "ro", str(source), str(view))
+    yield source, view
+    unmount(view)

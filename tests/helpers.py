@@ -15,9 +15,12 @@ helpers from this module and never from one another or from conftest.py
   ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
 - browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
   ``metric_switch`` and ``RENDERED`` for the reports opened in headless Chromium;
-- the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture);
+- the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture); its faults: ``mount`` and
+  ``unmount`` (behind the ``tmpfs`` and ``read_only_mount`` fixtures), ``fill_disk``, ``obeying_file_modes``
+  (root that obeys file modes);
 - the stand-in package: ``STANDIN`` (its module), ``standin_module``, ``standin_wheel`` (a wheel,
-  no build backend), ``standin_project`` (a flit project, to build or commit), and ``git``.
+  no build backend), ``standin_project`` (a flit project, to build or commit), ``standin_commit`` (one
+  version of it committed) and ``git``.
 
 Larger stand-ins have modules of their own: report_data.py (the report's story store),
 s3server.py (moto's S3) and import_graph.py; ci/github_server.py (GitHub's issues API) and
@@ -26,10 +29,12 @@ ci/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in ci/, whi
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -299,6 +304,79 @@ def as_postgres(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
+@dataclass
+class Postgres:
+    """A real PostgreSQL server on loopback, its data in ``folder``: `start` (initdb the first time), `stop`
+    (``pg_ctl -m MODE stop``: ``immediate`` is a crash), `url` (with `POSTGRES_PASSWORD`); `stop_command` is
+    the argv that stops it (`start_command` starts it again), for a benchmark that stops it mid-session."""
+
+    folder: Path
+    port: int = field(default_factory=free_port)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres:{POSTGRES_PASSWORD}@127.0.0.1:{self.port}/postgres"
+
+    def _ctl(self, *args: str) -> list[str]:
+        return as_postgres([str(pg_bin() / "pg_ctl"), "-D", str(self.folder / "data"), *args])
+
+    def start(self) -> Postgres:
+        if not (self.folder / "data").exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                shutil.chown(self.folder, "postgres")
+            initdb = [str(pg_bin() / "initdb"), "-D", str(self.folder / "data"), "-U", "postgres", "--auth=trust"]
+            subprocess.run(as_postgres(initdb), check=True, capture_output=True)
+        subprocess.run(self.start_command(), check=True, capture_output=True)
+        return self
+
+    def start_command(self) -> list[str]:
+        """The argv that starts the server once its data folder exists."""
+        options = f"-p {self.port} -k {self.folder} -h 127.0.0.1"
+        return self._ctl("-o", options, "-l", str(self.folder / "log"), "-w", "start")
+
+    def stop_command(self, mode: str = "immediate") -> list[str]:
+        return self._ctl("-m", mode, "-w", "stop")
+
+    def stop(self, mode: str = "immediate") -> None:
+        subprocess.run(self.stop_command(mode), capture_output=True)
+
+
+# -- faults of the machine: mounts, a full disk, file modes obeyed -----------------------------
+
+
+def obeying_file_modes() -> tuple[str, ...]:
+    """The command prefix under which this process's user obeys file modes (root without its
+    capabilities to override them); skips the test where that cannot be had."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux) to drop the capabilities that override file modes")
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def mount(*args: str) -> None:
+    """``mount ARGS``; skips the test where this process may not mount."""
+    done = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here ({done.stderr.strip() or 'not permitted'}); this fault needs a real mount")
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+
+
+def fill_disk(folder: Path) -> None:
+    """Write into ``folder`` until its file system has no byte left."""
+    with (folder / "filler").open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
 # -- browser ---------------------------------------------------------------------------------
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -430,6 +508,15 @@ def standin_project(folder: Path, version: str, seconds: float) -> Path:
     for path, text in standin_module(version, seconds).items():
         (folder / path).write_text(text)
     return folder
+
+
+def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
+    """Write the stand-in at version 1.``note`` sleeping ``seconds`` into the checkout ``repo``, commit it; the
+    commit's id."""
+    standin_project(repo, f"1.{note}", seconds)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
 
 
 def git(repo: Path, *args: str) -> str:

@@ -21,7 +21,7 @@ import pytest
 
 from daskbench.ab import bisect_plan
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, git, standin_project
+from tests.helpers import daskbench_cli, git, standin_commit
 
 BENCH = """
 import dask
@@ -39,23 +39,15 @@ SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "in
 PLANTED = 8
 
 
-def commit(repo: Path, note: int, seconds: float, subject: str) -> str:
-    """Write standin at version 1.``note`` sleeping ``seconds``, commit it; the commit's id."""
-    standin_project(repo, f"1.{note}", seconds)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", subject)
-    return git(repo, "rev-parse", "HEAD")
-
-
 def standin_repo(repo: Path) -> list[str]:
     """The checkout: the first commit, then ten, the `PLANTED`-th 1.3x slower from then on; their ids."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
-    commits = [commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
+    commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
     for note in range(1, 11):
         slow = note >= PLANTED
         subject = "work(): sleep 1.3x longer" if note == PLANTED else f"note {note}: nothing that matters"
-        commits.append(commit(repo, note, 0.65 if slow else 0.5, subject))
+        commits.append(standin_commit(repo, note, 0.65 if slow else 0.5, subject))
     return commits
 
 

@@ -23,7 +23,7 @@ from daskbench.cli.ab import resolve_sides
 from daskbench.envs import builds, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, git, make_run, standin_project
+from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project
 
 RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
 
@@ -302,3 +302,96 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
     assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()
     assert not builds._succeeds(hangs, log)
+
+
+# -- faults: a broken environment, a cache that cannot be written ------------------------------
+
+
+def _one_error(done: subprocess.CompletedProcess[str]) -> str:
+    """The one ``error:`` line of a failed command, checked to come without a traceback."""
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    return line
+
+
+def test_an_environment_whose_interpreter_was_deleted_is_rebuilt_and_named_with_its_path(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """Its built marker still there, its python gone: the next call says which interpreter could not run,
+    rebuilds the environment and prints the same, working, interpreter (no FileNotFoundError)."""
+    python = Path(_env(db, wheels, tmp_path, "good0001").stdout.strip())
+    python.unlink()
+    again = _env(db, wheels, tmp_path, "good0001")
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    said = " ".join(again.stderr.split())  # progress lines wrap at 120 columns
+    assert f"env: the interpreter {python} cannot run (No such file or directory); rebuilding it" in said
+    assert "env: building" in said and again.stdout.strip() == str(python)
+    assert _version_in(str(python)) == "1.0"
+
+
+def test_an_environment_whose_interpreter_no_longer_starts_is_rebuilt_with_its_first_error_said(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """Its base python removed (the interpreter starts and dies at once, saying why): the error's line is
+    said with the interpreter's path, and the environment is rebuilt."""
+    python = Path(_env(db, wheels, tmp_path, "good0001").stdout.strip())
+    python.unlink()
+    python.write_text("#!/bin/sh\necho 'error: libpython3.so: cannot open shared object file' >&2\nexit 127\n")
+    python.chmod(0o755)
+    again = _env(db, wheels, tmp_path, "good0001")
+    assert again.returncode == 0, again.stderr
+    said = " ".join(again.stderr.split())
+    assert f"the interpreter {python} could not report its versions: error: libpython3.so" in said
+    assert "rebuilding it" in said and _version_in(again.stdout.strip()) == "1.0"
+
+
+def test_a_read_only_cache_chosen_by_the_variable_is_named_by_the_variable(
+    db: str, wheels: Path, read_only_mount: tuple[Path, Path]
+) -> None:
+    """DASKBENCH_ENV_CACHE on a read-only mount: one line that names DASKBENCH_ENV_CACHE and the cause,
+    never --cache-dir, a flag the user did not give."""
+    _, view = read_only_mount
+    flags = ["--only", "standin", "--without-daskbench", "--find-links", str(wheels), "--no-index"]
+    done = daskbench_cli("env", "good0001", *flags, "--db", db, env={envs.CACHE_ENV: str(view / "envs")})
+    line = _one_error(done)
+    assert line.startswith(f"error: DASKBENCH_ENV_CACHE {view / 'envs'}: cannot write in {view} (Read-only file")
+    assert "--cache-dir" not in line
+
+
+def test_a_cache_disk_full_before_the_build_is_one_line_and_leaves_nothing_half_built(
+    db: str, wheels: Path, tmpfs: Path
+) -> None:
+    """The cache's disk has no byte left (a real tmpfs, filled): one line naming the full disk, and no
+    environment folder a later call could take for built."""
+    fill_disk(tmpfs)
+    line = _one_error(_env(db, wheels, tmpfs, "good0001"))
+    assert "No space left on device" in line, line
+    assert not [path for path in tmpfs.iterdir() if path.is_dir()]
+
+
+def test_a_commit_exported_into_a_full_cache_is_one_line_and_exported_whole_once_there_is_room(
+    checkout: tuple[Path, list[str]], tmpfs: Path
+) -> None:
+    """``git archive`` into a full disk: one line naming the disk and the way to move the cache, no partial
+    tree left; once the space is freed, the next call exports the whole commit."""
+    repo, ids = checkout
+    fill_disk(tmpfs)
+    with pytest.raises(DaskbenchError, match="No space left on device") as raised:
+        envs.exported(repo, ids[1], tmpfs)
+    assert "(--cache-dir)" in str(raised.value) and "\n" not in str(raised.value)
+    assert [path.name for path in (tmpfs / "sources").iterdir()] == []
+    (tmpfs / "filler").unlink()
+    tree = envs.exported(repo, ids[1], tmpfs)
+    assert (tree / "sub" / "word.txt").read_text() == "two"
+
+
+def test_a_commit_exported_into_a_read_only_cache_names_the_variable_that_chose_it(
+    checkout: tuple[Path, list[str]], read_only_mount: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DASKBENCH_ENV_CACHE on a read-only mount: `exported` (bisect's and pr's source trees) names the
+    variable and the read-only file system, before git runs."""
+    repo, ids = checkout
+    _, view = read_only_mount
+    monkeypatch.setenv(envs.CACHE_ENV, str(view / "envs"))
+    with pytest.raises(DaskbenchError, match=r"^DASKBENCH_ENV_CACHE .*: cannot write in .*\(Read-only file system\)"):
+        envs.exported(repo, ids[1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +15,7 @@ from daskbench.evidence import OWNER_FILE, claim_folder, store_identity
 from daskbench.metrics.cost import load_prices
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, make_run
+from tests.helpers import daskbench_cli, make_case, make_measurement, make_run
 
 
 def _days_ago(days: int) -> str:
@@ -115,3 +117,47 @@ def test_a_run_folder_names_its_store_without_a_password(tmp_path: Path) -> None
     folder = claim_folder(tmp_path / "run", "postgresql://bench:s3cret-pw@db.example:5432/bench?sslmode=require")
     assert (folder / OWNER_FILE).read_text().strip() == "postgresql://bench@db.example:5432/bench"
     assert store_identity(f"sqlite:///{tmp_path / 'x' / '..' / 'r.db'}") == f"sqlite:///{tmp_path / 'r.db'}"
+
+
+def test_a_report_made_while_gc_removes_evidence_is_whole_and_never_links_a_file_that_is_gone(tmp_path: Path) -> None:
+    """``report`` and ``gc --older-than 30`` at once (two processes; gc removes the old run's evidence, the
+    store keeps the run): both exit 0 and the page is whole; a report made after gc links the new run's
+    evidence, never the old run's removed file (a dead link)."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    root = tmp_path / "r.db.evidence"
+    store = Store(db)
+    case = make_case()
+    store.add_case(case)
+    kept: dict[str, Path] = {}
+    for name, days in (("old", 90), ("new", 1)):
+        run = make_run(run_id=str(uuid.uuid4()), started_at=_days_ago(days), label=name)
+        store.add_run(run)
+        page = _evidence(root, run.run_id) / "performance-report-0123456789abcdef.html"
+        for repeat in range(3):
+            store.add_measurement(make_measurement(run, case, repeat, extra={"evidence": {"performance": str(page)}}))
+        kept[name] = page
+    store.close()
+    ids = {name: page.parent.name for name, page in kept.items()}
+    report = [
+        sys.executable,
+        "-m",
+        "daskbench",
+        "report",
+        "--db",
+        db,
+        "--baseline",
+        ids["old"],
+        "--candidate",
+        ids["new"],
+    ]
+    during = subprocess.Popen([*report, "-o", str(tmp_path / "during.html")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    gc = daskbench_cli("gc", "--db", db, "--older-than", "30")
+    _, err = during.communicate(timeout=300)
+    assert gc.returncode == 0 and during.returncode == 0, gc.stderr + err
+    assert (tmp_path / "during.html").read_text().rstrip().endswith("</html>")
+    assert not kept["old"].exists() and kept["new"].exists()
+    after = subprocess.run([*report, "-o", str(tmp_path / "after.html")], capture_output=True, text=True, timeout=300)
+    assert after.returncode == 0, after.stderr
+    page = (tmp_path / "after.html").read_text()
+    assert kept["new"].resolve().as_uri() in page and kept["old"].resolve().as_uri() not in page

@@ -205,6 +205,35 @@ def test_base_against_itself_says_nothing_changed(project: Path) -> None:
     assert "### daskbench: nothing changed" in done.stdout and "nothing was measured" in done.stdout
 
 
+def test_uncommitted_edits_are_said_to_be_unmeasured_in_the_terminal_and_the_comment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pr main HEAD`` in a checkout whose tracked files hold edits no commit has: a commit is measured as
+    committed, so the edits are named as not measured, with the two ways to measure them, on stderr and in
+    the Markdown (here base and head are one commit: nothing measured, exit 0). An untracked file is no
+    edit; the checkout's folder as HEAD is the working tree, and then nothing is said."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _commit(repo, 0.1, "the stand-in")
+    (repo / "standin" / "__init__.py").write_text("VERSION = 'edited'\n")
+    (repo / "results.html").write_text("untracked")
+    monkeypatch.chdir(repo)
+    for name in ("GITHUB_TOKEN", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    flags = ["--cache-dir", str(tmp_path / "cache"), "--db", f"sqlite:///{tmp_path / 'x.db'}", "--no-report"]
+    done = daskbench_cli("pr", "main", "HEAD", *flags, capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    said = "has uncommitted edits (1 file: standin/__init__.py); they are not measured"
+    assert said in " ".join(done.stderr.split()), done.stderr
+    markdown = " ".join(done.stdout.replace("\\", "").split())  # the note is escaped Markdown prose
+    assert said in markdown and "give the checkout's folder as HEAD" in markdown, done.stdout
+    assert "results.html" not in done.stderr + done.stdout
+    git(repo, "checkout", "-q", "--", "standin/__init__.py")
+    clean = daskbench_cli("pr", "main", "HEAD", *flags, capsys=capsys)
+    assert clean.returncode == 0 and "uncommitted" not in clean.stderr + clean.stdout
+
+
 def test_without_a_token_a_fork_writes_the_job_summary_only_and_says_so(project: Path, tmp_path: Path) -> None:
     """--github with no GITHUB_TOKEN in Actions (a fork's pull request): no API call, the summary says why."""
     summary = tmp_path / "summary.md"

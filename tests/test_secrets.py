@@ -184,3 +184,49 @@ def test_a_secret_config_value_that_did_not_take_effect_is_named_without_either_
         check_config_applied(_ClientSeeing("theirs-2"), spec)  # type: ignore[arg-type]
     assert "distributed.scheduler.api_token" in str(raised.value) and "the scheduler has" in str(raised.value)
     assert "wanted-1" not in str(raised.value) and "theirs-2" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--github needs a token in GITHUB_TOKEN (in Actions: env GITHUB_TOKEN: ${{ github.token }})",
+        "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+        "GITHUB_TOKEN: ${{github.token}}",
+        'token: "${{ secrets.BENCH_TOKEN }}"',
+        "export GITHUB_TOKEN=$GITHUB_TOKEN",
+        "DB_PASSWORD=${DB_PASSWORD} pytest -m benchmark",
+        "set API_KEY=%API_KEY%",
+        "--db postgresql://bench@db/results --set token=<your-token>",
+        "Author: Jane Doe; authority: the nightly",
+        "password=*** (masked already), token=***2",
+    ],
+)
+def test_text_that_only_says_where_a_secret_comes_from_is_never_eaten(text: str) -> None:
+    """An Actions expression (``${{ ... }}``, spaces or none), a variable (``$NAME``, ``${NAME}``, ``%NAME%``),
+    a ``<placeholder>``, an author and a value masked already are no secrets: byte for byte as given."""
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("password=hunter2", "password=***"),
+        ("connection failed: token: ghp_abc123", "connection failed: token: ***"),
+        ("x-auth-token=abc", "x-auth-token=***"),
+        ("DB_PASSWORD=$ecret", "DB_PASSWORD=***"),
+        ("AWS_SECRET_ACCESS_KEY=$AWSKEYabc", "AWS_SECRET_ACCESS_KEY=***"),
+        ("GITHUB_TOKEN=${{x", "GITHUB_TOKEN=${{x"),
+        ("DB_PASSWORD=hunter2 and GITHUB_TOKEN=${{ secrets.T }}", "DB_PASSWORD=*** and GITHUB_TOKEN=${{ secrets.T }}"),
+    ],
+)
+def test_a_secret_that_looks_like_a_reference_or_stands_alone_is_still_masked(text: str, shown: str) -> None:
+    """A bare ``password=`` or ``token:`` (no prefix before the name) and a value that only starts like a
+    variable (``$ecret``: lower case; ``$AWSKEYabc``) are masked; an expression's opening is left."""
+    assert redact_text(text) == shown
+
+
+def test_the_token_hint_reads_whole_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``daskbench alert --github o/r`` without GITHUB_TOKEN: the one line shows ``${{ github.token }}`` whole."""
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    done = daskbench_cli("alert", "--infrastructure", "x", "--github", "owner/repo")
+    assert done.returncode == 2 and "env GITHUB_TOKEN: ${{ github.token }})" in done.stderr, done.stderr

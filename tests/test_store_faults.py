@@ -10,11 +10,9 @@ permission, no ``setpriv``).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.store import Store
-from tests.helpers import BENCH_FILE, add_results, add_run, daskbench_cli, make_case
+from tests.helpers import BENCH_FILE, add_results, add_run, daskbench_cli, fill_disk, make_case, obeying_file_modes
 
 #: Places a store cannot be written, each made for real by `unwritable_store`.
 PLACES = ("read-only mount", "read-only folder", "read-only file", "full disk")
@@ -75,59 +73,6 @@ def fill_store(path: Path) -> str:
     add_results(store, run, make_case(), 1.0)
     store.close()
     return run.run_id
-
-
-def obeying_file_modes() -> tuple[str, ...]:
-    """The command prefix under which this process's user obeys file modes (root without its
-    capabilities to override them); skips the test where that cannot be had."""
-    if os.geteuid() != 0:
-        return ()
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv (util-linux) to drop the capabilities that override file modes")
-    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
-
-
-def mount(*args: str) -> None:
-    """``mount ARGS``; skips the test where this process may not mount."""
-    done = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount here ({done.stderr.strip() or 'not permitted'}); this fault needs a real mount")
-
-
-def unmount(folder: Path) -> None:
-    subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
-
-
-def fill_disk(folder: Path) -> None:
-    """Write into ``folder`` until its file system has no byte left."""
-    with (folder / "filler").open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A real 2 MiB tmpfs mounted at ``tmp_path/disk``, unmounted after the test."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    mount("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder))
-    yield folder
-    unmount(folder)
-
-
-@pytest.fixture
-def read_only_mount(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """(a folder, a read-only bind mount of it), unmounted after the test."""
-    source, view = tmp_path / "source", tmp_path / "view"
-    source.mkdir()
-    view.mkdir()
-    mount("--bind", "-o", "ro", str(source), str(view))
-    yield source, view
-    unmount(view)
 
 
 @pytest.fixture(params=PLACES)

@@ -19,6 +19,7 @@ whole suite that way. Every turn's cost is added up (`daskbench.ab.cost.RoundCos
 from __future__ import annotations
 
 import json
+import math
 import select
 import socket
 import subprocess
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from daskbench import catalog
 from daskbench.ab import turns
 from daskbench.ab.cost import RoundCost
-from daskbench.ab.sessions import Side, session_command, stop_session
+from daskbench.ab.sessions import Side, ended, log_cause, session_command, stop_session
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential
 from daskbench.judge.sequential import Question
@@ -51,11 +53,15 @@ class Link:
     closed: bool = False
 
     def peek(self) -> dict[str, Any] | None:
-        """The next message (None once the session has closed the connection)."""
+        """The next message (None once the session has closed the connection); one line for a message that
+        is not the protocol's (a JSON object a line)."""
         if self.pending is None and not self.closed:
-            line = self.stream.readline()
+            try:
+                line = self.stream.readline()
+            except OSError:  # reset: the session died with our last message unread
+                line = ""
             self.closed = not line
-            self.pending = json.loads(line) if line else None
+            self.pending = _message(line, self.name) if line else None
         return self.pending
 
     def take(self) -> dict[str, Any] | None:
@@ -63,8 +69,15 @@ class Link:
         return found
 
     def send(self, message: Mapping[str, Any]) -> None:
-        self.stream.write(json.dumps(message) + "\n")
-        self.stream.flush()
+        """Send ``message``; to a session that is gone (killed), nothing: its case ends as left, and how it
+        ended is said when it is waited for (a BrokenPipeError would read as our stdout closed: exit 0)."""
+        if self.closed:
+            return
+        try:
+            self.stream.write(json.dumps(message) + "\n")
+            self.stream.flush()
+        except OSError:
+            self.closed = True
 
 
 @dataclass
@@ -180,17 +193,22 @@ class Lockstep:
                 link = Link("?", conn.makefile("rw", encoding="utf-8", buffering=1))
                 hello = link.peek() or {}
                 link.name = str(hello.get("side", "?"))
+                if link.name in links or link.name not in self.sides:
+                    raise DaskbenchError(
+                        f"a session said it is side {link.name!r}: twice, or no side of this comparison "
+                        f"({', '.join(self.sides)}); the sessions' logs: {self.log_dir}"
+                    )
                 links[link.name] = link
         return links
 
     def _check_alive(self) -> None:
+        """One line, the session's own words in it, when a side's session ended before it connected."""
         for name, child in self.children.items():
             if child.poll() is not None:
                 log = self.log_dir / f"{name}.log"
-                for line in log.read_text(errors="replace").splitlines()[-12:]:
-                    self.say(f"  {name}| {line}"[:120])
                 raise DaskbenchError(
-                    f"side {name}'s session ended before it could measure (pytest exit {child.returncode}); its log: {log}"
+                    f"side {name}'s session ended before it could measure ({ended(child.returncode)}: "
+                    f"{log_cause(log)}); its log: {log}"
                 )
 
     def _plan(self, links: Mapping[str, Link]) -> list[str]:
@@ -293,16 +311,14 @@ class Lockstep:
         for name, child in self.children.items():
             code = child.wait()
             if code not in (0, 1):
-                raise DaskbenchError(
-                    f"side {name}'s session ended with pytest exit {code}; its log: {self.log_dir / f'{name}.log'}"
-                )
+                log = self.log_dir / f"{name}.log"
+                raise DaskbenchError(f"side {name}'s session ended ({ended(code)}: {log_cause(log)}); its log: {log}")
 
     def stop(self) -> None:
         """Ctrl-C or an error: both sessions stop as pytest does on Ctrl-C (the cut measurement is
         recorded as interrupted; every finished one is kept)."""
         for child in self.children.values():
-            if child.poll() is None:
-                stop_session(child)
+            stop_session(child)  # one that ended already: what is left of its process group (its cluster)
 
 
 def _ready_for(message: Mapping[str, Any] | None, key: str, round_: int | None = None) -> bool:
@@ -318,7 +334,24 @@ def _value(done: Mapping[str, Any], metric: str) -> float | None:
     found = done.get("metrics")
     metrics: Mapping[str, Any] = found if isinstance(found, dict) else {}
     value = metrics.get(metric, done.get("value") if metric == "runtime_s" else None)
-    return float(value) if isinstance(value, int | float) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None  # no value at all (NaN, infinite, text): never judged
+    declared = catalog.get(metric) if catalog.is_declared(metric) else None
+    return None if declared is not None and declared.non_negative and value < 0 else float(value)
+
+
+def _message(line: str, side: str) -> dict[str, Any]:
+    """One line of the control channel as its JSON object; one line naming the side for anything else."""
+    try:
+        found = json.loads(line)
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        who = "a session" if side == "?" else f"side {side}"
+        raise DaskbenchError(
+            f"{who} said what is not daskbench's protocol ({line.strip()[:80]!r}); is its daskbench this one?"
+        )
+    return found
 
 
 def round_line(result: CaseResult, decision: Decision) -> str:

@@ -36,7 +36,7 @@ from daskbench.judge.format import case_label
 from daskbench.judge.sequential import Question
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
-from daskbench.text import markdown_code, markdown_text, plural, terminal_safe
+from daskbench.text import first_few, markdown_code, markdown_text, plural, terminal_safe
 
 #: The hidden first line of the one comment ``daskbench pr`` keeps on a pull request.
 MARKER = "<!-- daskbench-pr -->"
@@ -82,6 +82,22 @@ def resolve(repo: Path, given: str, flag: str) -> Revision:
             "(git log shows the commits)"
         ) from None
     return Revision(given, commit, repo, envs.commit_subject(repo, commit))
+
+
+def uncommitted_note(repo: Path, base: Revision, head: Revision) -> str:
+    """What to say when the checkout holds edits no commit has and a side is a commit: they are not measured
+    (a commit is measured as committed, so the comment and the status name exactly what was measured; the
+    working tree is measured when given as a folder). "" otherwise."""
+    if base.commit is None and head.commit is None:
+        return ""
+    edited = envs.uncommitted(repo)
+    if not edited:
+        return ""
+    return (
+        f"{repo} has uncommitted edits ({plural(len(edited), 'file')}: {first_few(edited, 2)}); they are not "
+        "measured: a commit is measured as committed (commit them, or give the checkout's folder as HEAD to "
+        "measure its working tree)"
+    )
 
 
 def exported(repo: Path, revision: Revision, cache: str | Path | None) -> Revision:
@@ -394,10 +410,14 @@ class Published:
 def find_comment(github: GitHub, number: int) -> int | None:
     """The id of the comment daskbench keeps on pull request ``number``: the oldest whose body starts with
     `MARKER` (written by a bot, when any such is)."""
-    marked = [c for c in github.comments(number) if str(c.get("body", "")).startswith(MARKER)]
+    marked = [c for c in github.comments(number) if str(c.get("body", "")).startswith(MARKER) and _has_id(c)]
     bots = [c for c in marked if (c.get("user") or {}).get("type") == "Bot"]
     chosen = (bots or marked)[:1]
     return int(chosen[0]["id"]) if chosen else None
+
+
+def _has_id(comment: Mapping[str, Any]) -> bool:
+    return isinstance(comment.get("id"), int)
 
 
 def publish(

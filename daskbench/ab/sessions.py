@@ -15,6 +15,7 @@ any ``DASK_*`` config) of this one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -39,6 +40,20 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_FLAGS = ("--db", "--label")
 #: pytest exit codes of a session that ran: 0 all passed, 1 some benchmark failed (recorded).
 _SESSION_RAN = (0, 1)
+#: What a side's sessions import, tried in order by `check_side` in the side's interpreter: the first that
+#: fails is named (exit `_PROBE_FAILED`, ``module: Error: message`` on stderr); else `_PROBE_OK` is printed.
+_PROBED = ("dask", "distributed", "daskbench.plugin.hooks")
+_PROBE_OK, _PROBE_FAILED = "daskbench-side-ok", 3
+_PROBE = (
+    "import importlib, sys\n"
+    f"for name in {_PROBED!r}:\n"
+    "    try:\n        importlib.import_module(name)\n"
+    "    except BaseException as exc:\n"
+    "        said = (str(exc).splitlines() or [''])[0]\n"
+    "        print(f'{name}: {type(exc).__name__}: {said}', file=sys.stderr)\n"
+    f"        sys.exit({_PROBE_FAILED})\n"
+    f"print({_PROBE_OK!r})"
+)
 
 
 @dataclass(frozen=True)
@@ -77,17 +92,38 @@ def parse_env(items: Sequence[str], flag: str) -> dict[str, str]:
 
 
 def check_side(side: Side) -> None:
-    """Fail before any session starts if the side's interpreter cannot run daskbench's plugin."""
+    """Fail before any session starts (so before any run row is written) if the side's interpreter, with
+    the side's variables, cannot run daskbench's plugin: no such file, not a python (it must print
+    `_PROBE_OK`), or a module the sessions import that fails (named, with its error's first line)."""
+    flag = f"--{side.name.lower()}-python {side.python}"
     python = shutil.which(side.python) or side.python
     if not Path(python).is_file() or not os.access(python, os.X_OK):
-        raise DaskbenchError(
-            f"--{side.name.lower()}-python {side.python}: no such interpreter; give the path to a python"
+        raise DaskbenchError(f"{flag}: no such interpreter; give the path to a python")
+    try:
+        environment = {**os.environ, **side.env}
+        probe = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env=environment,
         )
-    probe = subprocess.run([python, "-c", "import daskbench.plugin.hooks"], capture_output=True, text=True, timeout=120)
-    if probe.returncode != 0:
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DaskbenchError(f"{flag} cannot be run ({getattr(exc, 'strerror', None) or exc})") from None
+    failed = probe.stderr.strip().splitlines()[-1:] if probe.returncode == _PROBE_FAILED else []
+    if failed and failed[0].partition(":")[0] in _PROBED:
+        module, _, why = failed[0].partition(": ")
+        package = "daskbench" if module.startswith("daskbench") else module
         raise DaskbenchError(
-            f"--{side.name.lower()}-python {side.python} cannot import daskbench; "
-            f"install it there: {python} -m pip install daskbench"
+            f"side {side.name}: {flag} cannot import {module} ({why[:200]}); install it there: "
+            f"{python} -m pip install {package}"
+        )
+    if probe.returncode != 0 or probe.stdout.strip().splitlines()[-1:] != [_PROBE_OK]:
+        said = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}, nothing said"])[-1][:200]
+        raise DaskbenchError(
+            f"side {side.name}: {flag} is not a python that can run daskbench ({said}); give the path to a python "
+            "with daskbench installed"
         )
 
 
@@ -176,10 +212,8 @@ class GroupRunner:
         seconds = time.monotonic() - start
         run_id = self._tag(label, number, side_name)
         if code not in _SESSION_RAN or run_id is None:
-            for line in log.read_text(errors="replace").splitlines()[-15:]:
-                self.say(f"  {side_name}| {line}"[:120])
             raise DaskbenchError(
-                f"side {side_name} round {number + 1} could not run (pytest exit {code}); its log: {log}"
+                f"side {side_name} round {number + 1} could not run ({ended(code)}: {log_cause(log)}); its log: {log}"
             )
         return Session(number, side_name, run_id, seconds, code)
 
@@ -240,14 +274,42 @@ def run_logged(command: list[str], env: Mapping[str, str], log: Path) -> int:
 
 
 def stop_session(child: subprocess.Popen[bytes]) -> None:
-    """SIGINT to the session (pytest records it as interrupted and closes its cluster), then SIGKILL."""
+    """SIGINT to the session (pytest records it as interrupted and closes its cluster), then SIGKILL; then
+    SIGKILL to what is left of its process group (its own session: a cluster's processes outliving a
+    session that was killed)."""
     for sig, grace in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
         try:
             os.killpg(child.pid, sig)
             child.wait(timeout=grace)
-            return
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+            break
+        except ProcessLookupError:
+            break
+        except subprocess.TimeoutExpired:
             continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+def ended(code: int) -> str:
+    """How a session's process ended, as a line says it: ``pytest exit 4``, ``killed by SIGKILL``."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"pytest exit {code}"
+
+
+def log_cause(log: Path) -> str:
+    """The line of a session's log that says why it ended: pytest's ``ERROR:`` line (a usage error), else
+    the last exception line (``E   ModuleNotFoundError: ...``, a conftest that failed), else its last line."""
+    try:
+        lines = [line.rstrip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError as exc:
+        return f"its log cannot be read ({exc.strerror or exc})"
+    chosen = [line for line in lines if line.startswith(("ERROR:", "error:"))][:1]
+    chosen = chosen or [line[1:].strip() for line in lines if line.startswith("E ")][-1:] or lines[-1:]
+    return chosen[0].strip()[:200] if chosen else "it printed nothing"
 
 
 def progress_line(index: int, total: int, number: int, rounds: int, side: str, elapsed: float) -> str:

@@ -152,7 +152,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     try:
         outcome = runner.run(plan)
     except KeyboardInterrupt:
-        say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
+        if runner.done or stored:
+            say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
+        else:  # nothing of it is stored: --resume would find no such bisection
+            say(f"bisect: interrupted before any step finished. Start it again: daskbench bisect --group {name} ...")
         raise
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
         print_wrapped(line)

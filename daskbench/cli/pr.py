@@ -109,6 +109,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
     repo = envs.git_checkout(args.repo, "--repo")
     base, head = pr.resolve(repo, args.base, "BASE"), pr.resolve(repo, args.head, "HEAD")
+    edits = pr.uncommitted_note(repo, base, head)
     github = _github(args, head)
     link = _link(args)
     for path, flag in ((None if args.no_report else args.output, "-o"), (args.markdown, "--markdown")):
@@ -118,8 +119,10 @@ def cmd_pr(args: argparse.Namespace) -> int:
     db = absolute_db(settings(args).db)
     store = Store(db)
     floors = settings(args).floor or {}
+    if edits:
+        say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
-        return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link))
+        return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link, edits))
     sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
     pythons = {
         name: pr.side_python(revision, "base" if name == "A" else "head", say, **options)
@@ -250,10 +253,10 @@ def _report(store: Store, plan: pr.PrPlan, path: str) -> str:
     return str(path)
 
 
-def _same_page(base: pr.Revision, head: pr.Revision, link: str | None) -> pr.Page:
+def _same_page(base: pr.Revision, head: pr.Revision, link: str | None, edits: str) -> pr.Page:
     note = f"base and head are one commit ({(base.commit or '')[:10]}): the code is the same, nothing was measured"
     say(f"pr: {note}")
-    return pr.Page(base, head, None, link, note)
+    return pr.Page(base, head, None, link, f"{note}; {edits}" if edits else note)
 
 
 def absolute_db(url: str) -> str:

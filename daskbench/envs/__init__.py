@@ -30,7 +30,15 @@ from daskbench.envs.builds import (
     overlay_source,
     same_version,
 )
-from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
+from daskbench.envs.git import (
+    commit_subject,
+    commit_subjects,
+    commits_between,
+    exported,
+    git_checkout,
+    resolve_commit,
+    uncommitted,
+)
 from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import (
@@ -91,4 +99,5 @@ __all__ = [
     "same_version",
     "spec_from_pins",
     "spec_from_run",
+    "uncommitted",
 ]

@@ -18,6 +18,7 @@ are built in isolation; uv tries its cache alone first, so a build backend fetch
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import importlib.util
 import json
@@ -69,6 +70,16 @@ def cache_root(explicit: str | Path | None = None) -> Path:
         return Path(chosen).expanduser().absolute()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base, "daskbench", "envs").absolute()
+
+
+def cache_flag(explicit: str | Path | None = None) -> str:
+    """What chose the cache folder, as an error line names it: ``--cache-dir``, ``DASKBENCH_ENV_CACHE`` (the
+    flag the user never gave is never named as theirs), or the default and the two ways to move it."""
+    if explicit:
+        return "--cache-dir"
+    if os.environ.get(CACHE_ENV):
+        return CACHE_ENV
+    return f"the default environment cache (move it with --cache-dir or {CACHE_ENV})"
 
 
 def interpreter(folder: Path) -> Path:
@@ -164,20 +175,42 @@ def build(
     spec = replace(spec, overlay=overlay_source()) if inherit else spec
     root = cache_root(cache)
     folder = root / spec.key()
-    if is_built(folder):
-        say(f"env: reusing {folder} ({spec.source})")
-        check_versions(folder, spec, rebuilt=False)
+    broken = is_built(folder) and _reused(folder, spec, say)
+    if is_built(folder) and not broken:
         return interpreter(folder)
     index.check()
     tool = choose_installer(installer)
-    check_writable(root, "--cache-dir", folder=True)
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f"{spec.key()}.lock", say):
-        if is_built(folder):
-            say(f"env: another process built {folder}; reusing it")
-        else:
-            _build_into(folder, spec, index, tool, say)
+    check_writable(root, cache_flag(cache), folder=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root / f"{spec.key()}.lock", say):
+            if broken:
+                shutil.rmtree(folder, ignore_errors=True)  # under the lock: no other builder is at it
+            if is_built(folder):
+                say(f"env: another process built {folder}; reusing it")
+            else:
+                _build_into(folder, spec, index, tool, say)
+    except OSError as exc:  # the cache's disk full or gone mid-build: the half-built folder is removed
+        raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}") from None
     return interpreter(folder)
+
+
+def cache_fix(exc: OSError, explicit: str | Path | None = None) -> str:
+    """How to get past ``exc``, met writing the cache: free space (a full disk), or move the cache."""
+    room = "free space there or " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return f"{room}move the cache ({cache_flag(explicit)})"
+
+
+def _reused(folder: Path, spec: EnvSpec, say: Say) -> bool:
+    """Check a built environment before reuse: False when it is usable as it is (its versions checked), True
+    when it must be rebuilt because its interpreter is gone or cannot run (said in one line)."""
+    try:
+        check_versions(folder, spec, rebuilt=False)
+    except BrokenEnvironment as exc:
+        say(f"env: {exc}; rebuilding it")
+        return True
+    say(f"env: reusing {folder} ({spec.source})")
+    return False
 
 
 @contextmanager
@@ -348,12 +381,25 @@ def overlay_of(folder: Path, site_packages: str) -> None:
 # -- the check --------------------------------------------------------------------------------
 
 
+class BrokenEnvironment(DaskbenchError):
+    """A built environment whose interpreter is gone or cannot run (deleted, its base python removed)."""
+
+
 def installed_versions(python: Path, names: Collection[str]) -> dict[str, str | None]:
-    """Each name's version as the environment's own interpreter reads it (None: not installed)."""
-    done = subprocess.run([str(python), "-c", _VERSIONS_SCRIPT, *names], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise DaskbenchError(f"{python} could not report its versions: {first_error(done.stderr)}")
-    found: dict[str, str | None] = json.loads(done.stdout)
+    """Each name's version as the environment's own interpreter reads it (None: not installed); a
+    `BrokenEnvironment` when that interpreter cannot be run or cannot say."""
+    try:
+        done = subprocess.run(
+            [str(python), "-c", _VERSIONS_SCRIPT, *names], capture_output=True, text=True, timeout=120
+        )
+    except OSError as exc:
+        raise BrokenEnvironment(f"the interpreter {python} cannot run ({exc.strerror or exc})") from None
+    try:
+        found: dict[str, str | None] = json.loads(done.stdout) if done.returncode == 0 else {}
+    except ValueError:
+        found = {}
+    if done.returncode != 0 or not isinstance(found, dict):
+        raise BrokenEnvironment(f"the interpreter {python} could not report its versions: {first_error(done.stderr)}")
     return found
 
 

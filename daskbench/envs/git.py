@@ -1,6 +1,6 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
-`commit_subjects` name them; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
-installs (``sources``)."""
+`commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source
+tree (``git archive``, once) that an `EnvSpec` installs (``sources``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from daskbench.envs.builds import cache_root
+from daskbench.envs.builds import cache_fix, cache_flag, cache_root
 from daskbench.envs.output import first_error
 from daskbench.errors import DaskbenchError, check_writable
 
@@ -31,6 +31,13 @@ def resolve_commit(repo: Path, ref: str, flag: str) -> str:
     if done.returncode != 0 or not done.stdout.strip():
         raise DaskbenchError(f"{flag} {ref!r}: {repo} has no such branch, tag or commit (git log shows its commits)")
     return done.stdout.strip()
+
+
+def uncommitted(repo: Path) -> list[str]:
+    """The tracked files of ``repo``'s working tree whose edits are not committed (staged or not), as git
+    names them; untracked files do not count (a build's output, a results folder)."""
+    listed = _git(repo, "status", "--porcelain", "--untracked-files=no").stdout.splitlines()
+    return [line[3:] for line in listed if len(line) > 3]
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:
@@ -61,12 +68,12 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     target = root / f"{repo.name}-{commit[:16]}"
     if target.is_dir():
         return target
-    check_writable(root, "--cache-dir", folder=True)
-    root.mkdir(parents=True, exist_ok=True)
+    check_writable(root, cache_flag(cache), folder=True)
     scratch = root / f".{target.name}.{os.getpid()}.tmp"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
     try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
         archive = subprocess.run(
             ["git", "-C", str(repo), "archive", "--format=tar", commit],
             capture_output=True,
@@ -78,11 +85,17 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
             ["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True, timeout=300
         )
         os.replace(scratch, target)
-    except OSError:
-        if not target.is_dir():  # another process did not export it first
-            raise
+    except OSError as exc:
+        if not target.is_dir():  # another process did not export it first: the cache's disk full or gone
+            raise DaskbenchError(
+                f"cannot export commit {commit[:12]} into {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}"
+            ) from None
     except subprocess.CalledProcessError as error:
-        said = first_error(error.stderr.decode(errors="replace"))
+        output = error.stderr.decode(errors="replace")
+        full = [line for line in output.splitlines() if "No space left" in line or "Read-only file system" in line]
+        said = (
+            f"{full[0]}; free space in {root} or move the cache ({cache_flag(cache)})" if full else first_error(output)
+        )
         raise DaskbenchError(f"exporting commit {commit[:12]} of {repo} failed: {said}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -253,8 +253,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("daskbench")
     for line in (part for whole in _stored_lines(state) for part in wrap_line(whole)):
         terminalreporter.write_line(line)
-    for line in state.summary_lines:
-        terminalreporter.write_line(cfg.shown_message(line))
+    for line in (part for whole in state.summary_lines for part in wrap_line(cfg.shown_message(whole))):
+        terminalreporter.write_line(line)
 
 
 def _stored_lines(state: DaskbenchSession) -> list[str]:

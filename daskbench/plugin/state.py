@@ -296,7 +296,12 @@ class DaskbenchSession:
         try:
             return self._end_run(interrupted)
         except DaskbenchError as exc:
-            self.summary_lines.append(f"daskbench: could not record the end of run {self.run.run_id[:8]}: {exc}")
+            said = str(exc) == self.store.fault  # the store's fault is the summary's first line already
+            why = "" if said else f": {exc}"
+            self.summary_lines.append(
+                f"daskbench: could not record the end of run {self.run.run_id[:8]}{why} (daskbench runs shows it "
+                "as crashed)"
+            )
             return "store-error"
         finally:
             self.store.close()  # SQLite: the last connection closing folds the WAL into the file

@@ -74,11 +74,13 @@ def breakdown_figure(section: Section) -> figure:
 
 
 def evidence_links(view: CaseView) -> list[tuple[str, str]]:
-    """(text, file URI) of the evidence files kept for this case's measurements, baseline first."""
+    """(text, file URI) of the evidence files kept for this case's measurements, baseline first: those still
+    there when the page is made (``daskbench gc`` removes old runs' evidence; a dead link helps nobody)."""
     links: list[tuple[str, str]] = []
     for side, attribute in SIDES:
         measurements: Sequence[Measurement] = getattr(view, attribute)
         for m in measurements:
             for kind, path in sorted((m.extra.get("evidence") or {}).items()):
-                links.append((f"{side} repeat {m.repeat}: {kind}", Path(str(path)).resolve().as_uri()))
+                if Path(str(path)).is_file():
+                    links.append((f"{side} repeat {m.repeat}: {kind}", Path(str(path)).resolve().as_uri()))
     return links

@@ -191,6 +191,55 @@ def store_fault(exc: BaseException, path: Path | None) -> str | None:
     return unwritable(path)
 
 
+#: SQLSTATE classes and codes of a PostgreSQL connection that is gone or cannot be made: class 08 (connection
+#: exception), and the server shutting down, crashed, or not yet accepting connections (57P01-57P03).
+_LOST_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def server_lost(exc: BaseException) -> bool:
+    """Whether a database server's error says its connection is gone or could not be made: SQLAlchemy saw a
+    disconnect, or the driver's error carries no SQLSTATE (the server never answered) or a connection one."""
+    if getattr(exc, "connection_invalidated", False):
+        return True
+    original = getattr(exc, "orig", None)
+    if original is None or isinstance(original, sqlite3.Error):
+        return False
+    state = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
+    return state is None or str(state).startswith(_LOST_STATES)
+
+
+def lost_clause(exc: BaseException) -> str:
+    """The clause for a store whose database server went away or cannot be reached, with the fix."""
+    return (
+        f"({first_line(exc)}): its database server stopped or is unreachable; check that it is up and reachable "
+        "(pg_isready), then run again"
+    )
+
+
+class FileIdentity(NamedTuple):
+    """Which file a SQLite store is (device, inode): a store deleted or replaced while open is another, or none."""
+
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileIdentity | None:
+        try:
+            found = path.stat()
+        except OSError:
+            return None
+        return cls(found.st_dev, found.st_ino)
+
+
+def file_gone(path: Path) -> str:
+    """The clause for a SQLite store whose file was deleted, moved or replaced while in use: SQLite would go on
+    writing to the old file, and every row written there would be lost with it."""
+    return (
+        f"the file {path} was deleted, moved or replaced while in use, so nothing more can be stored in it; "
+        "restore the file (or pass another --db) and run again"
+    )
+
+
 def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) -> Any:
     """An INSERT that does nothing when a row with the same ``key`` exists: one statement, so
     two writers adding the same row at once cannot both pass a check and collide."""

@@ -16,10 +16,14 @@ from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.redact import redact_url
 from daskbench.store.engine import (
     Busy,
+    FileIdentity,
+    file_gone,
     first_line,
     inspect_sqlite,
     is_busy,
+    lost_clause,
     retrying,
+    server_lost,
     sqlite_begin,
     sqlite_file,
     sqlite_pragmas,
@@ -51,8 +55,12 @@ class Database:
         self.create = create
         self.fault: str | None = None
         self.path: Path | None = None
+        #: The SQLite file opened (None for a database server, and until it exists): a write checks it is
+        #: still that file.
+        self.identity: FileIdentity | None = None
         self.engine = self._connect(url)
         self._migrate()
+        self.identity = FileIdentity.of(self.path) if self.path is not None else None
 
     def _connect(self, url: str) -> Engine:
         try:
@@ -67,8 +75,8 @@ class Database:
             read_uri = self._check_sqlite_file(self.path)
         if read_uri is not None:
             return self._read_only_engine(read_uri)
-        try:
-            engine = sa.create_engine(parsed)
+        try:  # pre-ping: a server restarted between two transactions costs a reconnection, not the session
+            engine = sa.create_engine(parsed, **({} if self.path is not None else {"pool_pre_ping": True}))
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             raise DaskbenchError(
                 f"no driver for {self.display_url} ({exc}); for PostgreSQL: pip install 'psycopg[binary]>=3.1'"
@@ -97,6 +105,7 @@ class Database:
         its folder is made) without creating or changing a database: for the session's early checks."""
         probe = Database.__new__(Database)
         probe.url, probe.display_url, probe.create, probe.fault, probe.path = url, redact_url(url), True, None, None
+        probe.identity = None
         probe._connect(url).dispose()  # creating an engine opens no connection
 
     def _check_sqlite_file(self, path: Path) -> str | None:
@@ -153,6 +162,8 @@ class Database:
         """One transaction; ``write`` takes SQLite's write lock at BEGIN (``BEGIN IMMEDIATE``),
         so a transaction that reads then writes cannot fail half-way on a stale snapshot."""
         engine = self.engine.execution_options(daskbench_write=True) if write else self.engine
+        if write:
+            self._check_same_file()
         try:
             with engine.begin() as conn:
                 yield conn
@@ -165,13 +176,26 @@ class Database:
                 raise
             raise self._fault(exc) from None
 
+    def _check_same_file(self) -> None:
+        """Before a write: the SQLite file opened is still there, the same file (a `StoreFault` when it was
+        deleted, moved or replaced: SQLite would write on into a file nobody can read again)."""
+        if self.path is None or self.identity is None or FileIdentity.of(self.path) == self.identity:
+            return
+        raise self._kept_fault(f"cannot write the store {self.display_url}: {file_gone(self.path)}")
+
+    def _kept_fault(self, line: str) -> StoreFault:
+        """A `StoreFault`, its line kept as ``fault`` (the first one wins: it says what stopped the writes)."""
+        self.fault = self.fault or line
+        return StoreFault(self.fault)
+
     def _fault(self, exc: DatabaseError) -> DaskbenchError:
-        """The one line for a database error: the storage's fault named (full, read-only, permission:
-        a `StoreFault`, kept as ``fault``), else what SQLite found wrong with the file."""
+        """The one line for a database error: the storage's fault named (full, read-only, permission, a
+        database server gone: a `StoreFault`, kept as ``fault``), else what SQLite found wrong with the file."""
         why = store_fault(exc, self.path)
         if why is not None:
-            self.fault = self.fault or f"cannot write the store {self.display_url}: {why}"
-            return StoreFault(self.fault)
+            return self._kept_fault(f"cannot write the store {self.display_url}: {why}")
+        if self.path is None and server_lost(exc):
+            return self._kept_fault(f"cannot reach the store {self.display_url} {lost_clause(exc)}")
         if isinstance(exc, OperationalError):
             return DaskbenchError(f"cannot use the store {self.display_url}: {first_line(exc)}; check --db")
         return DaskbenchError(

@@ -1,0 +1,271 @@
+"""Lockstep `daskbench ab` under faults, made for real (issue 35).
+
+A side that cannot start (not a python, a dask that does not import, a session that fails at once) is one
+daskbench line naming the side, the cause in the session's own words and its log, and leaves no run row; a
+side's session SIGKILLed mid-comparison, Ctrl-C of ``ab`` and ``ab`` itself SIGKILLed each leave what was
+measured stored and judgeable, every run in a status that says what happened, and no process of either
+side behind. The control channel is tested with scripted sides (real processes on the real socket, no
+cluster): what a side says that is not the protocol is one line, never a traceback or a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from daskbench.ab.lockstep import Lockstep
+from daskbench.ab.sessions import Side
+from daskbench.errors import DaskbenchError
+from daskbench.judge.sequential import Question
+from daskbench.store import Store, runstatus
+from tests.helpers import LOCKSTEP_SESSION, daskbench_cli, wait_for
+
+# -- a side that cannot start --------------------------------------------------------------------
+
+
+def _errors(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    assert not [line for line in stderr.splitlines() if line.startswith(("  A|", "  B|"))], stderr
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def _no_runs(db: Path) -> bool:
+    return not db.exists() or Store(f"sqlite:///{db}", create=False).runs() == []
+
+
+def test_a_side_whose_interpreter_is_not_python_is_refused_before_any_session_and_nothing_is_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--b-python /bin/true`` (it runs, exits 0 and says nothing): one line naming side B and what it is not,
+    before any session starts, so no run row of side A either."""
+    db = tmp_path / "ab.db"
+    done = daskbench_cli("ab", "--db", str(db), "--b-python", "/bin/true", *LOCKSTEP_SESSION, capsys=capsys)
+    assert done.returncode == 2
+    (line,) = _errors(done.stderr)
+    assert line.startswith("error: side B: --b-python /bin/true is not a python that can run daskbench"), line
+    assert _no_runs(db)
+
+
+def test_a_side_whose_dask_does_not_import_is_one_line_naming_the_import_before_any_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Side B's variables put a broken ``dask`` first on its path: one line naming side B, dask and the
+    import's own error with the fix, not a page of that side's pytest output; nothing stored."""
+    broken = tmp_path / "broken" / "dask"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('this dask was broken on purpose')\n")
+    db = tmp_path / "ab.db"
+    done = daskbench_cli("ab", "--db", str(db), "--b-env", f"PYTHONPATH={broken.parent}", *LOCKSTEP_SESSION,
+                         capsys=capsys)  # fmt: skip
+    assert done.returncode == 2
+    (line,) = _errors(done.stderr)
+    assert line.startswith(f"error: side B: --b-python {sys.executable} cannot import dask (ImportError: this dask")
+    assert line.endswith("install it there: " + f"{sys.executable} -m pip install dask")
+    assert _no_runs(db)
+
+
+def test_a_side_whose_session_fails_at_start_is_one_line_with_its_words_and_log_and_no_run_row(
+    bench_folder: Path,
+) -> None:
+    """Side B's session refuses a bad setting (pytest's usage error, exit 4) while A's waits for the plan:
+    one line, first, naming side B, pytest's own ERROR line and B's log; A is stopped before it measured,
+    so neither side left a run row."""
+    db = bench_folder / "fails-at-start.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--b-env", "DASKBENCH_TIMEOUT=soon",
+         *LOCKSTEP_SESSION], cwd=bench_folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (line,) = _errors(done.stderr)
+    assert "side B's session ended before it could measure (pytest exit 4: ERROR:" in line, line
+    assert "DASKBENCH_TIMEOUT" in line and "its log: " in line and line.endswith("B.log")
+    assert _no_runs(db)
+
+
+# -- a side killed, ab interrupted, ab killed ------------------------------------------------------------
+
+
+def _ab(folder: Path, db: Path, group: str) -> subprocess.Popen[str]:
+    """``daskbench ab`` of 20 exact rounds on the lockstep suite, in the background."""
+    command = [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--format", "json", "--group", group,
+               "--rounds", "20", *LOCKSTEP_SESSION]  # fmt: skip
+    return subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stored(db: Path) -> int:
+    try:
+        return len(Store(f"sqlite:///{db}", create=False).measurements()) if db.exists() else 0
+    except Exception:  # the store is being created by the sessions
+        return 0
+
+
+def _sides(ab: subprocess.Popen[str]) -> dict[str, psutil.Process]:
+    """Each side's pytest session (a child of ``ab`` whose environment names its side)."""
+    found = {}
+    for child in psutil.Process(ab.pid).children():
+        try:
+            side = child.environ().get("DASKBENCH_AB_SIDE")
+        except psutil.Error:
+            continue
+        if side:
+            found[side] = child
+    return found
+
+
+def _descendants(ab: subprocess.Popen[str]) -> list[psutil.Process]:
+    return psutil.Process(ab.pid).children(recursive=True)
+
+
+def _gone(processes: list[psutil.Process]) -> Callable[[], bool]:
+    return lambda: not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _statuses(db: Path, group: str) -> dict[str, str]:
+    store = Store(f"sqlite:///{db}", create=False)
+    runs = [run for run in store.runs() if run.tags.get("ab_group") == group]
+    found = runstatus.statuses(store, runs)
+    return {run.tags["ab_side"]: found[run.run_id] for run in runs}
+
+
+def test_a_side_killed_mid_comparison_is_one_line_and_what_was_measured_stays_judgeable(
+    bench_folder: Path,
+) -> None:
+    """SIGKILL of side B's session after a few rounds: ``ab`` ends with exit 2 and one line naming side B,
+    the signal and its log (it used to exit 0 in silence: writing to the dead side was taken for a closed
+    stdout); A's session ends on its own (its run finished, B's crashed), no process of either side is left
+    (B's cluster included), both sides' measurements stay stored, and compare --group says in one line why
+    the group is not judged (a crashed run never is)."""
+    db = bench_folder / "killed-side.db"
+    ab = _ab(bench_folder, db, "killed")
+    wait_for(lambda: _stored(db) >= 6, "six measurements stored", within=300)
+    everything = _descendants(ab)
+    _sides(ab)["B"].send_signal(signal.SIGKILL)
+    _, err = ab.communicate(timeout=300)
+    assert ab.returncode == 2, err[-3000:]
+    (line,) = _errors(err)
+    assert "side B's session ended (killed by SIGKILL" in line and "its log: " in line, line
+    wait_for(_gone(everything), "no process of either side left", within=60)
+    assert _statuses(db, "killed") == {"A": runstatus.FINISHED, "B": runstatus.CRASHED}
+    store = Store(f"sqlite:///{db}", create=False)
+    kept = {run.tags["ab_side"]: len(store.measurements([run.run_id])) for run in store.runs()}
+    assert kept["A"] >= 3 and kept["B"] >= 3, kept
+    judged = daskbench_cli("compare", "--group", "killed", "--db", str(db))  # a crashed run is not judged
+    assert judged.returncode == 2 and judged.stderr.count("\n") == 1 and "no complete round" in judged.stderr
+
+
+def test_ctrl_c_of_ab_stops_both_sides_and_both_runs_read_interrupted(bench_folder: Path) -> None:
+    """SIGINT to ``ab`` (Ctrl-C): exit 130 with the hint, both sessions stopped as pytest stops on Ctrl-C, so
+    both runs read ``interrupted`` (never running, never crashed), what was measured stays, no process left."""
+    db = bench_folder / "ctrl-c.db"
+    ab = _ab(bench_folder, db, "ctrlc")
+    wait_for(lambda: _stored(db) >= 4, "four measurements stored", within=300)
+    everything = _descendants(ab)
+    ab.send_signal(signal.SIGINT)
+    _, err = ab.communicate(timeout=300)
+    assert ab.returncode in (130, -signal.SIGINT) and "daskbench compare --group ctrlc" in err, err[-3000:]
+    assert "Traceback" not in err
+    wait_for(_gone(everything), "no process of either side left", within=60)
+    assert _statuses(db, "ctrlc") == {"A": runstatus.INTERRUPTED, "B": runstatus.INTERRUPTED}
+    assert _stored(db) >= 4
+
+
+def test_ab_itself_killed_leaves_no_session_running_and_no_run_reading_running(bench_folder: Path) -> None:
+    """SIGKILL of ``ab`` (the controller: nobody left to give turns): both sessions see the control channel
+    close, measure nothing more and end on their own within a minute, their clusters closed; neither run
+    stays ``running``, and what was measured stays."""
+    db = bench_folder / "killed-ab.db"
+    ab = _ab(bench_folder, db, "orphans")
+    wait_for(lambda: _stored(db) >= 4, "four measurements stored", within=300)
+    everything = _descendants(ab)
+    ab.send_signal(signal.SIGKILL)
+    ab.communicate(timeout=60)
+    wait_for(_gone(everything), "both sessions ended after ab was killed", within=120)
+    statuses = _statuses(db, "orphans")
+    assert set(statuses) == {"A", "B"} and runstatus.RUNNING not in statuses.values(), statuses
+    stored = _stored(db)
+    time.sleep(2)
+    assert _stored(db) == stored >= 4
+
+
+# -- the control channel: scripted sides on the real socket ---------------------------------------------
+
+#: A side's script: connect to the controller's socket, say each line of SAY in turn (JSON, or raw text),
+#: reading the controller's answer after each line that asks for one (its plan, a ready), then stay connected
+#: STAY seconds and leave.
+SIDE = """
+import os, socket, sys, time
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(os.environ["DASKBENCH_AB_CONTROL"])
+stream = sock.makefile("rw", encoding="utf-8", buffering=1)
+for line in {say!r}:
+    stream.write(line + "\\n")
+    stream.flush()
+    if line.startswith(('{{"side"', '{{"ready"')):
+        stream.readline()
+time.sleep({stay})
+"""
+
+
+def _hello(side: str, *keys: str) -> str:
+    return json.dumps({"side": side, "plan": list(keys)})
+
+
+def _lockstep(tmp_path: Path, scripts: dict[str, list[str]], stay: float = 30.0) -> tuple[Lockstep, list[str]]:
+    said: list[str] = []
+    lockstep = Lockstep(
+        {name: Side(name) for name in "AB"},
+        command=lambda side: [sys.executable, "-c", SIDE.format(say=scripts[side.name], stay=stay)],
+        environment=lambda side: dict(os.environ),
+        question=Question(1.1, 5),
+        max_seconds=60.0,
+        log_dir=tmp_path,
+        say=said.append,
+    )
+    return lockstep, said
+
+
+def _one_line_within(lockstep: Lockstep, seconds: float) -> str:
+    started = time.monotonic()
+    with pytest.raises(DaskbenchError) as raised:
+        lockstep.run()
+    assert time.monotonic() - started < seconds
+    assert "\n" not in str(raised.value)
+    assert not [c for c in lockstep.children.values() if c.poll() is None], "a scripted side was left running"
+    return str(raised.value)
+
+
+def test_a_side_that_says_what_is_not_the_protocol_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """A side whose first line is not JSON (something else on the socket): one line naming it, at once; both
+    sides stopped."""
+    lockstep, _ = _lockstep(tmp_path, {"A": [_hello("A", "k")], "B": ["<html>not the protocol</html>"]})
+    line = _one_line_within(lockstep, 20)
+    assert "not daskbench's protocol" in line and "<html>" in line, line
+
+
+def test_two_sides_that_both_say_they_are_a_are_one_line_at_once_not_a_ten_minute_wait(tmp_path: Path) -> None:
+    """Both connections say ``side A``: one line at once (the comparison cannot tell them apart), not a wait
+    of CONNECT_SECONDS for a side B that never comes."""
+    lockstep, _ = _lockstep(tmp_path, {"A": [_hello("A", "k")], "B": [_hello("A", "k")]})
+    line = _one_line_within(lockstep, 20)
+    assert "side 'A'" in line and "twice" in line, line
+
+
+@pytest.mark.parametrize("value", ["NaN", "-1.0", "Infinity", '"fast"'])
+def test_a_side_that_reports_a_runtime_that_is_no_time_ends_that_case_unjudged(tmp_path: Path, value: str) -> None:
+    """A turn's ``done`` with a runtime that is not a finite time (NaN, negative, infinite, text) is never
+    judged: the case ends as not measured, said in one line, and the comparison moves on."""
+    done = f'{{"done": "k", "round": 0, "value": {value}, "outcome": "passed"}}'
+    ready = json.dumps({"ready": "k", "round": 0})
+    scripts = {name: [_hello(name, "k"), ready, done] for name in "AB"}
+    lockstep, said = _lockstep(tmp_path, scripts, stay=0.5)
+    (result,) = lockstep.run()
+    assert result.failed and result.a == [] and "measured no runtime_s" in result.stopped, said
