@@ -8,16 +8,20 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, Measurement, Run, now_iso
+from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
 from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
 from daskbench.store.merge import MERGERS, children_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
+    MeasuredOutcome,
     case_from_row,
     dumps,
+    in_chunks,
+    known_outcome,
     measurement_from_row,
     measurement_row,
     metrics_by_measurement,
@@ -81,23 +85,26 @@ class RunRecords(Database):
     def events(self, run_ids: Sequence[str] | None = None) -> dict[str, list[tuple[str, str, str]]]:
         """(status, at, detail) per run, oldest first."""
         query = sa.select(run_events).order_by(run_events.c.id)
-        if run_ids is not None:
-            query = query.where(run_events.c.run_id.in_(list(run_ids)))
+        wheres = [[]] if run_ids is None else [[run_events.c.run_id.in_(chunk)] for chunk in in_chunks(run_ids)]
         found: dict[str, list[tuple[str, str, str]]] = {}
         with self._tx() as conn:
-            for row in conn.execute(query).mappings():
-                found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
+            for where in wheres:
+                for row in conn.execute(query.where(*where)).mappings():
+                    found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
         return found
 
     def last_activity(self, run_ids: Sequence[str]) -> dict[str, str]:
         """The newest measurement time of each run that has one: the heartbeat of a running run."""
-        query = (
-            sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
-            .where(measurements.c.run_id.in_(list(run_ids)))
-            .group_by(measurements.c.run_id)
-        )
+        found: dict[str, str] = {}
         with self._tx() as conn:
-            return {run_id: at for run_id, at in conn.execute(query).all() if at}
+            for chunk in in_chunks(run_ids):
+                query = (
+                    sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
+                    .where(measurements.c.run_id.in_(chunk))
+                    .group_by(measurements.c.run_id)
+                )
+                found.update((run_id, at) for run_id, at in conn.execute(query).all() if at)
+        return found
 
     @retry_busy
     def finish_run(self, run_id: str, ended_at: str | None = None) -> None:
@@ -110,7 +117,15 @@ class RunRecords(Database):
             )
 
     def runs(self, limit: int | None = None) -> list[Run]:
-        """Runs, newest first."""
+        """Runs, newest first; within a `snapshot`, read once and reused."""
+        if self._memo is None:
+            return self._read_runs(limit)
+        everything = self._memo.get("runs")
+        if everything is None:
+            everything = self._memo["runs"] = self._read_runs(None)
+        return list(everything if limit is None else everything[:limit])
+
+    def _read_runs(self, limit: int | None) -> list[Run]:
         query = sa.select(runs).order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
         if limit is not None:
             query = query.limit(limit)
@@ -254,41 +269,124 @@ class MeasurementRecords(Database):
                 )
         return len(ids)
 
-    def measurements(self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None) -> list[Measurement]:
-        """Measurements in insertion order, optionally of some runs and/or one case."""
-        where: list[sa.ColumnElement[bool]] = []
-        if run_ids is not None:
-            where.append(measurements.c.run_id.in_(list(run_ids)))
-        if fingerprint is not None:
-            where.append(measurements.c.fingerprint == fingerprint)
-        query = sa.select(measurements).where(*where).order_by(measurements.c.id)
-        values_query = (
-            sa.select(metric_values)
-            .join(measurements, measurements.c.id == metric_values.c.measurement_id)
-            .where(*where)
-        )
-        flags_query = (
-            sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
-            .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
-            .where(*where)
-            .order_by(measurement_flags.c.id)
+    def measurements(
+        self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None, ids: Iterable[int] | None = None
+    ) -> list[Measurement]:
+        """Measurements in insertion order, optionally of some runs and/or one case, or those with these ``ids``
+        (`MeasuredOutcome.id`: a window chosen from `outcomes`, decoded alone)."""
+        wheres: list[list[sa.ColumnElement[bool]]]
+        if ids is not None:
+            wheres = [[measurements.c.id.in_(chunk)] for chunk in in_chunks(sorted(set(ids)))]
+        else:
+            where: list[sa.ColumnElement[bool]] = []
+            if run_ids is not None:
+                where.append(measurements.c.run_id.in_(list(run_ids)))
+            if fingerprint is not None:
+                where.append(measurements.c.fingerprint == fingerprint)
+            wheres = [where]
+        with self._tx() as conn:
+            return [m for where in wheres for m in _read_measurements(conn, where)]
+
+    def outcomes(self, run_ids: Sequence[str], fingerprints: Iterable[str] | None = None) -> list[MeasuredOutcome]:
+        """The keys and outcomes (flags applied) of the measurements of these runs (and cases), in insertion
+        order: what choosing a window of history reads, through the indexes, without decoding a measurement."""
+        cases = None if fingerprints is None else sorted(set(fingerprints))
+        found: list[MeasuredOutcome] = []
+        with self._tx() as conn:
+            for runs_chunk in in_chunks(run_ids):
+                for cases_chunk in in_chunks(cases) if cases is not None else [None]:
+                    where = [measurements.c.run_id.in_(runs_chunk)]
+                    if cases_chunk is not None:
+                        where.append(measurements.c.fingerprint.in_(cases_chunk))
+                    found += _read_outcomes(conn, where)
+        return sorted(found, key=lambda row: row.id)
+
+    def outcome_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Per run, how many measurements ended in each outcome (as a reader sees it), counted by the database."""
+        counts: dict[str, dict[str, int]] = {}
+        wrong = sa.and_(
+            measurement_flags.c.measurement_id == measurements.c.id, measurement_flags.c.flag == WRONG_RESULT
         )
         with self._tx() as conn:
-            rows = conn.execute(query).mappings().all()
-            found = metrics_by_measurement(conn.execute(values_query).mappings())
-            flags: dict[int, list[str]] = {}
-            for measurement_id, flag in conn.execute(flags_query).all():
-                flags.setdefault(measurement_id, []).append(flag)
-            tasks = tasks_by_measurement(conn, where)
-        return [
-            measurement_from_row(
-                row,
-                found.get(row["id"], {}),
-                flags.get(row["id"], []),
-                tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()),
-            )
-            for row in rows
-        ]
+            for chunk in in_chunks(run_ids):
+                of_runs = measurements.c.run_id.in_(chunk)
+                query = sa.select(measurements.c.run_id, measurements.c.outcome, sa.func.count()).where(of_runs)
+                for run_id, outcome, n in conn.execute(query.group_by(measurements.c.run_id, measurements.c.outcome)):
+                    shown = counts.setdefault(run_id, {})
+                    name = known_outcome(outcome)[0]
+                    shown[name] = shown.get(name, 0) + n
+                flagged = (
+                    sa.select(measurements.c.run_id, sa.func.count())
+                    .where(of_runs, measurements.c.outcome == "passed", sa.exists().where(wrong))
+                    .group_by(measurements.c.run_id)
+                )
+                for run_id, n in conn.execute(flagged):  # a passed measurement flagged wrong-result reads as one
+                    shown = counts[run_id]
+                    shown["passed"] -= n
+                    shown[WRONG_RESULT] = shown.get(WRONG_RESULT, 0) + n
+                    if not shown["passed"]:
+                        del shown["passed"]
+        return counts
+
+    def metric_by_run(self, run_ids: Sequence[str], name: str) -> dict[str, list[float]]:
+        """Per run, the stored values of one metric over its measurements (any outcome)."""
+        found: dict[str, list[float]] = {}
+        with self._tx() as conn:
+            for chunk in in_chunks(run_ids):
+                query = (
+                    sa.select(measurements.c.run_id, metric_values.c.value)
+                    .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
+                    .where(measurements.c.run_id.in_(chunk), metric_values.c.name == name)
+                )
+                for run_id, value in conn.execute(query):
+                    found.setdefault(run_id, []).append(float(value))
+        return found
+
+
+def _read_measurements(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[Measurement]:
+    """The measurements ``where`` selects, with their metric values, flags and task memory (four queries)."""
+    query = sa.select(measurements).where(*where).order_by(measurements.c.id)
+    values_query = (
+        sa.select(metric_values).join(measurements, measurements.c.id == metric_values.c.measurement_id).where(*where)
+    )
+    rows = conn.execute(query).mappings().all()
+    found = metrics_by_measurement(conn.execute(values_query).mappings())
+    flags = _flags(conn, where)
+    tasks = tasks_by_measurement(conn, where)
+    return [
+        measurement_from_row(
+            row,
+            found.get(row["id"], {}),
+            flags.get(row["id"], []),
+            tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()),
+        )
+        for row in rows
+    ]
+
+
+def _flags(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> dict[int, list[str]]:
+    """The flags of the measurements ``where`` selects, oldest first, by measurement id."""
+    query = (
+        sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
+        .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
+        .where(*where)
+        .order_by(measurement_flags.c.id)
+    )
+    flags: dict[int, list[str]] = {}
+    for measurement_id, flag in conn.execute(query).all():
+        flags.setdefault(measurement_id, []).append(flag)
+    return flags
+
+
+def _read_outcomes(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[MeasuredOutcome]:
+    columns = (measurements.c.id, measurements.c.run_id, measurements.c.fingerprint, measurements.c.repeat)
+    flags = _flags(conn, where)
+    return [
+        MeasuredOutcome(
+            i, run_id, fp, repeat, read_outcome(known_outcome(outcome)[0], flags.get(i, ())), tuple(flags.get(i, ()))
+        )
+        for i, run_id, fp, repeat, outcome in conn.execute(sa.select(*columns, measurements.c.outcome).where(*where))
+    ]
 
 
 class RowExchange(Database):

@@ -10,6 +10,16 @@ Schema history (``schema_meta.schema_version``); each version after 1 has a migr
   4 - ``task_memory``: per-task peak memory per task prefix of a measurement (``--task-memory``),
       keyed like a measurement (run id, fingerprint, repeat) plus the prefix
       (``tests/fixtures/store-v3.db``).
+  5 - indexes for reading a window of a long history: measurements by (fingerprint, run id), runs by start
+      (``tests/fixtures/store-v4.db``). Already indexed by their keys: measurements by run id
+      (``uq_measurement``), metric values by measurement (their primary key), run tags by run (theirs), flags
+      by measurement, events by run, task memory by run (``uq_task_memory``).
+
+Why the project's own migrations rather than an Alembic environment: every store carries its version in
+``schema_meta`` since schema 1, migrations run inside the opening's lock and transaction (SQLite's write
+lock, PostgreSQL's advisory lock) with the version re-checked there, and nothing but the package is
+installed (no script folder, no ``alembic_version`` table to stamp on existing stores). Alembic's
+operations do the DDL SQLite cannot do in place (dropping columns, schema 2), imported only when migrating.
 """
 
 from __future__ import annotations
@@ -17,11 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: PostgreSQL advisory lock id that serialises schema creation and migration ("dask").
 MIGRATION_LOCK_KEY = 0x6461736B
@@ -43,6 +51,7 @@ runs = sa.Table(
     sa.Column("versions", sa.Text, nullable=False),
     sa.Column("host", sa.Text, nullable=False),
     sa.Column("dask_config", sa.Text, nullable=False),
+    sa.Index("ix_runs_started", "started_at", "run_id"),
 )  # fmt: skip
 cases = sa.Table(
     "cases", metadata,
@@ -65,6 +74,7 @@ measurements = sa.Table(
     sa.Column("extra", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.String(40), nullable=False),
     sa.UniqueConstraint("run_id", "fingerprint", "repeat", name="uq_measurement"),
+    sa.Index("ix_measurements_fingerprint_run", "fingerprint", "run_id"),
 )  # fmt: skip
 metric_values = sa.Table(
     "metric_values", metadata,
@@ -129,6 +139,9 @@ _V1_METRIC_COLUMNS = (
 
 def _to_v2(conn: Connection) -> None:
     """Schema 2: every metric column of ``measurements`` becomes rows of ``metric_values``."""
+    from alembic.migration import MigrationContext  # only when migrating: a second of imports
+    from alembic.operations import Operations
+
     ops = Operations(MigrationContext.configure(conn))
     metric_values.create(conn)
     for column in _V1_METRIC_COLUMNS:
@@ -154,6 +167,15 @@ def _to_v4(conn: Connection) -> None:
     task_memory.create(conn)
 
 
+def _to_v5(conn: Connection) -> None:
+    """Schema 5: the indexes a window of a long history is read through (`HISTORY_INDEXES`)."""
+    for index in HISTORY_INDEXES:
+        index.create(conn)
+
+
+#: The indexes schema 5 added, as a fresh store has them.
+HISTORY_INDEXES = tuple(sorted((*runs.indexes, *measurements.indexes), key=lambda index: str(index.name)))
+
 #: version -> function upgrading a store from version - 1, in the caller's transaction.
 #: A fresh store is created at `SCHEMA_VERSION` whole.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5}
