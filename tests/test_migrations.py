@@ -158,8 +158,36 @@ def test_a_version_4_store_gets_the_history_indexes_on_open(v4_store: str) -> No
     Store(v4_store).close()
     assert _schema_version(v4_store) == SCHEMA_VERSION
     found = _indexes(v4_store)
-    assert found["ix_measurements_fingerprint_run"] == ["fingerprint", "run_id"]
+    assert found["ix_measurements_fingerprint_run"] == ["fingerprint", "run_id", "outcome", "repeat"]
+    assert found["ix_measurements_run_outcome"] == ["run_id", "outcome", "fingerprint", "repeat"]
     assert found["ix_runs_started"] == ["started_at", "run_id"]
+
+
+def _shape(url: str) -> dict[str, object]:
+    """Each table's columns, keys and indexes, and whether SQLite keeps it in its key's order (WITHOUT ROWID)."""
+    engine = sa.create_engine(url)
+    inspector = sa.inspect(engine)
+    with engine.connect() as conn:
+        sql = dict(conn.execute(sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'table'")).all())
+    return {
+        table: (
+            [(c["name"], str(c["type"]), c["nullable"]) for c in inspector.get_columns(table)],
+            inspector.get_pk_constraint(table)["constrained_columns"],
+            sorted((i["name"], tuple(i["column_names"])) for i in inspector.get_indexes(table)),
+            "WITHOUT ROWID" in sql[table],
+        )
+        for table in inspector.get_table_names()
+    }
+
+
+def test_an_upgraded_version_4_store_has_the_shape_of_a_fresh_one(v4_store: str, tmp_path: Path) -> None:
+    """After the migration the store's tables, keys and indexes are those a fresh store is created with,
+    metric values kept in their key's order."""
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    Store(fresh).close()
+    Store(v4_store).close()
+    assert _shape(v4_store) == _shape(fresh)
+    assert _shape(fresh)["metric_values"][3] is True
 
 
 def test_an_upgraded_version_4_store_reads_and_judges_its_history_as_written(v4_store: str) -> None:

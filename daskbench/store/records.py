@@ -4,7 +4,7 @@ for runs), cases, measurements (with their flags), and rows exchanged with anoth
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
 from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
-from daskbench.store.merge import MERGERS, children_of
+from daskbench.store.merge import BATCH, MERGERS, rows_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
     MeasuredOutcome,
@@ -132,7 +132,8 @@ class RunRecords(Database):
         with self._tx() as conn:
             rows = conn.execute(query).mappings().all()
             tags = tags_by_run(conn, [row["run_id"] for row in rows])
-        return [run_from_row(row, tags.get(row["run_id"], {})) for row in rows]
+        configs: dict[str, Any] = {}
+        return [run_from_row(row, tags.get(row["run_id"], {}), configs) for row in rows]
 
     def run(self, run_id: str) -> Run:
         """The run with this id or unique id prefix."""
@@ -304,9 +305,7 @@ class MeasurementRecords(Database):
     def outcome_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
         """Per run, how many measurements ended in each outcome (as a reader sees it), counted by the database."""
         counts: dict[str, dict[str, int]] = {}
-        wrong = sa.and_(
-            measurement_flags.c.measurement_id == measurements.c.id, measurement_flags.c.flag == WRONG_RESULT
-        )
+        wrong = sa.select(measurement_flags.c.measurement_id).where(measurement_flags.c.flag == WRONG_RESULT)
         with self._tx() as conn:
             for chunk in in_chunks(run_ids):
                 of_runs = measurements.c.run_id.in_(chunk)
@@ -317,7 +316,7 @@ class MeasurementRecords(Database):
                     shown[name] = shown.get(name, 0) + n
                 flagged = (
                     sa.select(measurements.c.run_id, sa.func.count())
-                    .where(of_runs, measurements.c.outcome == "passed", sa.exists().where(wrong))
+                    .where(of_runs, measurements.c.outcome == "passed", measurements.c.id.in_(wrong))
                     .group_by(measurements.c.run_id)
                 )
                 for run_id, n in conn.execute(flagged):  # a passed measurement flagged wrong-result reads as one
@@ -328,19 +327,32 @@ class MeasurementRecords(Database):
                         del shown["passed"]
         return counts
 
-    def metric_by_run(self, run_ids: Sequence[str], name: str) -> dict[str, list[float]]:
-        """Per run, the stored values of one metric over its measurements (any outcome)."""
-        found: dict[str, list[float]] = {}
+    def metric_medians(self, run_ids: Sequence[str], name: str) -> dict[str, float]:
+        """Per run, the median of one metric's non-zero values over its measurements (any outcome), as
+        `statistics.median` takes it (even counts: the mean of the middle two), picked by the database:
+        the one or two middle rows of each run come back, not every value."""
+        ranked = (
+            sa.select(
+                measurements.c.run_id,
+                metric_values.c.value,
+                sa.func.row_number()
+                .over(partition_by=measurements.c.run_id, order_by=metric_values.c.value)
+                .label("k"),
+                sa.func.count().over(partition_by=measurements.c.run_id).label("n"),
+            )
+            .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
+            .where(metric_values.c.name == name, metric_values.c.value != 0)
+        )
+        middle: dict[str, list[float]] = {}
         with self._tx() as conn:
             for chunk in in_chunks(run_ids):
-                query = (
-                    sa.select(measurements.c.run_id, metric_values.c.value)
-                    .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
-                    .where(measurements.c.run_id.in_(chunk), metric_values.c.name == name)
+                found = ranked.where(measurements.c.run_id.in_(chunk)).subquery()
+                middle_rows = sa.select(found.c.run_id, found.c.value).where(
+                    found.c.k.in_([(found.c.n + 1) // 2, (found.c.n + 2) // 2])
                 )
-                for run_id, value in conn.execute(query):
-                    found.setdefault(run_id, []).append(float(value))
-        return found
+                for run_id, value in conn.execute(middle_rows):
+                    middle.setdefault(run_id, []).append(float(value))
+        return {run_id: sum(values) / len(values) for run_id, values in middle.items()}
 
 
 def _read_measurements(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[Measurement]:
@@ -390,41 +402,43 @@ def _read_outcomes(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) ->
 
 
 class RowExchange(Database):
-    """Every row out (`dump_rows`) and rows in (`merge_rows`): what ``daskbench export``/``import`` carry."""
+    """Every row out (`dump_rows`) and rows in (`merge_rows`): what ``daskbench export``/``import`` carry,
+    streamed both ways: memory stays the same at any size of store or file."""
 
     def dump_rows(self, since: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``.
+        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``
+        (filtered by the database), read in one transaction a batch at a time as they are consumed.
 
         Rows are keyed by what identifies them in any store (run id, fingerprint, (run,
         fingerprint, repeat), ...), never by autoincrement ids, so `merge_rows` can merge them.
         """
-        run_query = sa.select(runs).order_by(runs.c.started_at, runs.c.run_id)
-        if since is not None:
-            run_query = run_query.where(runs.c.started_at >= since)
         with self._tx() as conn:
-            run_rows = [dict(row) for row in conn.execute(run_query).mappings()]
-            run_ids = {row["run_id"] for row in run_rows}
-            found = children_of(conn, run_ids)
-            base_query = sa.select(baselines).order_by(baselines.c.id)
-            if since is not None:
-                base_query = base_query.where(baselines.c.created_at >= since)
-            base_rows = [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(base_query).mappings()]
-        yield from (("run", row) for row in run_rows)
-        for kind in ("tag", "event", "case", "measurement", "flag", "task_peak"):
-            yield from ((kind, row) for row in found[kind])
-        yield from (("baseline", row) for row in base_rows)
+            yield from rows_of(conn, since)
 
     @retry_busy
-    def merge_rows(self, groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, tuple[int, int]]:
-        """Insert the rows this store lacks, kind by kind in the order given (parents first), in one
-        transaction, so rows that do not fit (a measurement of a run neither has) change nothing;
-        returns (added, skipped) per kind."""
+    def merge_rows(self, rows: Callable[[], Iterable[tuple[str, Mapping[str, Any]]]]) -> dict[str, tuple[int, int]]:
+        """Insert the rows this store lacks, in one transaction, so rows that do not fit (a measurement of a
+        run neither has) change nothing; ``rows()`` gives (kind, row) parents first (a retry calls it again),
+        merged a batch of one kind at a time (`merge.BATCH`). Returns (added, skipped) per kind."""
         counts: dict[str, tuple[int, int]] = {}
+        batch: list[Mapping[str, Any]]
+
+        def flush(conn: Connection, kind: str, batch: list[Mapping[str, Any]]) -> None:
+            added = MERGERS[kind](conn, batch)
+            before = counts.get(kind, (0, 0))
+            counts[kind] = (before[0] + added, before[1] + len(batch) - added)
+
         try:
             with self._tx(write=True) as conn:
-                for kind, rows in groups.items():
-                    added = MERGERS[kind](conn, rows)
-                    counts[kind] = (added, len(rows) - added)
+                kind, batch = "", []  # the rows of one kind not merged yet
+                for found, row in rows():
+                    if batch and (found != kind or len(batch) >= BATCH):
+                        flush(conn, kind, batch)
+                        batch = []
+                    kind = found
+                    batch.append(row)
+                if batch:
+                    flush(conn, kind, batch)
         except IntegrityError as exc:
             raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
         return counts

@@ -90,7 +90,13 @@ def tags_by_run(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str,
     return found
 
 
-def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
+def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str], configs: dict[str, Any] | None = None) -> Run:
+    """The `Run` of a row; ``configs`` (stored text -> redacted value), shared by the rows of one read, redacts
+    each distinct Dask config once: a year of nightly runs mostly shares one."""
+    text = row["dask_config"]
+    configs = {} if configs is None else configs
+    if text not in configs:
+        configs[text] = redact_value(json.loads(text))  # also stores written before the rule
     return Run(
         run_id=row["run_id"],
         label=row["label"],
@@ -100,7 +106,7 @@ def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
         ci_url=row["ci_url"],
         versions=json.loads(row["versions"]),
         host=json.loads(row["host"]),
-        dask_config=redact_value(json.loads(row["dask_config"])),  # also stores written before the rule
+        dask_config=configs[text],
         tags=dict(tags),
     )
 
