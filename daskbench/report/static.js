@@ -137,10 +137,15 @@
     }, 0);
   }
 
+  /* The first section only after the page has painted once: the headline and tables come first. */
+  function drawAfterPaint() {
+    window.requestAnimationFrame(function () { window.setTimeout(drawNext, 0); });
+  }
+
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", drawNext);
+    document.addEventListener("DOMContentLoaded", drawAfterPaint);
   } else {
-    drawNext();
+    drawAfterPaint();
   }
 
   window.daskbenchReport = { setMetric: setMetric, metrics: metrics, historyModels: historyModels };
