@@ -51,6 +51,13 @@ _TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 #: a passed measurement carrying it reads back as outcome ``wrong-result`` (never ok).
 WRONG_RESULT = "wrong-result"
 
+
+def read_outcome(stored: str, flags: Iterable[str]) -> str:
+    """The outcome a reader sees: a ``passed`` measurement flagged `WRONG_RESULT` is ``wrong-result``
+    (the one place a flag changes what is read: `Measurement` and the store's counts ask it)."""
+    return WRONG_RESULT if stored == "passed" and WRONG_RESULT in flags else stored
+
+
 #: The flag `daskbench baseline accept` adds: history mode judges a case only against the
 #: runs from the newest accepted one on (a deliberate change of level, not a regression).
 ACCEPTED_STEP = "accepted-step"
@@ -285,9 +292,7 @@ class Measurement:
     tasks: tuple[TaskMemory, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.outcome == "passed" and WRONG_RESULT in self.flags:
-            # The one place a flag changes what is read: every reader of outcome/ok sees it.
-            object.__setattr__(self, "outcome", WRONG_RESULT)
+        object.__setattr__(self, "outcome", read_outcome(self.outcome, self.flags))  # every reader of outcome/ok
         _require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
         _require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
         for name, value in self.metrics.items():

@@ -4,6 +4,7 @@ writer, exit codes that mean one thing each, and command modules that never impo
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from datetime import UTC, datetime, timedelta
@@ -68,6 +69,22 @@ def test_a_missing_subcommand_module_stops_the_parser_instead_of_dropping_the_co
     monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", (*cli.SUBCOMMAND_MODULES, "nosuchcommand"))
     with pytest.raises(ModuleNotFoundError, match=r"daskbench\.cli\.nosuchcommand"):
         build_parser()
+
+
+def test_the_command_table_names_the_module_that_adds_each_command() -> None:
+    """`COMMAND_MODULES`, which lets ``daskbench COMMAND`` import one command module, is what the modules add."""
+    added = {}
+    for module in cli.SUBCOMMAND_MODULES:
+        parser = build_parser([module])
+        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        added.update(dict.fromkeys(subparsers.choices, module))
+    assert added == cli.COMMAND_MODULES
+
+
+def test_a_command_parses_the_same_alone_as_among_all_commands() -> None:
+    """The parser of one command's module reads a command line as the whole parser does."""
+    line = ["compare", "--history", "5", "--format", "json"]
+    assert vars(build_parser(["compare"]).parse_args(line)) == vars(build_parser().parse_args(line))
 
 
 def test_only_the_progress_writer_writes_to_stderr() -> None:

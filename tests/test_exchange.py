@@ -131,13 +131,14 @@ def test_a_run_exported_unfinished_gets_its_end_from_a_later_export(tmp_path: Pa
     run = Run(run_id="live-1", label="nightly", started_at="2026-03-01T02:00:00+00:00")
     source.add_run(run)
     source.record_event(run.run_id, "running")
-    exchange.import_rows(target, exchange.read_rows(exchange.export_lines(source), "first"))
+    first = list(exchange.export_lines(source))
+    exchange.import_lines(target, lambda: first, "first")
     assert target.run("live-1").ended_at is None
     source.finish_run(run.run_id, "2026-03-01T03:00:00+00:00")
     source.record_event(run.run_id, "finished")
-    later = exchange.read_rows(exchange.export_lines(source), "later")
-    exchange.import_rows(target, later)
-    exchange.import_rows(target, later)  # twice: nothing more
+    later = list(exchange.export_lines(source))
+    exchange.import_lines(target, lambda: later, "later")
+    exchange.import_lines(target, lambda: later, "later")  # twice: nothing more
     assert target.run("live-1").ended_at == "2026-03-01T03:00:00+00:00"
     assert [status for status, _, _ in target.events(["live-1"])["live-1"]] == ["running", "finished"]
 
@@ -154,7 +155,69 @@ def test_task_memory_rows_travel_with_their_measurements_once(tmp_path: Path) ->
                                               outcome="passed", runtime_s=1.0, tasks=tasks))  # fmt: skip
     lines = list(exchange.export_lines(source))
     assert sum(json.loads(line).get("kind") == "task_peak" for line in lines[1:]) == 4
-    first = exchange.import_rows(target, exchange.read_rows(lines, "first"))
-    again = exchange.import_rows(target, exchange.read_rows(lines, "again"))
+    first = exchange.import_lines(target, lambda: lines, "first")
+    again = exchange.import_lines(target, lambda: lines, "again")
     assert first.added["task_peak"] == 4 and again.added["task_peak"] == 0 and again.skipped["task_peak"] == 4
     assert [m.tasks for m in target.measurements()] == [tasks, tasks]
+
+
+def _rows(store: Store) -> list[tuple[str, str]]:
+    """Every exported row of a store as sorted text (what two stores holding the same history share)."""
+    return sorted((kind, json.dumps(row, sort_keys=True)) for kind, row in store.dump_rows())
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read and merge three rows at a time, so a small history crosses many batch boundaries."""
+    from daskbench.store import merge, records
+
+    monkeypatch.setattr(merge, "BATCH", 3)
+    monkeypatch.setattr(records, "BATCH", 3)
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_rows_read_and_merged_a_batch_at_a_time_arrive_once_and_whole(tmp_path: Path) -> None:
+    """Export and import in batches smaller than any kind's rows: the copy holds every row once, metric values
+    and flags with their own measurements; importing again adds nothing."""
+    source_url, copy_url = (f"sqlite:///{tmp_path / name}.db" for name in ("source", "copy"))
+    _fill(source_url, "a", 3)
+    path = tmp_path / "all.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        counts = exchange.write_export(Store(source_url), out)
+    assert counts["measurement"] == 12 and counts["event"] == 3
+    copy = Store(copy_url)
+    first, again = exchange.import_file(copy, path), exchange.import_file(copy, path)
+    assert first.added["measurement"] == 12 and first.added["flag"] == 6
+    assert sum(again.added.values()) == 0 and again.skipped["measurement"] == 12
+    assert _rows(copy) == _rows(Store(source_url))
+
+
+def test_a_file_with_its_kinds_out_of_order_is_merged_parents_first(tmp_path: Path) -> None:
+    """An export whose lines were shuffled (measurements before their runs and cases) merges as the ordered one."""
+    source_url = f"sqlite:///{tmp_path / 'source.db'}"
+    _fill(source_url, "a", 2)
+    header, *rows = list(exchange.export_lines(Store(source_url)))
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("\n".join([header, *reversed(rows)]) + "\n", encoding="utf-8")
+    assert exchange.check_file(shuffled) is False
+    copy = Store(f"sqlite:///{tmp_path / 'copy.db'}")
+    assert exchange.import_file(copy, shuffled).added["measurement"] == 8
+    assert _rows(copy) == _rows(Store(source_url))
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_an_import_into_postgresql_merges_in_batches_with_each_measurements_values(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Into PostgreSQL, measurements inserted a batch at a time get back their own ids in order, so each
+    measurement keeps its own metric values and flags; a second import adds nothing."""
+    source_url = f"sqlite:///{tmp_path / 'source.db'}"
+    _fill(source_url, "pg", 3)
+    path = tmp_path / "all.jsonl"
+    assert main(["export", "-o", str(path), "--db", source_url]) == 0
+    target = Store(postgres_url)
+    assert exchange.import_file(target, path).added["measurement"] == 12
+    assert exchange.import_file(target, path).skipped["measurement"] == 12
+    mine = {(m.run_id, m.fingerprint, m.repeat): (m.metrics, m.flags) for m in target.measurements()}
+    theirs = {(m.run_id, m.fingerprint, m.repeat): (m.metrics, m.flags) for m in Store(source_url).measurements()}
+    assert mine == theirs

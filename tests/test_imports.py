@@ -109,16 +109,41 @@ def test_model_imports_only_the_bottom_and_modules_built_on_the_bottom_alone(gra
     assert graph["daskbench.model"] <= allowed, f"model imports {sorted(graph['daskbench.model'] - allowed)}"
 
 
-#: What the command line does not load to build its parser: each takes a second or more to import,
-#: and only the commands that compute (report, publish, data prepare, the statistics) need them.
-HEAVY = ("scipy", "bokeh", "dask.array", "pandas", "xarray", "daskbench.report", "daskbench.site")
+#: What the command line does not load to build its parser: each takes a tenth of a second to seconds to
+#: import, and only the commands that compute (report, publish, data prepare, A/B, a cluster) need them.
+HEAVY = (
+    "scipy", "bokeh", "dask", "distributed", "pandas", "xarray", "pytest", "daskbench.report", "daskbench.site",
+)  # fmt: skip
+
+
+def _loaded_by(code: str) -> set[str]:
+    """The modules loaded after running ``code`` in a fresh interpreter (its last line of output)."""
+    code += "\nimport sys; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.splitlines()[-1].split())
 
 
 def test_the_command_line_parser_loads_none_of_the_heavy_libraries() -> None:
-    """`daskbench COMMAND --help` (every command's parser) starts without scipy, bokeh, dask.array,
-    pandas or xarray: a CLI call in a script or a test pays a fraction of a second, not seconds."""
-    code = "import sys; from daskbench.cli import build_parser; build_parser(); print(' '.join(sorted(sys.modules)))"
-    loaded = set(
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    )
+    """`daskbench --help` (every command's parser) starts without scipy, bokeh, dask, pandas, xarray or
+    pytest: a CLI call in a script or a test pays a fraction of a second, not seconds."""
+    loaded = _loaded_by("from daskbench.cli import build_parser; build_parser()")
     assert [name for name in HEAVY if name in loaded] == []
+
+
+def test_listing_runs_loads_only_its_own_command_and_not_the_statistics(tmp_path: Path) -> None:
+    """`daskbench runs` imports its command's module alone (not every command's) and no numpy: its start-up
+    is the store's library and the listing."""
+    from daskbench.store import Store
+    from tests.helpers import add_run, make_case, make_measurement
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store, case = Store(url), make_case("wordcount")
+    store.add_case(case)
+    store.add_measurement(make_measurement(add_run(store, 0), case))
+    store.close()
+    loaded = _loaded_by(f"from daskbench.cli import main; assert main(['runs', '--db', {url!r}]) == 0")
+    assert [name for name in (*HEAVY, "numpy", "daskbench.judge.stats") if name in loaded] == []
+    assert sorted(name for name in loaded if name.startswith("daskbench.cli.")) == [
+        "daskbench.cli.common",
+        "daskbench.cli.runs",
+    ]

@@ -3,6 +3,8 @@ the tolerance are set aside (inconclusive, both speeds named); memory verdicts s
 
 from __future__ import annotations
 
+import pytest
+
 from daskbench.judge import machine
 from daskbench.judge.compare import compare_runs
 from daskbench.model import Verdict
@@ -113,3 +115,20 @@ def test_a_slowdown_of_sleeping_tasks_on_a_slower_machine_stands(store: Store) -
 def test_the_same_slowdown_of_cpu_bound_tasks_on_that_machine_is_set_aside(store: Store) -> None:
     _two_runs(store, slower_code=1.4, probe=0.041, waiting=0.0)
     assert _by_metric(store)["runtime_s"].verdict == "inconclusive"
+
+
+def test_the_database_takes_the_same_median_cpu_probe_as_machine_speed(store: Store) -> None:
+    """`Store.metric_medians` (what ``daskbench runs`` shows) is `machine.speed` of the run's measurements: odd and
+    even counts (the mean of the middle two), zero probes left out, a run without probes absent."""
+    case = make_case("wordcount", n_workers=1)
+    store.add_case(case)
+    probes = {0: (0.05, 0.03, 0.04), 1: (0.02, 0.10, 0.0, 0.06, 0.04), 2: (0.0,)}
+    for index, values in probes.items():
+        run = add_run(store, index)
+        for repeat, seconds in enumerate(values):
+            store.add_measurement(make_measurement(run, case, repeat, cpu_probe_s=seconds))
+    ids = [f"run{index:03d}-nightly" for index in probes]
+    medians = store.metric_medians(ids, "cpu_probe_s")
+    expected = {run_id: machine.speed(store.measurements([run_id])) for run_id in ids}
+    assert medians == {run_id: value for run_id, value in expected.items() if value is not None}
+    assert medians == pytest.approx({"run000-nightly": 0.04, "run001-nightly": 0.05})

@@ -1,8 +1,10 @@
-"""Schema migrations run: stores written by daskbench 0.1 (schema 1) and by schema 3 open, upgrade and read the same.
+"""Schema migrations run: stores written by daskbench 0.1 (schema 1), at schema 3 and at schema 4 open, upgrade
+and read the same.
 
 ``tests/fixtures/store-v1.db`` was written by daskbench 0.1 itself (``make_store_v1.py``
 beside it, run against that version), ``store-v3.db`` by the code at schema 3
-(``make_store_v3.py``), as pyperf keeps old result files as fixtures.
+(``make_store_v3.py``), ``store-v4.db`` at schema 4 (``make_store_v4.py``), as pyperf keeps old
+result files as fixtures.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def test_a_version_1_store_is_upgraded_to_the_current_schema(v1_store: str) -> N
     """Opening runs every migration; the metric columns are gone and metric_values holds their values."""
     assert _schema_version(v1_store) == 1
     Store(v1_store).close()
-    assert _schema_version(v1_store) == SCHEMA_VERSION == 4
+    assert _schema_version(v1_store) == SCHEMA_VERSION == 5
     inspector = sa.inspect(sa.create_engine(v1_store))
     columns = {column["name"] for column in inspector.get_columns("measurements")}
     assert "runtime_s" not in columns and "peak_memory_bytes" not in columns
@@ -129,3 +131,78 @@ def test_an_upgraded_version_3_store_takes_task_memory_and_compares(v3_store: st
     assert added.tasks == tasks and added.task_peak_bytes == 600 * 2**20
     runtime = [v for v in compare_runs(store, candidate=V3_CAND).verdicts if v.metric == "runtime_s" and v.ratio]
     assert len(runtime) == 2  # the two transpose_mean cases; the wrong-result case has no ratio
+
+
+V4_RUNS = [f"5555555{i}-eeee-4000-8000-00000000000{i}" for i in range(5)]
+
+
+@pytest.fixture
+def v4_store(tmp_path: Path) -> str:
+    """The schema-4 store (written before the history indexes)."""
+    return _copy_fixture(tmp_path, "store-v4.db")
+
+
+def _indexes(url: str) -> dict[str, list[str]]:
+    inspector = sa.inspect(sa.create_engine(url))
+    return {
+        index["name"]: list(index["column_names"])
+        for table in ("runs", "measurements")
+        for index in inspector.get_indexes(table)
+        if index["name"]
+    }
+
+
+def test_a_version_4_store_gets_the_history_indexes_on_open(v4_store: str) -> None:
+    """Opening a schema-4 store adds the indexes a window of history is read through, as a fresh store has them."""
+    assert _schema_version(v4_store) == 4 and "ix_measurements_fingerprint_run" not in _indexes(v4_store)
+    Store(v4_store).close()
+    assert _schema_version(v4_store) == SCHEMA_VERSION
+    found = _indexes(v4_store)
+    assert found["ix_measurements_fingerprint_run"] == ["fingerprint", "run_id", "outcome", "repeat"]
+    assert found["ix_measurements_run_outcome"] == ["run_id", "outcome", "fingerprint", "repeat"]
+    assert found["ix_runs_started"] == ["started_at", "run_id"]
+
+
+def _shape(url: str) -> dict[str, object]:
+    """Each table's columns, keys and indexes, and whether SQLite keeps it in its key's order (WITHOUT ROWID)."""
+    engine = sa.create_engine(url)
+    inspector = sa.inspect(engine)
+    with engine.connect() as conn:
+        sql = dict(conn.execute(sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'table'")).all())
+    return {
+        table: (
+            [(c["name"], str(c["type"]), c["nullable"]) for c in inspector.get_columns(table)],
+            inspector.get_pk_constraint(table)["constrained_columns"],
+            sorted((i["name"], tuple(i["column_names"])) for i in inspector.get_indexes(table)),
+            "WITHOUT ROWID" in sql[table],
+        )
+        for table in inspector.get_table_names()
+    }
+
+
+def test_an_upgraded_version_4_store_has_the_shape_of_a_fresh_one(v4_store: str, tmp_path: Path) -> None:
+    """After the migration the store's tables, keys and indexes are those a fresh store is created with,
+    metric values kept in their key's order."""
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    Store(fresh).close()
+    Store(v4_store).close()
+    assert _shape(v4_store) == _shape(fresh)
+    assert _shape(fresh)["metric_values"][3] is True
+
+
+def test_an_upgraded_version_4_store_reads_and_judges_its_history_as_written(v4_store: str) -> None:
+    """Runs, counts, flags, task memory, the baseline and a history comparison read as schema 4 wrote them:
+    the accepted 1.3x step is the level the newest run is judged against, the wrong-result run is no history."""
+    store = Store(v4_store)
+    assert [run.run_id for run in store.runs()][1:] == V4_RUNS[::-1] and store.baseline("main") == (V4_RUNS[0],)
+    counts = store.outcome_counts(V4_RUNS)
+    assert counts[V4_RUNS[1]] == {"passed": 4, "wrong-result": 2} and counts[V4_RUNS[0]] == {"passed": 6}
+    first = store.measurements([V4_RUNS[0]])[0]
+    assert first.tasks[0].prefix == "transpose" and first.cpu_probe_s == 0.03
+    comparison = compare_runs(store, candidate=V4_RUNS[4], history=20)
+    runtime = {(v.fingerprint, v.metric): v for v in comparison.verdicts if v.metric == "runtime_s"}
+    accepted = [v for v in runtime.values() if "accepted as a new level" in v.note]
+    assert len(accepted) == 1 and accepted[0].baseline_values == pytest.approx(
+        (2.6182,)
+    )  # the median of its two repeats
+    assert len(comparison.baseline_runs) == 4  # the side-by-side run is skipped

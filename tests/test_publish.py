@@ -33,6 +33,19 @@ def test_site_has_an_index_a_page_per_workload_and_run_reports(site: Path) -> No
     assert index.count(">report</a>") == 2 and "run-failed" in index
 
 
+def test_the_charting_library_is_one_file_the_pages_share(site: Path) -> None:
+    """BokehJS is written once into static/ and every page with charts (workload pages, run reports) refers to it
+    by a relative path instead of inlining its megabytes."""
+    scripts = sorted((site / "static").glob("bokeh-*.js"), key=lambda path: path.stat().st_size)
+    library = scripts[-1]
+    assert library.stat().st_size > 500_000 and "Bokeh" in library.read_text()
+    pages = [*(site / "workloads").iterdir(), *(site / "runs").iterdir()]
+    for page in pages:
+        html = page.read_text()
+        assert f'<script src="../static/{library.name}"></script>' in html
+        assert page.stat().st_size < library.stat().st_size / 2, f"{page.name} inlines the library"
+
+
 def test_publish_of_an_empty_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A store with no runs is refused in one line, before any page is written."""
     assert main(["publish", "-o", str(tmp_path / "site"), "--db", f"sqlite:///{tmp_path / 'r.db'}"]) == 2
@@ -51,15 +64,16 @@ def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         for visit in open_offline(browser, site / "workloads" / f"{workload}.html"):
-            assert visit.errors == [] and len(visit.requests) == 1
+            assert visit.errors == [] and visit.requests[0] == (site / "workloads" / f"{workload}.html").as_uri()
+            assert all(url.startswith((site / "static").as_uri()) for url in visit.requests[1:])
             titles = visit.page.evaluate(  # type: ignore[attr-defined]
-                "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
+                "() => Bokeh.documents.flatMap(d => [...d.all_models]).filter(m => m.name === 'history-figure').map(m => m.title.text)"
             )
             assert titles and all("over the last runs" in title for title in titles)
             assert visit.page.locator("h1").inner_text() == workload  # type: ignore[attr-defined]
             visit.page.click(metric_switch("cost_usd"))  # type: ignore[attr-defined]
             switched = visit.page.evaluate(  # type: ignore[attr-defined]
-                "() => [...Bokeh.documents[0].all_models].filter(m => m.name === 'history-figure').map(m => m.title.text)"
+                "() => Bokeh.documents.flatMap(d => [...d.all_models]).filter(m => m.name === 'history-figure').map(m => m.title.text)"
             )
             assert len(switched) == len(titles) and all(title.startswith("Cost") for title in switched)
         browser.close()

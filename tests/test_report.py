@@ -147,8 +147,9 @@ def test_embedded_json_round_trips_to_the_comparison(story: tuple[ReportStore, s
     assert drawn == {v["fingerprint"] for v in expected["verdicts"]}
 
 
-def test_every_chart_is_a_root_of_one_bokeh_document(story: tuple[ReportStore, str], page: Element) -> None:
-    """Each chart slot holds one Bokeh root; one embed script, one copy of BokehJS, nothing fetched."""
+def test_every_chart_is_a_root_of_its_sections_bokeh_document(story: tuple[ReportStore, str], page: Element) -> None:
+    """Each chart slot holds one Bokeh root; one embed script per section, inert until the page's script runs it
+    (the page is usable before the charts are drawn), one copy of BokehJS, nothing fetched."""
     html = story[1]
     charts = page.select("div", cls="chart")
     listed = [key for section in _embedded(page)["report"]["sections"] for key in section["charts"]]
@@ -157,7 +158,10 @@ def test_every_chart_is_a_root_of_one_bokeh_document(story: tuple[ReportStore, s
         len(chart.select("div", cls=None)) == 1 and "data-root-id" in chart.children[0].attrs for chart in charts
     )
     assert html.count("/* BEGIN bokeh.min.js */") == 1
-    assert html.count("const docs_json") == 1
+    sections = _embedded(page)["report"]["sections"]
+    later = [el for el in page.select("script") if el.attrs.get("type") == "text/x-daskbench-charts"]
+    assert html.count("const docs_json") == len(later) == len(sections) > 1
+    assert [el.attrs["data-section"] for el in later] == [section["id"] for section in sections]
     assert not [el for el in page.iter() if "src" in el.attrs or el.tag == "link"]
 
 
@@ -185,8 +189,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportStore, str]
 def test_text_from_the_store_is_shown_as_text(hostile: tuple[ReportStore, str], page: Element) -> None:
     """A script-tag label and an img-tag error message appear as text and add no elements."""
     html = hostile[1]
-    scripts = len(page.select("script"))  # BokehJS (2), the page data, the page's JS, the Bokeh embed
     page = parse_html(html)
+    scripts = 4 + len(_embedded(page)["report"]["sections"])  # BokehJS (2), the data, the page's JS, an embed a section
     assert HOSTILE_LABEL not in html and "<img" not in html
     assert len(page.select("script")) == scripts == html.count("</script")
     assert HOSTILE_LABEL in page.one("table", cls="runs-table").text()

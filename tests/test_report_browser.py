@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM, RENDERED, Visit, daskbench_cli, metric_switch, needs_chromium, open_offline
+from tests.helpers import CHROMIUM, READY, RENDERED, Visit, daskbench_cli, metric_switch, needs_chromium, open_offline
 from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, HOSTILE_URL, build_report_store, shared_report
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.browser, needs_chromium]
 
 HISTORY = """() => {
   const out = {titles: [], drawn: []};
-  for (const model of Bokeh.documents[0].all_models) {
+  for (const model of Bokeh.documents.flatMap(doc => [...doc.all_models])) {
     if (model.name === "history-figure") out.titles.push(model.title.text);
     if (model.name === "history-points") {
       const data = model.data instanceof Map ? Object.fromEntries(model.data) : model.data;
@@ -78,6 +78,23 @@ def test_metric_switch_changes_the_table_and_the_history_charts(report: Visit) -
     assert len(history["titles"]) == 6 and all(title.startswith("Cost") for title in history["titles"])
     assert history["drawn"] and all(history["drawn"])
     assert page.url.endswith("#metric=cost_usd")  # type: ignore[attr-defined]
+
+
+def test_charts_drawn_after_the_page_opened_in_cost_are_drawn_in_cost(browser: object, tmp_path: Path) -> None:
+    """Opened at #metric=cost_usd, the sections drawn one after another (each its own Bokeh document) all come
+    in cost, and the page marks when every section is drawn."""
+    path = tmp_path / "report.html"
+    path.write_text(shared_report()[1], encoding="utf-8")
+    context = browser.new_context(offline=True)  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(path.as_uri() + "#metric=cost_usd")
+    page.wait_for_function("() => document.body.dataset.charts === 'all'", timeout=60_000)
+    page.wait_for_function(READY, timeout=60_000)
+    history = page.evaluate(HISTORY)
+    assert page.evaluate("() => Bokeh.documents.length") == 3
+    assert len(history["titles"]) == 6 and all(title.startswith("Cost") for title in history["titles"])
+    assert history["drawn"] and all(history["drawn"])
+    context.close()
 
 
 def test_hide_unchanged_filters_rows(report: Visit) -> None:

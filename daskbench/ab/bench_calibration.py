@@ -14,15 +14,13 @@ import os
 import dask
 import pytest
 
+from daskbench.ab.arms import ARMS, SIDE_ENV
+
 pytestmark = pytest.mark.benchmark
 
-#: (arm, planted factor on side B): the A/A pair first, then the planted slowdowns.
-ARMS = (("aa", 1.0), ("x1.05", 1.05), ("x1.10", 1.10), ("x1.20", 1.20), ("x1.50", 1.50))
 #: Pure-Python loop iterations per task at factor 1, per size (about 0.25 s per task at tiny).
 UNITS = {"tiny": 3_200_000, "small": 10_000_000, "medium": 20_000_000, "large": 40_000_000}
 TASKS = 4
-#: Which side this session is (set by daskbench calibrate); only side B burns the planted factor.
-SIDE_ENV = "DASKBENCH_CALIBRATION_SIDE"
 
 
 def burn(iterations: int) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from daskbench.ab import turns
-from daskbench.ab.bench_calibration import ARMS, SIDE_ENV
+from daskbench.ab.arms import ARMS, SIDE_ENV
 from daskbench.ab.budgeted import Spent
 from daskbench.ab.lockstep import Lockstep, pytest_command
 from daskbench.ab.sessions import Side

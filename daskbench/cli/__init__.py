@@ -44,16 +44,27 @@ SUBCOMMAND_MODULES = (
 )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every subcommand's parser; a module of `SUBCOMMAND_MODULES` that is missing is an error (a broken
-    install), never a command silently left out."""
+#: The module of `SUBCOMMAND_MODULES` that adds each command: ``daskbench COMMAND`` imports that module alone,
+#: so a command's start-up pays only for what it uses (``daskbench --help`` imports them all; a test keeps this
+#: table equal to what the modules add).
+COMMAND_MODULES = {
+    "runs": "runs", "show": "runs", "baseline": "compare", "compare": "compare", "ab": "ab", "calibrate": "calibrate",
+    "report": "report", "data": "prepare", "init": "init", "export": "exchange", "import": "exchange",
+    "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env", "bisect": "bisect",
+    "confirm": "confirm", "pr": "pr",
+}  # fmt: skip
+
+
+def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the subcommands these modules add (all by default); a module of `SUBCOMMAND_MODULES`
+    that is missing is an error (a broken install), never a command silently left out."""
     parser = Parser(
         prog="daskbench",
         description="Inspect, compare and report daskbench results. Run the suite with: pytest -m benchmark",
         epilog=EXIT_CODES,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMAND_MODULES:
+    for name in SUBCOMMAND_MODULES if modules is None else modules:
         importlib.import_module(f"daskbench.cli.{name}").register(subparsers)
     return parser
 
@@ -61,8 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; everything it prints passes `terminal_safe` (`inert_output`), and an error
     line `config.shown_message` (secrets hidden)."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    module = COMMAND_MODULES.get(given[0]) if given else None
     with inert_output():
-        return _run(build_parser().parse_args(argv))
+        return _run(build_parser([module] if module else None).parse_args(given))
 
 
 def _run(args: argparse.Namespace) -> int:

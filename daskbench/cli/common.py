@@ -15,15 +15,17 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from daskbench import config, envs
 from daskbench.errors import RegressionFound
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
-from daskbench.judge.selection import Selection
 from daskbench.model import Comparison
 from daskbench.store import Store
 from daskbench.text import say, terminal_safe, wrap_line
+
+if TYPE_CHECKING:
+    from daskbench.judge.selection import Selection
 
 #: Exit codes, one meaning each (`daskbench --help` lists them, as the package's docstring does).
 EXIT_OK = 0
@@ -208,6 +210,8 @@ def add_selection_options(parser: argparse.ArgumentParser, verb: str = "judge", 
 
 def selection(args: argparse.Namespace) -> Selection:
     """The `Selection` of a command's flags (one `DaskbenchError` line for a mix of modes)."""
+    from daskbench.judge.selection import Selection  # numpy (the rules' thresholds): only for commands that judge
+
     return Selection(
         candidate=args.candidate,
         baseline=args.baseline,

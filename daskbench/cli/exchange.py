@@ -63,8 +63,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    files = [(file, exchange.read_file(file)) for file in args.files]  # all checked before the store is opened
+    files = [(file, exchange.check_file(file)) for file in args.files]  # all checked before the store is opened
     store = open_store(args)
-    for file, grouped in files:
-        print(f"{file}: {exchange.import_rows(store, grouped, file).summary()}")
+    for file, ordered in files:
+        print(f"{file}: {exchange.import_file(store, file, ordered=ordered).summary()}")
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +57,9 @@ def register(subparsers: Any) -> None:
     show.set_defaults(func=_show_or_tasks)
 
 
-def run_summary(run: Run, measurements: list[Measurement], status: str = "unknown") -> dict[str, Any]:
-    """A run's facts for ``runs``/``show``; ``status`` as `daskbench.store.runstatus` derives it."""
-    outcomes: dict[str, int] = {}
-    for m in measurements:
-        outcomes[m.outcome] = outcomes.get(m.outcome, 0) + 1
+def run_summary(run: Run, outcomes: Mapping[str, int], probe: float | None, status: str = "unknown") -> dict[str, Any]:
+    """A run's facts for ``runs``/``show``: its measurements counted by outcome, its speed (the median CPU
+    probe: how fast the machine was) and ``status`` as `daskbench.store.runstatus` derives it."""
     return {
         "run_id": run.run_id,
         "label": run.label,
@@ -68,21 +68,30 @@ def run_summary(run: Run, measurements: list[Measurement], status: str = "unknow
         "status": status,
         "git_sha": run.git_sha,
         "ci_url": run.ci_url,
-        "measurements": len(measurements),
-        "outcomes": outcomes,
+        "measurements": sum(outcomes.values()),
+        "outcomes": dict(sorted(outcomes.items())),
         "versions": dict(run.versions),
         "host": dict(run.host),
         "tags": dict(run.tags),
-        "cpu_probe_s": machine.speed(measurements),  # how fast the machine was: the median CPU probe
+        "cpu_probe_s": probe,
         **{key: run.tags.get(key) for key in ("ab_group", "ab_side", "ab_round")},
     }
+
+
+def measured_summary(run: Run, measurements: Sequence[Measurement], status: str) -> dict[str, Any]:
+    """`run_summary` of a run whose measurements are read already (``show``)."""
+    return run_summary(run, Counter(m.outcome for m in measurements), machine.speed(measurements), status)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = open_store(args)
     runs = store.runs(limit=args.limit)
-    status = runstatus.statuses(store, runs)
-    summaries = [run_summary(run, store.measurements([run.run_id]), status[run.run_id]) for run in runs]
+    ids = [run.run_id for run in runs]
+    status, counts = runstatus.statuses(store, runs), store.outcome_counts(ids)
+    speeds = store.metric_medians(ids, "cpu_probe_s")  # `machine.speed`, taken by the database: nothing decoded
+    summaries = [
+        run_summary(run, counts.get(run.run_id, {}), speeds.get(run.run_id), status[run.run_id]) for run in runs
+    ]
     if args.format == "json":
         print_json(json_safe({"version": JSON_VERSION, "runs": summaries}))
         return 0
@@ -152,7 +161,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     cases = store.cases({m.fingerprint for m in measurements})
     rows = [measurement_row(m, cases.get(m.fingerprint)) for m in measurements]
     if args.format == "json":
-        summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
+        summary = measured_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "measurements": rows}))
         return 0
     head = [
@@ -226,7 +235,7 @@ def cmd_show_tasks(args: argparse.Namespace) -> int:
     measurements = store.measurements([run.run_id])
     rows = task_rows(measurements, store.cases({m.fingerprint for m in measurements}))
     if args.format == "json":
-        summary = run_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
+        summary = measured_summary(run, measurements, runstatus.statuses(store, [run])[run.run_id])
         print_json(json_safe({"version": JSON_VERSION, "run": summary, "tasks": rows}))
         return 0
     if not rows:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
-from daskbench.judge import stats
 from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, ClusterSpec, Comparison, Run, Verdict
 from daskbench.text import (
     WIDTH,
@@ -45,6 +44,8 @@ def format_verdict(v: Verdict) -> str:
 
 
 def _evidence(v: Verdict) -> list[str]:
+    from daskbench.judge import stats  # numpy: only for verdicts, not imported by ``daskbench runs``
+
     if v.score is not None:
         parts = [f"z {v.score:.1f} vs {len(v.baseline_values)} runs"]
     elif v.ci_low is not None and v.ci_high is not None and v.ratio is not None:
@@ -191,6 +192,8 @@ def outside_line(run: Run, outside: Sequence[Verdict]) -> str:
 
 
 def _summary(metric: str, values: Sequence[float]) -> str:
+    from daskbench.judge import stats  # numpy: only for verdicts
+
     return format_value(metric, stats.median(values)) if values else "-"
 
 
@@ -242,6 +245,8 @@ def verdicts_to_json(comparison: Comparison) -> list[dict[str, Any]]:
 
 
 def _verdict_json(v: Verdict) -> dict[str, Any]:
+    from daskbench.judge import stats  # numpy: only for verdicts
+
     return json_safe(
         {
             "fingerprint": v.fingerprint,

@@ -40,7 +40,8 @@ TIME_KINDS = ("runtime", "cost")
 
 
 def speed(measurements: Iterable[Measurement]) -> float | None:
-    """The median CPU probe (seconds) of these measurements; None when none has one."""
+    """The median CPU probe (seconds) of these measurements; None when none has one (``daskbench runs``
+    has the database take the same median: `Store.metric_medians`)."""
     probes = [float(m.metrics["cpu_probe_s"]) for m in measurements if m.metrics.get("cpu_probe_s")]
     return statistics.median(probes) if probes else None
 

@@ -17,23 +17,35 @@ from typing import Any
 from daskbench.judge.compare import compare
 from daskbench.judge.selection import Selection
 from daskbench.report.content import gather
-from daskbench.report.page import render_page
+from daskbench.report.page import SharedScripts, render_page
 from daskbench.store import Store
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["SharedScripts", "render_report", "write_report"]
 
 
-def render_report(store: Store, selection: Selection | None = None, **fields: Any) -> str:
+def render_report(
+    store: Store, selection: Selection | None = None, *, shared: SharedScripts | None = None, **fields: Any
+) -> str:
     """The HTML of the report on what ``selection`` compares (or a `Selection` of ``fields``:
     ``candidate=``, ``baseline=``, ``history=``, ``ab_group=``...; by default the latest run against
-    ``main``); an A/B group's verdicts come from its per-round ratios, listed in the notes."""
+    ``main``); an A/B group's verdicts come from its per-round ratios, listed in the notes. A page of a
+    site refers to BokehJS in the site's ``shared`` scripts instead of inlining it."""
     chosen = selection or Selection(**fields)
-    return render_page(gather(store, compare(store, chosen), history_window=chosen.history))
+    with store.snapshot():  # the comparison and what the page draws read one run list
+        data = gather(store, compare(store, chosen), history_window=chosen.history)
+    return render_page(data, shared)
 
 
-def write_report(store: Store, output: str | Path, selection: Selection | None = None, **fields: Any) -> Path:
+def write_report(
+    store: Store,
+    output: str | Path,
+    selection: Selection | None = None,
+    *,
+    shared: SharedScripts | None = None,
+    **fields: Any,
+) -> Path:
     """Render the report and write it to ``output`` (parent folders are created); returns the path."""
-    html = render_report(store, selection, **fields)
+    html = render_report(store, selection, shared=shared, **fields)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

@@ -1,18 +1,22 @@
-"""Assemble the HTML page: one Bokeh document for every chart, one inlined BokehJS, Jinja2.
+"""Assemble the HTML page: a Bokeh document per workload section, one inlined BokehJS, Jinja2.
 
-Every chart of the report is a root of ONE Bokeh document rendered with one
-``components`` call, and BokehJS is inlined once, trimmed to the parts the charts use
+Each workload section's charts are the roots of one Bokeh document (one ``components`` call), drawn
+a section at a time by static.js, the sections in view first (`drawn_later`), and BokehJS is inlined
+once, trimmed to the parts the charts use
 (``bundle_for_objs_and_resources`` over ``INLINE``): the file opens from disk with no
-network and stays small enough to mail.
+network and stays small enough to mail. A page of a site (`daskbench.site`) refers to BokehJS
+in a file the site's pages share instead (`SharedScripts`): written once per site, still offline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from bokeh.document import Document
@@ -118,24 +122,56 @@ def _keys(roots: Mapping[str, object], prefix: str) -> tuple[str, ...]:
     return tuple(key for key in roots if key.startswith(prefix))
 
 
+@dataclass(frozen=True)
+class SharedScripts:
+    """Where a site keeps the scripts its pages share (``folder``, each file written once) and how a page
+    refers to that folder (``href``, relative: the site opens from disk)."""
+
+    folder: Path
+    href: str
+
+
+def bokeh_js(roots: Sequence[Model], shared: SharedScripts | None = None) -> Markup:
+    """The ``<script>`` tags of the BokehJS these charts need: inlined, or, for a page of a site, files in
+    ``shared.folder`` named by their content (the same library is one file however many pages use it)."""
+    if not roots:
+        return Markup("")
+    bundle = bundle_for_objs_and_resources(list(roots), INLINE)
+    if shared is None:
+        return Markup(bundle.scripts())
+    tags = []
+    for text in bundle.js_raw:
+        name = f"bokeh-{hashlib.sha256(text.encode()).hexdigest()[:16]}.js"
+        path = shared.folder / name
+        if not path.exists():
+            shared.folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        tags.append(f'<script src="{shared.href}{name}"></script>')
+    return Markup("\n".join(tags))
+
+
 def script_json(value: Any) -> Markup:
     """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` as \\u escapes, so no text ends the tag."""
     text = json.dumps(value, sort_keys=True, allow_nan=False, ensure_ascii=True)
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def render_page(data: ReportData) -> str:
-    """The whole report as one self-contained HTML string."""
+def render_page(data: ReportData, shared: SharedScripts | None = None) -> str:
+    """The whole report as one self-contained HTML string (BokehJS in ``shared`` files when given)."""
     sizes = sorted({view.n_workers for section in data.sections for view in section.cases})
     palette = Palette(data.saturations, sizes)
     sections: list[tuple[Section, list[ChartGroup]]] = []
     roots: dict[str, Model] = {}
+    scripts: list[str] = []
+    divs: dict[str, str] = {}
     for section in data.sections:
         groups, section_roots = chart_groups(section, palette)
         sections.append((section, groups))
         roots |= section_roots
-    script, divs = components(_one_document(roots)) if roots else ("", {})
-    bokeh_js = bundle_for_objs_and_resources(list(roots.values()), INLINE).scripts() if roots else ""
+        if section_roots:
+            script, found = embedded_later(section_roots, section.slug)
+            scripts.append(script)
+            divs |= found
     rows = tables.verdict_rows(data)
     counts = tables.summary_counts(rows)
     context = {
@@ -143,8 +179,8 @@ def render_page(data: ReportData) -> str:
         "data": data,
         "sections": sections,
         "divs": {key: Markup(div) for key, div in divs.items()},
-        "bokeh_js": Markup(bokeh_js),
-        "bokeh_script": Markup(script),
+        "bokeh_js": bokeh_js(list(roots.values()), shared),
+        "bokeh_script": Markup("\n".join(scripts)),
         "columns": tables.run_columns(data),
         "diffs": tables.diff_rows(data.comparison),
         "rows": rows,
@@ -166,13 +202,33 @@ def render_page(data: ReportData) -> str:
     return _environment().get_template("template.html").render(context)
 
 
-def _one_document(roots: dict[str, Model]) -> dict[str, Model]:
+#: The type of a section's chart script until static.js runs it: a browser leaves such a script alone.
+LATER = "text/x-daskbench-charts"
+
+
+def drawn_later(script: str, section: str) -> str:
+    """A section's Bokeh embed script (`components`) made inert, for static.js to run when its turn comes
+    (sections in view first, then the rest one at a time): the headline and tables are usable at once."""
+    opening = script.lstrip()
+    if not opening.startswith("<script>"):
+        raise ValueError(f"unexpected Bokeh embed script: {script[:80]!r}")
+    return f'<script type="{LATER}" data-section="{section}">' + opening.removeprefix("<script>")
+
+
+def embedded_later(roots: Mapping[str, Model], section: str) -> tuple[str, dict[str, str]]:
+    """One section's charts as one Bokeh document: its embed script made inert (`drawn_later`, run in turn by
+    static.js) and each chart's div, by key."""
+    script, divs = components(_one_document(roots))
+    return drawn_later(script, section), divs
+
+
+def _one_document(roots: Mapping[str, Model]) -> dict[str, Model]:
     """Put every root into one Document in one go: adding roots one by one re-walks all models each time."""
     document = Document()
     with document.models.freeze():
         for root in roots.values():
             document.add_root(root)
-    return roots
+    return dict(roots)
 
 
 def _page_data(data: ReportData, sections: list[tuple[Section, list[ChartGroup]]]) -> dict[str, Any]:

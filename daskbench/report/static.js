@@ -24,11 +24,14 @@
     return mapping instanceof Map ? Array.from(mapping.keys()) : Object.keys(mapping);
   }
 
-  function historyModels() {
-    var found = [];
+  function documents() {
     var bokeh = window.Bokeh;
-    if (!bokeh || !bokeh.documents) { return found; }
-    bokeh.documents.forEach(function (doc) {
+    return bokeh && bokeh.documents ? bokeh.documents : [];
+  }
+
+  function historyModels(docs) {
+    var found = [];
+    (docs || documents()).forEach(function (doc) {
       doc.all_models.forEach(function (model) {
         if (model.name === FIGURE || SOURCES.indexOf(model.name) >= 0) { found.push(model); }
       });
@@ -56,12 +59,12 @@
     figure.left.forEach(function (axis) { if (label !== undefined && "axis_label" in axis) { axis.axis_label = label; } });
   }
 
-  function syncCharts(metric) {
-    var models = historyModels();
+  function syncCharts(metric, docs) {
+    var models = historyModels(docs);
     models.forEach(function (model) {
       if (model.name === FIGURE) { switchFigure(model, metric); } else { switchSource(model, metric); }
     });
-    document.body.setAttribute("data-charts-metric", models.length ? metric : "");
+    if (models.length) { document.body.setAttribute("data-charts-metric", metric); }
     return models.length;
   }
 
@@ -100,6 +103,49 @@
   if (initial && metrics.indexOf(initial) >= 0 && initial !== metrics[0]) {
     setMetric(initial, false);
     syncWhenReady(initial, 0);
+  }
+
+  /* A report's sections wait as inert scripts (type LATER): each is run in turn, the one nearest the view
+   * first, and the next only once its Bokeh document exists, so the page answers between sections. A
+   * section drawn after the metric switch moved is switched on arrival. */
+  var LATER = 'script[type="text/x-daskbench-charts"]';
+
+  function distance(script) {
+    var section = document.getElementById(script.getAttribute("data-section") || "");
+    if (!section) { return 0; }
+    var box = section.getBoundingClientRect();
+    return box.bottom < 0 ? -box.bottom : Math.max(0, box.top - window.innerHeight);
+  }
+
+  function whenEmbedded(count, then, attempt) {
+    if (documents().length >= count || attempt > 400) { then(); return; }
+    window.setTimeout(function () { whenEmbedded(count, then, attempt + 1); }, 25);
+  }
+
+  function drawNext() {
+    var waiting = Array.prototype.slice.call(document.querySelectorAll(LATER));
+    if (!waiting.length) { document.body.setAttribute("data-charts", "all"); return; }
+    waiting.sort(function (a, b) { return distance(a) - distance(b); });
+    var before = documents().length;
+    var run = document.createElement("script");
+    run.text = waiting[0].text;
+    waiting[0].parentNode.replaceChild(run, waiting[0]);
+    whenEmbedded(before + 1, function () {
+      var metric = document.body.getAttribute("data-metric");
+      if (metric !== metrics[0]) { syncCharts(metric, documents().slice(before)); }
+      window.setTimeout(drawNext, 0);
+    }, 0);
+  }
+
+  /* The first section only after the page has painted once: the headline and tables come first. */
+  function drawAfterPaint() {
+    window.requestAnimationFrame(function () { window.setTimeout(drawNext, 0); });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", drawAfterPaint);
+  } else {
+    drawAfterPaint();
   }
 
   window.daskbenchReport = { setMetric: setMetric, metrics: metrics, historyModels: historyModels };

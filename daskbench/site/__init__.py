@@ -5,8 +5,9 @@ an index (every workload, the recent runs with their outcomes) and one page per 
 with the trend of each case over runs and commits (a metric switch redraws every chart
 in runtime, memory or cost, as in the report), the baseline band and failed runs
 marked, linking to each recent run's own report. Each page opens from disk with no
-network: BokehJS is inlined once per page, as in the report, whose history charts
-(`daskbench.report.trends`), content (`daskbench.report.content`) and styles it reuses.
+network: BokehJS is one file the pages share (``static/``, written once per site), and the
+report's history charts (`daskbench.report.trends`), content (`daskbench.report.content`)
+and styles are reused.
 """
 
 from __future__ import annotations
@@ -17,11 +18,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-from bokeh.document import Document
-from bokeh.embed import components
-from bokeh.embed.bundle import bundle_for_objs_and_resources
 from bokeh.model import Model
-from bokeh.resources import INLINE
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -31,7 +28,7 @@ from daskbench.judge.selection import Selection
 from daskbench.model import Run
 from daskbench.report import tables, write_report
 from daskbench.report.content import Section, gather
-from daskbench.report.page import metric_switch_css, static_text
+from daskbench.report.page import SharedScripts, bokeh_js, embedded_later, metric_switch_css, static_text
 from daskbench.report.style import Palette
 from daskbench.report.tables import when_text
 from daskbench.report.trends import history_figure
@@ -67,19 +64,25 @@ def publish(
     reports: int = 5,
     progress: Callable[[str], None] = print,
 ) -> Path:
-    """Write the site into ``output``: index.html, workloads/<name>.html, runs/<id>.html; returns the index."""
-    root = Path(output)
+    """Write the site into ``output``: index.html, workloads/<name>.html, runs/<id>.html and the scripts they
+    share (static/); returns the index."""
+    with store.snapshot():  # one run list for every page
+        return _publish(store, Path(output), history, reports, progress)
+
+
+def _publish(store: Store, root: Path, history: int, reports: int, progress: Callable[[str], None]) -> Path:
     (root / "workloads").mkdir(parents=True, exist_ok=True)
     (root / "runs").mkdir(exist_ok=True)
     comparison = compare(store, Selection(history=history, allow_mixed=True))
     data = gather(store, comparison, history_window=history)
     palette = Palette(data.saturations, tuple(sorted({v.n_workers for s in data.sections for v in s.cases})))
     pages = _workload_pages(data.sections)
-    written = _run_reports(store, root, store.runs(limit=reports), history, progress)
+    shared = SharedScripts(root / "static", "../static/")  # from runs/ and workloads/
+    written = _run_reports(store, root, store.runs(limit=reports), history, shared, progress)
     rows = _run_rows(store, store.runs(limit=history), written)
     for page in pages:
         progress(f"  workload page {page.file}")
-        html = _render_workload(page, palette, rows, history)
+        html = _render_workload(page, palette, rows, history, shared)
         (root / "workloads" / page.file).write_text(html, encoding="utf-8")
     index = root / "index.html"
     index.write_text(_template("index.html").render(pages=pages, rows=rows, **_common()), encoding="utf-8")
@@ -98,44 +101,52 @@ def _file_name(name: str) -> str:
 
 
 def _run_reports(
-    store: Store, root: Path, runs: Sequence[Run], history: int, progress: Callable[[str], None]
+    store: Store,
+    root: Path,
+    runs: Sequence[Run],
+    history: int,
+    shared: SharedScripts,
+    progress: Callable[[str], None],
 ) -> dict[str, str]:
     """Each recent run's own report (against its history), by run id -> path relative to the site."""
     written: dict[str, str] = {}
     for number, run in enumerate(runs, start=1):
         progress(f"  report {number}/{len(runs)}: run {run.run_id[:8]} ({run.label})")
         relative = f"runs/{_file_name(run.run_id)}.html"
-        write_report(store, root / relative, Selection(candidate=run.run_id, history=history, allow_mixed=True))
+        chosen = Selection(candidate=run.run_id, history=history, allow_mixed=True)
+        write_report(store, root / relative, chosen, shared=shared)
         written[run.run_id] = relative
     return written
 
 
 def _run_rows(store: Store, runs: Sequence[Run], written: dict[str, str]) -> list[RunRow]:
     rows = []
+    counted = store.outcome_counts([run.run_id for run in runs])  # by the database: nothing decoded
     for run in runs:
-        counts: dict[str, int] = {}
-        for m in store.measurements([run.run_id]):
-            counts[m.outcome] = counts.get(m.outcome, 0) + 1
+        counts = counted.get(run.run_id, {})
         outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) or "no measurements"
         rows.append(RunRow(run, outcomes, written.get(run.run_id)))
     return rows
 
 
-def _render_workload(page: WorkloadPage, palette: Palette, rows: Sequence[RunRow], history: int) -> str:
+def _render_workload(
+    page: WorkloadPage, palette: Palette, rows: Sequence[RunRow], history: int, shared: SharedScripts
+) -> str:
     roots: dict[str, Model] = {}
-    for index, section in enumerate(page.sections):
-        for n_workers in section.cluster_sizes:
-            roots[f"s{index}-w{n_workers}"] = history_figure(section, n_workers, palette)
-    document = Document()
-    for model in roots.values():
-        document.add_root(model)
-    script, divs = components(roots) if roots else ("", {})
-    bokeh_js = bundle_for_objs_and_resources(list(roots.values()), INLINE).scripts() if roots else ""
+    scripts: list[str] = []
+    divs: dict[str, str] = {}
+    for index, section in enumerate(page.sections):  # a Bokeh document per section, drawn in turn (static.js)
+        section_roots = {f"s{index}-w{n}": history_figure(section, n, palette) for n in section.cluster_sizes}
+        if section_roots:
+            script, found = embedded_later(section_roots, f"s{index}")
+            scripts.append(script)
+            divs |= found
+            roots |= section_roots
     return _template("workload.html").render(
         page=page,
         divs={key: Markup(div) for key, div in divs.items()},
-        bokeh_js=Markup(bokeh_js),
-        bokeh_script=Markup(script),
+        bokeh_js=bokeh_js(list(roots.values()), shared),
+        bokeh_script=Markup("\n".join(scripts)),
         legend=palette.legend(),
         rows=[row for row in rows if row.report],
         history=history,

@@ -7,6 +7,7 @@ API of each noun from `records`; `schema` holds the tables and migrations,
 """
 
 from daskbench.store.facade import Store
+from daskbench.store.rows import MeasuredOutcome
 from daskbench.store.schema import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Store"]
+__all__ = ["SCHEMA_VERSION", "MeasuredOutcome", "Store"]

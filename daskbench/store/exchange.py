@@ -21,16 +21,19 @@ Import is an idempotent merge keyed on ids every store shares: runs by run id, c
 fingerprint, measurements by (run id, fingerprint, repeat), baselines by (name,
 created_at, run ids), tags by (run id, key), task peaks by (run id, fingerprint, repeat,
 prefix), events and flags by their full content.
-Rows already present are skipped, so importing twice adds nothing. A file is read and checked
-whole (UTF-8, its header's whole-number version, each row's required keys) before the store is
-opened, and merged in one transaction, so a bad file is one line and leaves the store as it was;
-a reader refuses a file of a newer version with one line.
+Rows already present are skipped, so importing twice adds nothing. Both directions stream: export
+writes a line per row as the store is read a batch at a time, import reads a file line by line twice,
+once to check it whole (UTF-8, its header's whole-number version, each row's required keys) before the
+store is opened, once to merge it a batch of rows at a time in one transaction, so a bad file is one line
+and leaves the store as it was, and memory stays the same at any size. A file whose kinds are not in
+`KINDS` order (exports always are) is merged one kind per pass. A reader refuses a file of a newer
+version with one line.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -65,42 +68,62 @@ class Merged:
 
 def export_lines(store: Store, since: str | None = None) -> Iterator[str]:
     """The header, then one line per row of the store (runs started at or after ``since``)."""
+    for _, line in _export(store, since):
+        yield line
+
+
+def _export(store: Store, since: str | None) -> Iterator[tuple[str, str]]:
+    """(kind, line) of the header (kind ``""``) and of each row, as the store is read."""
     header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": now_iso(), "since": since}
-    yield json.dumps(header, sort_keys=True)
+    yield "", json.dumps(header, sort_keys=True)
     for kind, row in store.dump_rows(since):
-        yield json.dumps({"kind": kind, "row": row}, sort_keys=True)
+        yield kind, json.dumps({"kind": kind, "row": row}, sort_keys=True)
 
 
 def write_export(store: Store, out: TextIO, since: str | None = None) -> dict[str, int]:
-    """Write the export to ``out``; returns how many rows of each kind were written."""
+    """Write the export to ``out``, a line per row as it is read; returns how many rows of each kind were written."""
     counts: dict[str, int] = {}
-    for number, line in enumerate(export_lines(store, since)):
+    for kind, line in _export(store, since):
         out.write(line + "\n")
-        if number:
-            kind = json.loads(line)["kind"]
+        if kind:
             counts[kind] = counts.get(kind, 0) + 1
     return counts
 
 
-def read_rows(lines: Iterable[str], source: str) -> dict[str, list[dict[str, Any]]]:
-    """Rows per kind from export lines, after checking the header; one-line errors name the line."""
-    grouped: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+#: Lines of an export, read afresh each time it is called (a file is opened again): a check, then a merge.
+Lines = Callable[[], Iterable[str]]
+
+
+def checked_rows(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(kind, row) of each row of export lines, after checking the header; one-line errors name the line."""
     iterator = iter(lines)
     _check_header(next(iterator, ""), source)
+    needed = _needed()
     for number, line in enumerate(iterator, start=2):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-            grouped[record["kind"]].append(dict(record["row"]))
+            kind, row = record["kind"], dict(record["row"])
+            fields = needed[kind]  # an unknown kind is a KeyError too
         except (ValueError, KeyError, TypeError):
             raise DaskbenchError(
                 f"{source} line {number} is not a daskbench export row; re-export it with: daskbench export"
             ) from None
-        problem = _row_problem(record["kind"], grouped[record["kind"]][-1])
+        problem = _row_problem(kind, row, fields)
         if problem:
             raise DaskbenchError(f"{source} line {number}: {problem}; re-export it with: daskbench export")
-    return grouped
+        yield kind, row
+
+
+def check(lines: Iterable[str], source: str) -> bool:
+    """Check every line of an export (nothing kept); whether its kinds come in `KINDS` order (parents first)."""
+    order, last = {kind: index for index, kind in enumerate(KINDS)}, 0
+    ordered = True
+    for kind, _ in checked_rows(lines, source):
+        ordered = ordered and order[kind] >= last
+        last = max(last, order[kind])
+    return ordered
 
 
 def _needed() -> dict[str, tuple[str, ...]]:
@@ -121,9 +144,9 @@ def _needed() -> dict[str, tuple[str, ...]]:
     return {**needed, "flag": ("run_id", "fingerprint", "repeat", "flag", "at", "detail")}
 
 
-def _row_problem(kind: str, row: dict[str, Any]) -> str | None:
+def _row_problem(kind: str, row: dict[str, Any], needed: tuple[str, ...]) -> str | None:
     """What a row lacks (a required key, a number for a metric), or None when it can be merged."""
-    missing = [key for key in _needed()[kind] if row.get(key) is None]
+    missing = [key for key in needed if row.get(key) is None]
     if missing:
         return f"a {kind} row without {first_few(missing)}"
     metrics = row.get("metrics", {})
@@ -154,10 +177,21 @@ def _check_header(line: str, source: str) -> None:
         )
 
 
-def import_rows(store: Store, grouped: dict[str, list[dict[str, Any]]], source: str = "the rows") -> Merged:
-    """Merge rows into the store, parents first, in one transaction: all of ``source`` or nothing."""
+def import_lines(store: Store, lines: Lines, source: str = "the rows", *, ordered: bool | None = None) -> Merged:
+    """Merge export lines into the store in one transaction: all of ``source`` or nothing. ``ordered`` is what
+    `check` found (checked here when not given); a file out of `KINDS` order is merged a pass per kind."""
+    if ordered is None:
+        ordered = check(lines(), source)
+
+    def rows() -> Iterator[tuple[str, dict[str, Any]]]:
+        if ordered:
+            yield from checked_rows(lines(), source)
+            return
+        for kind in KINDS:
+            yield from ((found, row) for found, row in checked_rows(lines(), source) if found == kind)
+
     try:
-        counts = store.merge_rows({kind: grouped[kind] for kind in KINDS if grouped.get(kind)})
+        counts = store.merge_rows(rows)
     except DaskbenchError as exc:
         raise DaskbenchError(f"{source}: {exc}") from None
     merged = Merged()
@@ -166,22 +200,32 @@ def import_rows(store: Store, grouped: dict[str, list[dict[str, Any]]], source: 
     return merged
 
 
-def read_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
-    """The checked rows of one export file (``-`` is not accepted: an import names its file)."""
+def file_lines(path: str | Path) -> Lines:
+    """The lines of one export file, opened afresh on each call, its read errors said in one line
+    (``-`` is not accepted: an import names its file)."""
     file = Path(path)
     if not file.is_file():
         raise DaskbenchError(f"no export file {str(file)!r}; write one with: daskbench export -o {file}")
-    try:
-        with file.open(encoding="utf-8") as lines:
-            return read_rows(lines, str(file))
-    except UnicodeDecodeError:
-        raise DaskbenchError(
-            f"{file} is not a daskbench export (not UTF-8 text); write one with: daskbench export"
-        ) from None
-    except OSError as exc:
-        raise DaskbenchError(f"cannot read {file} ({exc.strerror or exc}); check the file") from None
+
+    def lines() -> Iterator[str]:
+        try:
+            with file.open(encoding="utf-8") as text:
+                yield from text
+        except UnicodeDecodeError:
+            raise DaskbenchError(
+                f"{file} is not a daskbench export (not UTF-8 text); write one with: daskbench export"
+            ) from None
+        except OSError as exc:
+            raise DaskbenchError(f"cannot read {file} ({exc.strerror or exc}); check the file") from None
+
+    return lines
 
 
-def import_file(store: Store, path: str | Path) -> Merged:
-    """Read and merge one export file."""
-    return import_rows(store, read_file(path), str(path))
+def check_file(path: str | Path) -> bool:
+    """Check one export file whole, line by line (`check`); whether its kinds are in order."""
+    return check(file_lines(path)(), str(path))
+
+
+def import_file(store: Store, path: str | Path, *, ordered: bool | None = None) -> Merged:
+    """Check (unless ``ordered`` says it was) and merge one export file, streamed."""
+    return import_lines(store, file_lines(path), str(path), ordered=ordered)

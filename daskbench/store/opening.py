@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -58,6 +59,7 @@ class Database:
         #: The SQLite file opened (None for a database server, and until it exists): a write checks it is
         #: still that file.
         self.identity: FileIdentity | None = None
+        self._memo: dict[str, Any] | None = None
         self.engine = self._connect(url)
         self._migrate()
         self.identity = FileIdentity.of(self.path) if self.path is not None else None
@@ -158,9 +160,24 @@ class Database:
         return uri
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One command's view of the store: within it the run list is read once and reused (`runs`),
+        however many readers ask; a write through this store forgets it. Nested, the outer one holds."""
+        if self._memo is not None:
+            yield
+            return
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+
+    @contextmanager
     def _tx(self, write: bool = False) -> Iterator[Connection]:
         """One transaction; ``write`` takes SQLite's write lock at BEGIN (``BEGIN IMMEDIATE``),
         so a transaction that reads then writes cannot fail half-way on a stale snapshot."""
+        if write and self._memo:
+            self._memo.clear()
         engine = self.engine.execution_options(daskbench_write=True) if write else self.engine
         if write:
             self._check_same_file()

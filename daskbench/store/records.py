@@ -4,20 +4,24 @@ for runs), cases, measurements (with their flags), and rows exchanged with anoth
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
-from daskbench.model import Case, Measurement, Run, now_iso
+from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
 from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
-from daskbench.store.merge import MERGERS, children_of
+from daskbench.store.merge import BATCH, MERGERS, rows_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
+    MeasuredOutcome,
     case_from_row,
     dumps,
+    in_chunks,
+    known_outcome,
     measurement_from_row,
     measurement_row,
     metrics_by_measurement,
@@ -81,23 +85,26 @@ class RunRecords(Database):
     def events(self, run_ids: Sequence[str] | None = None) -> dict[str, list[tuple[str, str, str]]]:
         """(status, at, detail) per run, oldest first."""
         query = sa.select(run_events).order_by(run_events.c.id)
-        if run_ids is not None:
-            query = query.where(run_events.c.run_id.in_(list(run_ids)))
+        wheres = [[]] if run_ids is None else [[run_events.c.run_id.in_(chunk)] for chunk in in_chunks(run_ids)]
         found: dict[str, list[tuple[str, str, str]]] = {}
         with self._tx() as conn:
-            for row in conn.execute(query).mappings():
-                found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
+            for where in wheres:
+                for row in conn.execute(query.where(*where)).mappings():
+                    found.setdefault(row["run_id"], []).append((row["status"], row["at"], row["detail"]))
         return found
 
     def last_activity(self, run_ids: Sequence[str]) -> dict[str, str]:
         """The newest measurement time of each run that has one: the heartbeat of a running run."""
-        query = (
-            sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
-            .where(measurements.c.run_id.in_(list(run_ids)))
-            .group_by(measurements.c.run_id)
-        )
+        found: dict[str, str] = {}
         with self._tx() as conn:
-            return {run_id: at for run_id, at in conn.execute(query).all() if at}
+            for chunk in in_chunks(run_ids):
+                query = (
+                    sa.select(measurements.c.run_id, sa.func.max(measurements.c.recorded_at))
+                    .where(measurements.c.run_id.in_(chunk))
+                    .group_by(measurements.c.run_id)
+                )
+                found.update((run_id, at) for run_id, at in conn.execute(query).all() if at)
+        return found
 
     @retry_busy
     def finish_run(self, run_id: str, ended_at: str | None = None) -> None:
@@ -110,14 +117,23 @@ class RunRecords(Database):
             )
 
     def runs(self, limit: int | None = None) -> list[Run]:
-        """Runs, newest first."""
+        """Runs, newest first; within a `snapshot`, read once and reused."""
+        if self._memo is None:
+            return self._read_runs(limit)
+        everything = self._memo.get("runs")
+        if everything is None:
+            everything = self._memo["runs"] = self._read_runs(None)
+        return list(everything if limit is None else everything[:limit])
+
+    def _read_runs(self, limit: int | None) -> list[Run]:
         query = sa.select(runs).order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
         if limit is not None:
             query = query.limit(limit)
         with self._tx() as conn:
             rows = conn.execute(query).mappings().all()
             tags = tags_by_run(conn, [row["run_id"] for row in rows])
-        return [run_from_row(row, tags.get(row["run_id"], {})) for row in rows]
+        configs: dict[str, Any] = {}
+        return [run_from_row(row, tags.get(row["run_id"], {}), configs) for row in rows]
 
     def run(self, run_id: str) -> Run:
         """The run with this id or unique id prefix."""
@@ -254,79 +270,175 @@ class MeasurementRecords(Database):
                 )
         return len(ids)
 
-    def measurements(self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None) -> list[Measurement]:
-        """Measurements in insertion order, optionally of some runs and/or one case."""
-        where: list[sa.ColumnElement[bool]] = []
-        if run_ids is not None:
-            where.append(measurements.c.run_id.in_(list(run_ids)))
-        if fingerprint is not None:
-            where.append(measurements.c.fingerprint == fingerprint)
-        query = sa.select(measurements).where(*where).order_by(measurements.c.id)
-        values_query = (
-            sa.select(metric_values)
-            .join(measurements, measurements.c.id == metric_values.c.measurement_id)
-            .where(*where)
-        )
-        flags_query = (
-            sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
-            .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
-            .where(*where)
-            .order_by(measurement_flags.c.id)
-        )
+    def measurements(
+        self, run_ids: Sequence[str] | None = None, fingerprint: str | None = None, ids: Iterable[int] | None = None
+    ) -> list[Measurement]:
+        """Measurements in insertion order, optionally of some runs and/or one case, or those with these ``ids``
+        (`MeasuredOutcome.id`: a window chosen from `outcomes`, decoded alone)."""
+        wheres: list[list[sa.ColumnElement[bool]]]
+        if ids is not None:
+            wheres = [[measurements.c.id.in_(chunk)] for chunk in in_chunks(sorted(set(ids)))]
+        else:
+            where: list[sa.ColumnElement[bool]] = []
+            if run_ids is not None:
+                where.append(measurements.c.run_id.in_(list(run_ids)))
+            if fingerprint is not None:
+                where.append(measurements.c.fingerprint == fingerprint)
+            wheres = [where]
         with self._tx() as conn:
-            rows = conn.execute(query).mappings().all()
-            found = metrics_by_measurement(conn.execute(values_query).mappings())
-            flags: dict[int, list[str]] = {}
-            for measurement_id, flag in conn.execute(flags_query).all():
-                flags.setdefault(measurement_id, []).append(flag)
-            tasks = tasks_by_measurement(conn, where)
-        return [
-            measurement_from_row(
-                row,
-                found.get(row["id"], {}),
-                flags.get(row["id"], []),
-                tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()),
+            return [m for where in wheres for m in _read_measurements(conn, where)]
+
+    def outcomes(self, run_ids: Sequence[str], fingerprints: Iterable[str] | None = None) -> list[MeasuredOutcome]:
+        """The keys and outcomes (flags applied) of the measurements of these runs (and cases), in insertion
+        order: what choosing a window of history reads, through the indexes, without decoding a measurement."""
+        cases = None if fingerprints is None else sorted(set(fingerprints))
+        found: list[MeasuredOutcome] = []
+        with self._tx() as conn:
+            for runs_chunk in in_chunks(run_ids):
+                for cases_chunk in in_chunks(cases) if cases is not None else [None]:
+                    where = [measurements.c.run_id.in_(runs_chunk)]
+                    if cases_chunk is not None:
+                        where.append(measurements.c.fingerprint.in_(cases_chunk))
+                    found += _read_outcomes(conn, where)
+        return sorted(found, key=lambda row: row.id)
+
+    def outcome_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Per run, how many measurements ended in each outcome (as a reader sees it), counted by the database."""
+        counts: dict[str, dict[str, int]] = {}
+        wrong = sa.select(measurement_flags.c.measurement_id).where(measurement_flags.c.flag == WRONG_RESULT)
+        with self._tx() as conn:
+            for chunk in in_chunks(run_ids):
+                of_runs = measurements.c.run_id.in_(chunk)
+                query = sa.select(measurements.c.run_id, measurements.c.outcome, sa.func.count()).where(of_runs)
+                for run_id, outcome, n in conn.execute(query.group_by(measurements.c.run_id, measurements.c.outcome)):
+                    shown = counts.setdefault(run_id, {})
+                    name = known_outcome(outcome)[0]
+                    shown[name] = shown.get(name, 0) + n
+                flagged = (
+                    sa.select(measurements.c.run_id, sa.func.count())
+                    .where(of_runs, measurements.c.outcome == "passed", measurements.c.id.in_(wrong))
+                    .group_by(measurements.c.run_id)
+                )
+                for run_id, n in conn.execute(flagged):  # a passed measurement flagged wrong-result reads as one
+                    shown = counts[run_id]
+                    shown["passed"] -= n
+                    shown[WRONG_RESULT] = shown.get(WRONG_RESULT, 0) + n
+                    if not shown["passed"]:
+                        del shown["passed"]
+        return counts
+
+    def metric_medians(self, run_ids: Sequence[str], name: str) -> dict[str, float]:
+        """Per run, the median of one metric's non-zero values over its measurements (any outcome), as
+        `statistics.median` takes it (even counts: the mean of the middle two), picked by the database:
+        the one or two middle rows of each run come back, not every value."""
+        ranked = (
+            sa.select(
+                measurements.c.run_id,
+                metric_values.c.value,
+                sa.func.row_number()
+                .over(partition_by=measurements.c.run_id, order_by=metric_values.c.value)
+                .label("k"),
+                sa.func.count().over(partition_by=measurements.c.run_id).label("n"),
             )
-            for row in rows
-        ]
+            .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
+            .where(metric_values.c.name == name, metric_values.c.value != 0)
+        )
+        middle: dict[str, list[float]] = {}
+        with self._tx() as conn:
+            for chunk in in_chunks(run_ids):
+                found = ranked.where(measurements.c.run_id.in_(chunk)).subquery()
+                middle_rows = sa.select(found.c.run_id, found.c.value).where(
+                    found.c.k.in_([(found.c.n + 1) // 2, (found.c.n + 2) // 2])
+                )
+                for run_id, value in conn.execute(middle_rows):
+                    middle.setdefault(run_id, []).append(float(value))
+        return {run_id: sum(values) / len(values) for run_id, values in middle.items()}
+
+
+def _read_measurements(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[Measurement]:
+    """The measurements ``where`` selects, with their metric values, flags and task memory (four queries)."""
+    query = sa.select(measurements).where(*where).order_by(measurements.c.id)
+    values_query = (
+        sa.select(metric_values).join(measurements, measurements.c.id == metric_values.c.measurement_id).where(*where)
+    )
+    rows = conn.execute(query).mappings().all()
+    found = metrics_by_measurement(conn.execute(values_query).mappings())
+    flags = _flags(conn, where)
+    tasks = tasks_by_measurement(conn, where)
+    return [
+        measurement_from_row(
+            row,
+            found.get(row["id"], {}),
+            flags.get(row["id"], []),
+            tasks.get((row["run_id"], row["fingerprint"], row["repeat"]), ()),
+        )
+        for row in rows
+    ]
+
+
+def _flags(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> dict[int, list[str]]:
+    """The flags of the measurements ``where`` selects, oldest first, by measurement id."""
+    query = (
+        sa.select(measurement_flags.c.measurement_id, measurement_flags.c.flag)
+        .join(measurements, measurements.c.id == measurement_flags.c.measurement_id)
+        .where(*where)
+        .order_by(measurement_flags.c.id)
+    )
+    flags: dict[int, list[str]] = {}
+    for measurement_id, flag in conn.execute(query).all():
+        flags.setdefault(measurement_id, []).append(flag)
+    return flags
+
+
+def _read_outcomes(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[MeasuredOutcome]:
+    columns = (measurements.c.id, measurements.c.run_id, measurements.c.fingerprint, measurements.c.repeat)
+    flags = _flags(conn, where)
+    return [
+        MeasuredOutcome(
+            i, run_id, fp, repeat, read_outcome(known_outcome(outcome)[0], flags.get(i, ())), tuple(flags.get(i, ()))
+        )
+        for i, run_id, fp, repeat, outcome in conn.execute(sa.select(*columns, measurements.c.outcome).where(*where))
+    ]
 
 
 class RowExchange(Database):
-    """Every row out (`dump_rows`) and rows in (`merge_rows`): what ``daskbench export``/``import`` carry."""
+    """Every row out (`dump_rows`) and rows in (`merge_rows`): what ``daskbench export``/``import`` carry,
+    streamed both ways: memory stays the same at any size of store or file."""
 
     def dump_rows(self, since: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``.
+        """Every stored row as (kind, plain row) without local ids, runs started at or after ``since``
+        (filtered by the database), read in one transaction a batch at a time as they are consumed.
 
         Rows are keyed by what identifies them in any store (run id, fingerprint, (run,
         fingerprint, repeat), ...), never by autoincrement ids, so `merge_rows` can merge them.
         """
-        run_query = sa.select(runs).order_by(runs.c.started_at, runs.c.run_id)
-        if since is not None:
-            run_query = run_query.where(runs.c.started_at >= since)
         with self._tx() as conn:
-            run_rows = [dict(row) for row in conn.execute(run_query).mappings()]
-            run_ids = {row["run_id"] for row in run_rows}
-            found = children_of(conn, run_ids)
-            base_query = sa.select(baselines).order_by(baselines.c.id)
-            if since is not None:
-                base_query = base_query.where(baselines.c.created_at >= since)
-            base_rows = [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(base_query).mappings()]
-        yield from (("run", row) for row in run_rows)
-        for kind in ("tag", "event", "case", "measurement", "flag", "task_peak"):
-            yield from ((kind, row) for row in found[kind])
-        yield from (("baseline", row) for row in base_rows)
+            yield from rows_of(conn, since)
 
     @retry_busy
-    def merge_rows(self, groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, tuple[int, int]]:
-        """Insert the rows this store lacks, kind by kind in the order given (parents first), in one
-        transaction, so rows that do not fit (a measurement of a run neither has) change nothing;
-        returns (added, skipped) per kind."""
+    def merge_rows(self, rows: Callable[[], Iterable[tuple[str, Mapping[str, Any]]]]) -> dict[str, tuple[int, int]]:
+        """Insert the rows this store lacks, in one transaction, so rows that do not fit (a measurement of a
+        run neither has) change nothing; ``rows()`` gives (kind, row) parents first (a retry calls it again),
+        merged a batch of one kind at a time (`merge.BATCH`). Returns (added, skipped) per kind."""
         counts: dict[str, tuple[int, int]] = {}
+        batch: list[Mapping[str, Any]]
+
+        def flush(conn: Connection, kind: str, batch: list[Mapping[str, Any]]) -> None:
+            added = MERGERS[kind](conn, batch)
+            before = counts.get(kind, (0, 0))
+            counts[kind] = (before[0] + added, before[1] + len(batch) - added)
+
         try:
             with self._tx(write=True) as conn:
-                for kind, rows in groups.items():
-                    added = MERGERS[kind](conn, rows)
-                    counts[kind] = (added, len(rows) - added)
+                kind, batch = "", []  # the rows of one kind not merged yet
+                for found, row in rows():
+                    if batch and (found != kind or len(batch) >= BATCH):
+                        flush(conn, kind, batch)
+                        batch = []
+                    kind = found
+                    batch.append(row)
+                if batch:
+                    flush(conn, kind, batch)
         except IntegrityError as exc:
             raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
         return counts

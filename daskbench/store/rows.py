@@ -4,17 +4,59 @@ memory) as the store keeps them; every text that may hold a secret is redacted o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from daskbench import catalog
-from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Run, TaskMemory, now_iso
+from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Outcome, Run, TaskMemory, now_iso
 from daskbench.redact import redact_text, redact_url, redact_value
 from daskbench.store.schema import measurements, run_tags, task_memory
 from daskbench.text import json_safe
+
+#: The most values one ``IN (...)`` list holds: short for every backend's limit on bound parameters.
+IN_CHUNK = 500
+
+_T = TypeVar("_T")
+
+
+def in_chunks(values: Iterable[_T], size: int = IN_CHUNK) -> Iterator[list[_T]]:
+    """``values`` in lists of at most ``size``, for ``IN (...)`` clauses."""
+    batch: list[_T] = []
+    for value in values:
+        batch.append(value)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass(frozen=True)
+class MeasuredOutcome:
+    """What choosing a window of history reads of a measurement: its keys and outcome as a reader sees it
+    (flags applied, `read_outcome`), without its metrics, phases, timeline or extra."""
+
+    id: int
+    run_id: str
+    fingerprint: str
+    repeat: int
+    outcome: str
+    flags: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "passed"
+
+
+def known_outcome(outcome: str, message: str = "") -> tuple[Outcome, str]:
+    """An outcome this version knows, and the message; one written by a newer daskbench reads as ``error``."""
+    if outcome in OUTCOMES:
+        return cast(Outcome, outcome), message
+    return "error", f"unknown outcome {outcome!r} (written by a newer daskbench): {message}"
 
 
 def dumps(value: Any) -> str:
@@ -41,14 +83,20 @@ def tag_rows(run_id: str, tags: Mapping[str, str]) -> list[dict[str, str]]:
 
 def tags_by_run(conn: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
-    for start in range(0, len(run_ids), 500):  # keep IN lists short for every backend
-        query = sa.select(run_tags).where(run_tags.c.run_id.in_(list(run_ids[start : start + 500])))
+    for chunk in in_chunks(run_ids):
+        query = sa.select(run_tags).where(run_tags.c.run_id.in_(chunk))
         for row in conn.execute(query).mappings():
             found.setdefault(row["run_id"], {})[row["key"]] = row["value"]
     return found
 
 
-def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
+def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str], configs: dict[str, Any] | None = None) -> Run:
+    """The `Run` of a row; ``configs`` (stored text -> redacted value), shared by the rows of one read, redacts
+    each distinct Dask config once: a year of nightly runs mostly shares one."""
+    text = row["dask_config"]
+    configs = {} if configs is None else configs
+    if text not in configs:
+        configs[text] = redact_value(json.loads(text))  # also stores written before the rule
     return Run(
         run_id=row["run_id"],
         label=row["label"],
@@ -58,7 +106,7 @@ def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str]) -> Run:
         ci_url=row["ci_url"],
         versions=json.loads(row["versions"]),
         host=json.loads(row["host"]),
-        dask_config=redact_value(json.loads(row["dask_config"])),  # also stores written before the rule
+        dask_config=configs[text],
         tags=dict(tags),
     )
 
@@ -122,9 +170,7 @@ def measurement_from_row(
     flags: Sequence[str],
     tasks: tuple[TaskMemory, ...] = (),
 ) -> Measurement:
-    outcome, message = row["outcome"], row["message"]
-    if outcome not in OUTCOMES:  # written by a newer daskbench: shown, not a crash
-        outcome, message = "error", f"unknown outcome {outcome!r} (written by a newer daskbench): {message}"
+    outcome, message = known_outcome(row["outcome"], row["message"])  # a newer daskbench's: shown, not a crash
     return Measurement(
         run_id=row["run_id"],
         fingerprint=row["fingerprint"],

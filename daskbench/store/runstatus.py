@@ -42,12 +42,19 @@ def running_detail() -> str:
 
 
 def statuses(store: Store, runs: Sequence[Run], now: datetime | None = None) -> dict[str, str]:
-    """The status of each run, by run id (one query for events, one for heartbeats)."""
-    ids = [run.run_id for run in runs]
-    events = store.events(ids)
-    heard = store.last_activity(ids)
+    """The status of each run, by run id (one query for events; one for the heartbeats of the runs
+    whose events leave their status open: a finished run's measurements are not read)."""
+    events = store.events([run.run_id for run in runs])
+    heard = store.last_activity([run.run_id for run in runs if _open(run, events.get(run.run_id, []))])
     now = now or datetime.now(UTC)
     return {run.run_id: status_of(run, events.get(run.run_id, []), heard.get(run.run_id), now) for run in runs}
+
+
+def _open(run: Run, events: Sequence[tuple[str, str, str]]) -> bool:
+    """Whether `status_of` may need the run's heartbeat: its newest written event is ``running``, or it
+    has none and no end."""
+    written = [event for event in events if event[0] in WRITTEN]
+    return written[-1][0] == RUNNING if written else not run.ended_at
 
 
 def status_of(run: Run, events: Sequence[tuple[str, str, str]], last_measured: str | None, now: datetime) -> str:

@@ -35,7 +35,13 @@ from daskbench.store import Store, runstatus
 
 
 def compare(store: Store, selection: Selection) -> Comparison:
-    """The verdicts ``selection`` asks for: the one dispatch of every command that compares."""
+    """The verdicts ``selection`` asks for: the one dispatch of every command that compares (its readers
+    share one run list: `Store.snapshot`)."""
+    with store.snapshot():
+        return _compare(store, selection)
+
+
+def _compare(store: Store, selection: Selection) -> Comparison:
     if selection.ab_group is not None:
         return compare_group(
             store, selection.ab_group, floors=selection.floors, include_worker_loss=selection.include_worker_loss

@@ -3,8 +3,8 @@ candidate, on the same kind of host unless ``allow_mixed``); a level the history
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from daskbench.judge import explain, machine, matching, stats
 from daskbench.judge.compare.comparison import Against, Candidate, finish
@@ -18,11 +18,20 @@ from daskbench.judge.compare.verdicts import (
 )
 from daskbench.judge.selection import Selection
 from daskbench.model import ACCEPTED_STEP, Comparison, Measurement, Run, Verdict, group_measurements
-from daskbench.store import Store, runstatus
+from daskbench.store import MeasuredOutcome, Store, runstatus
 from daskbench.text import plural
 
 #: Earlier runs of one case with their measurements, oldest first.
 Past = list[tuple[Run, list[Measurement]]]
+
+
+@dataclass(frozen=True)
+class CaseHistory:
+    """What one case is judged against: its newest earlier run's measurements (None: never measured before),
+    and its last good runs, oldest first."""
+
+    latest: list[Measurement] | None
+    good: Past
 
 
 def compare_history(store: Store, selection: Selection, candidate: Candidate, rules: Rules) -> Comparison:
@@ -32,13 +41,13 @@ def compare_history(store: Store, selection: Selection, candidate: Candidate, ru
     usable, notes = _usable_runs(store, cand, selection.allow_mixed)
     cand_by = group_measurements(candidate.measurements, "fingerprint")
     cases = store.cases(cand_by)
+    histories = case_histories(store, list(usable.values()), set(cand_by), window)
     verdicts: list[Verdict] = []
     used: dict[str, Run] = {}
     for fp, ms in sorted(cand_by.items()):
-        past = _past(store.measurements(fingerprint=fp), usable)
-        good = [(run, group) for run, group in past if all(m.ok for m in group)][-window:]
-        used.update((run.run_id, run) for run, _ in good)
-        verdicts += _history_case(StoredCase(cases[fp], fp), ms, past, good, rules.of(cases[fp].workload))
+        found = histories[fp]
+        used.update((run.run_id, run) for run, _ in found.good)
+        verdicts += _history_case(StoredCase(cases[fp], fp), ms, found, rules.of(cases[fp].workload))
     reference = _reference_run(list(usable.values()), cand)
     if reference is not None:
         used[reference.run_id] = reference
@@ -47,10 +56,52 @@ def compare_history(store: Store, selection: Selection, candidate: Candidate, ru
             f"missing cases and the differences below are against run {reference.run_id[:8]}, the latest earlier run"
         )
     base_runs = tuple(sorted(used.values(), key=lambda run: run.started_at))
-    history_ms = store.measurements([run.run_id for run in base_runs]) if base_runs else []
+    history_ms = [m for found in histories.values() for _, group in found.good for m in group]
     verdicts, speed_notes = machine.guard(verdicts, history_ms, candidate.measurements)
     against = Against(base_runs, f"last {window} good runs of each case", (reference,) if reference else ())
     return finish("history", against, cand, verdicts, [*candidate.notes, *notes, *speed_notes])
+
+
+def case_histories(store: Store, usable: Sequence[Run], fingerprints: set[str], window: int) -> dict[str, CaseHistory]:
+    """Per case, its newest earlier run of ``usable`` and its last ``window`` good ones (every repeat ok).
+
+    The runs are read newest first, a batch at a time (twice the window, then doubling), by the outcomes
+    of these cases' measurements alone (`Store.outcomes`, through the indexes), until every case has its
+    window or the runs are exhausted; then only the measurements chosen are decoded, in one read. So the
+    cost follows the window and the cases, not the length of the history."""
+    ordered = sorted(usable, key=lambda run: run.started_at, reverse=True)
+    latest: dict[str, str] = {}
+    good: dict[str, list[str]] = {fp: [] for fp in fingerprints}  # newest first
+    chosen: dict[tuple[str, str], list[int]] = {}
+    wanted, start, batch = set(fingerprints), 0, max(2 * window, 10)
+    while wanted and start < len(ordered):
+        runs_batch = [run.run_id for run in ordered[start : start + batch]]
+        start, batch = start + batch, 2 * batch
+        rows: dict[tuple[str, str], list[MeasuredOutcome]] = {}
+        for row in store.outcomes(runs_batch, wanted):
+            rows.setdefault((row.fingerprint, row.run_id), []).append(row)
+        for run_id in runs_batch:
+            for fp in wanted:
+                found = rows.get((fp, run_id))
+                if found is None:
+                    continue
+                if fp not in latest:
+                    latest[fp] = run_id
+                    chosen[(fp, run_id)] = [row.id for row in found]
+                if all(row.ok for row in found) and len(good[fp]) < window:
+                    good[fp].append(run_id)
+                    chosen[(fp, run_id)] = [row.id for row in found]
+        wanted = {fp for fp in wanted if len(good[fp]) < window}
+    decoded = group_measurements(store.measurements(ids=[i for ids in chosen.values() for i in ids]), "fingerprint")
+    by_run = {run.run_id: run for run in usable}
+    histories = {}
+    for fp in fingerprints:
+        of_runs = group_measurements(decoded.get(fp, []), "run_id")
+        histories[fp] = CaseHistory(
+            of_runs[latest[fp]] if fp in latest else None,
+            [(by_run[run_id], of_runs[run_id]) for run_id in reversed(good[fp])],
+        )
+    return histories
 
 
 def _usable_runs(store: Store, cand: Run, allow_mixed: bool) -> tuple[dict[str, Run], list[str]]:
@@ -77,23 +128,15 @@ def _usable_runs(store: Store, cand: Run, allow_mixed: bool) -> tuple[dict[str, 
     return usable, notes
 
 
-def _past(ms: list[Measurement], usable: Mapping[str, Run]) -> Past:
-    grouped: dict[str, list[Measurement]] = {}
-    for m in ms:
-        if m.run_id in usable:
-            grouped.setdefault(m.run_id, []).append(m)
-    return sorted(((usable[run_id], group) for run_id, group in grouped.items()), key=lambda item: item[0].started_at)
-
-
-def _history_case(of: StoredCase, cand: list[Measurement], past: Past, good: Past, rules: Rules) -> list[Verdict]:
-    """The verdicts of one case against its ``good`` runs (of its ``past``), a step in their level said."""
-    if not past:
+def _history_case(of: StoredCase, cand: list[Measurement], history: CaseHistory, rules: Rules) -> list[Verdict]:
+    """The verdicts of one case against its good runs, a step in their level said."""
+    if history.latest is None:
         return [outcome_verdict(of, "new", [], cand, "no earlier run of this case")]
-    status = outcome_change(of, past[-1][1], cand, rules)
+    status = outcome_change(of, history.latest, cand, rules)
     if status is not None:
         return [status]
 
-    good, accepted = _since_accepted(good)
+    good, accepted = _since_accepted(history.good)
     steps: dict[str, str] = {}
 
     def values(metric: str) -> tuple[list[float], list[float]]:
@@ -141,11 +184,9 @@ def _reference_run(earlier: list[Run], cand: Run) -> Run | None:
 
 
 def _missing_from(store: Store, reference: Run, cand_by: Mapping[str, list[Measurement]]) -> list[Verdict]:
-    gone = {
-        fp: ms
-        for fp, ms in group_measurements(store.measurements([reference.run_id]), "fingerprint").items()
-        if fp not in cand_by
-    }
+    """A ``missing`` row per case of the ``reference`` run the candidate lacks (only those decoded)."""
+    ids = [row.id for row in store.outcomes([reference.run_id]) if row.fingerprint not in cand_by]
+    gone = group_measurements(store.measurements(ids=ids), "fingerprint") if ids else {}
     cases = store.cases(gone)
     note = f"in run {reference.run_id[:8]}, not in the candidate"
     return [outcome_verdict(StoredCase(cases[fp], fp), "missing", ms, [], note) for fp, ms in sorted(gone.items())]
