@@ -122,3 +122,17 @@ def test_the_command_line_parser_loads_none_of_the_heavy_libraries() -> None:
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     )
     assert [name for name in HEAVY if name in loaded] == []
+
+
+#: What the measuring side (the pytest plugin, loaded inside every measured environment) does not load at
+#: import: the judge, the report and the site run where results are read, often on another release.
+NOT_MEASURING = ("daskbench.judge", "daskbench.report", "daskbench.site", "daskbench.cli", "bokeh", "scipy")
+
+
+def test_the_pytest_plugin_loads_no_judge_report_or_command_line() -> None:
+    """`daskbench.plugin.hooks` (the pytest11 entry point) imports the store it writes to, but nothing of
+    the judge, the report, the site or the CLI, nor bokeh or scipy: a measured environment of an old
+    release needs only what measuring needs."""
+    code = "import sys, daskbench.plugin.hooks; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in loaded if name.startswith(NOT_MEASURING)] == []
