@@ -32,7 +32,7 @@ from daskbench.metrics.collectors import NOT_AVAILABLE, Collected, Window, merge
 from daskbench.model import Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.store import Store
 from daskbench.workloads import arrays
-from tests.helpers import HOST
+from tests.helpers import HOST, daskbench_cli
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +191,23 @@ def test_a_failed_performance_report_still_keeps_the_task_stream(cluster: OpenCl
     found = evidence._save(cluster.client, tmp_path, tmp_path / "missing.html", since, failed)
     assert set(found["evidence"]) == {"task_stream"} and found["evidence_errors"] == failed
     assert isinstance(json.loads(Path(found["evidence"]["task_stream"]).read_text()), list)
+
+
+# -- the report needs a newer bokeh than measuring ---------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["report", "publish"])
+def test_reporting_with_a_bokeh_too_old_for_the_report_is_one_line(tmp_path: Path, command: str) -> None:
+    """An environment of distributed 2023.1's era holds bokeh 2.4.3 (its dashboard needs bokeh<3): daskbench
+    measures there, and `report`/`publish` say in one line which bokeh they need, before writing anything."""
+    fake = tmp_path / "site" / "bokeh-2.4.3.dist-info"  # found first on sys.path: metadata reads 2.4.3
+    fake.mkdir(parents=True)
+    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: bokeh\nVersion: 2.4.3\n")
+    db = f"sqlite:///{tmp_path / 'results.db'}"
+    Store(db).add_run(Run(run_id="run1", label="t", started_at="2026-01-01T00:00:00+00:00", host=HOST))
+    out = tmp_path / "out"
+    done = daskbench_cli(command, "--db", db, "-o", str(out), env={"PYTHONPATH": str(tmp_path / "site")})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"error: daskbench {command} needs bokeh>=3.4; this environment "
+                                                   "has bokeh 2.4.3")  # fmt: skip
+    assert not out.exists()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from daskbench import config, envs
-from daskbench.errors import RegressionFound
+from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.judge import sequential
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.judge.selection import Selection
@@ -392,6 +392,31 @@ def add_budget_options(
         metavar="TIME",
         help=f"most time of one {what}{minutes}: 10m, 1h, 90s; a bare number is minutes (default {MAX_MINUTES:g}m)",
     )
+
+
+#: The oldest bokeh the HTML report draws with (``report``, ``publish``, ``pr``). daskbench itself declares
+#: bokeh>=2.4.3: the dashboard of distributed before 2023.4 (``--evidence``) needs bokeh<3, and measuring
+#: needs no report, so an environment of that era measures and another one reports from the same store.
+REPORT_BOKEH = "3.4"
+
+
+def check_report_bokeh(command: str) -> None:
+    """One line before ``command`` writes a report with a bokeh too old for it (or none)."""
+    from importlib import metadata
+
+    from packaging.version import Version
+
+    try:
+        found = metadata.version("bokeh")
+    except metadata.PackageNotFoundError:
+        found = None
+    if found is None or Version(found) < Version(REPORT_BOKEH):
+        have = f"bokeh {found}" if found else "no bokeh"
+        raise DaskbenchError(
+            f"daskbench {command} needs bokeh>={REPORT_BOKEH}; this environment has {have} (old enough for "
+            f"the dashboard of distributed before 2023.4): run it from an environment with pip install "
+            f"'bokeh>={REPORT_BOKEH}' (the store is the same)"
+        )
 
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:
