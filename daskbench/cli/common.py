@@ -441,6 +441,15 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--installer", choices=envs.INSTALLERS, default="auto", help="uv or pip (default auto: uv when available)"
     )
+    parser.add_argument(
+        "--pin",
+        metavar="NAME[SPEC]",
+        action="append",
+        default=[],
+        help="a requirement every environment built gets, replacing daskbench's defaults for that package "
+        "(the release's era, known incompatibilities), e.g. --pin 'pandas<2.1'; a bare NAME drops the "
+        "defaults alone (repeatable)",
+    )
 
 
 def build_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -448,4 +457,5 @@ def build_options(args: argparse.Namespace) -> dict[str, Any]:
     index = envs.Index(args.index_url, tuple(args.find_links), args.no_index)
     index.check()
     envs.choose_installer(args.installer)
-    return {"cache": args.cache_dir, "index": index, "installer": args.installer}
+    pins = tuple(envs.parse_user_pin(text) for text in args.pin)
+    return {"cache": args.cache_dir, "index": index, "installer": args.installer, "extra_pins": pins}

@@ -3,7 +3,8 @@
 `specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
 `builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
 interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
-checkout as source trees an `EnvSpec` installs; `output`: a failed step's one line. The names the rest of
+checkout as source trees an `EnvSpec` installs; `known`: the libraries an old release gets (its era, known
+incompatibilities, ``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the rest of
 daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
 """
 
@@ -32,6 +33,7 @@ from daskbench.envs.builds import (
 )
 from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
 from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
+from daskbench.envs.known import Pin, check_measurable, default_pins, parse_user_pin
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import (
     NOT_PINNED,
@@ -57,16 +59,19 @@ __all__ = [
     "EnvSpec",
     "Index",
     "Installer",
+    "Pin",
     "Say",
     "available_versions",
     "build",
     "cache_root",
+    "check_measurable",
     "check_versions",
     "choose_installer",
     "commit_subject",
     "commit_subjects",
     "commits_between",
     "daskbench_requirement",
+    "default_pins",
     "exported",
     "failure_line",
     "first_error",
@@ -86,6 +91,7 @@ __all__ = [
     "overlay_source",
     "parse_names",
     "parse_pins",
+    "parse_user_pin",
     "requirement_from_record",
     "resolve_commit",
     "same_version",
