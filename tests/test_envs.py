@@ -126,7 +126,7 @@ def test_two_builders_of_one_environment_build_it_once(db: str, wheels: Path, tm
     assert _version_in(outputs[0][0].strip()) == "1.0"
 
 
-@pytest.mark.skipif(builds._find_uv() is None, reason="uv is neither on PATH nor importable here")
+@pytest.mark.skipif(envs.find_uv() is None, reason="uv is neither on PATH nor importable here")
 def test_uv_builds_the_recorded_environment_compiled(db: str, wheels: Path, tmp_path: Path) -> None:
     """With --installer uv the environment holds the same recorded version, its modules compiled as pip
     compiles them (PYTHONDONTWRITEBYTECODE would otherwise make every restarted worker compile them)."""

@@ -32,7 +32,15 @@ from daskbench.envs.builds import (
     same_version,
 )
 from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
-from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
+from daskbench.envs.index import (
+    Index,
+    available_versions,
+    find_uv,
+    folder_versions,
+    index_versions,
+    pip_versions,
+    simple_versions,
+)
 from daskbench.envs.known import Pin, check_measurable, default_pins, parse_user_pin
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import (
@@ -74,6 +82,7 @@ __all__ = [
     "default_pins",
     "exported",
     "failure_line",
+    "find_uv",
     "first_error",
     "folder_versions",
     "git_checkout",
@@ -92,9 +101,11 @@ __all__ = [
     "parse_names",
     "parse_pins",
     "parse_user_pin",
+    "pip_versions",
     "requirement_from_record",
     "resolve_commit",
     "same_version",
+    "simple_versions",
     "spec_from_pins",
     "spec_from_run",
 ]

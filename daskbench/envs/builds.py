@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from daskbench.envs import known
-from daskbench.envs.index import Index
+from daskbench.envs.index import Index, find_uv
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import EnvSpec, normalized
 from daskbench.errors import DaskbenchError, check_writable
@@ -128,7 +128,7 @@ def choose_installer(asked: str = "auto") -> Installer:
     """``uv`` when asked or (auto) when on PATH or importable; pip otherwise; one line when unavailable."""
     if asked not in INSTALLERS:
         raise DaskbenchError(f"--installer {asked!r}: choose one of {', '.join(INSTALLERS)}")
-    uv = _find_uv()
+    uv = find_uv()
     if asked == "uv" and uv is None:
         raise DaskbenchError("--installer uv: uv is neither on PATH nor importable here; pip install uv")
     if uv is not None and asked != "pip":
@@ -136,14 +136,6 @@ def choose_installer(asked: str = "auto") -> Installer:
     if importlib.util.find_spec("pip") is not None:
         return Installer("pip", (sys.executable, "-m", "pip"))
     return Installer("pip", ())  # no pip here: the environment's own (python -m venv installs it)
-
-
-def _find_uv() -> tuple[str, ...] | None:
-    """The command that runs uv: the one on PATH, else ``python -m uv``."""
-    found = shutil.which("uv")
-    if found:
-        return (found,)
-    return (sys.executable, "-m", "uv") if importlib.util.find_spec("uv") is not None else None
 
 
 # -- building ---------------------------------------------------------------------------------
