@@ -1,6 +1,6 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
-`commit_subjects` name them; `exported` makes one a source tree (``git archive``, once) that an `EnvSpec`
-installs (``sources``)."""
+`commit_subjects` name them; `exported` makes one a source tree (a clone at that commit, once) that an
+`EnvSpec` installs (``sources``), whose build backend reports the version it would in the checkout."""
 
 from __future__ import annotations
 
@@ -55,35 +55,26 @@ def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
 
 
 def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
-    """The source tree of ``commit`` (``git archive``), once, under ``<cache>/sources/<name>-<commit>``:
-    installable like any project folder, whatever the checkout's working tree holds now."""
-    root = cache_root(cache) / "sources"
+    """The source tree of ``commit``, once, under ``<cache>/checkouts/<name>-<commit>``: a clone of the checkout
+    sharing its objects (``git clone --shared``), with its tags, at that commit. So a build backend that asks
+    git for the version (setuptools_scm, hatch-vcs, versioneer: ``git describe``) reports the one it would
+    report in the checkout, not its fallback, and the checkout's uncommitted changes never count."""
+    root = cache_root(cache) / "checkouts"
     target = root / f"{repo.name}-{commit[:16]}"
-    if target.is_dir():
+    if (target / ".git").is_dir():
         return target
     check_writable(root, "--cache-dir", folder=True)
     root.mkdir(parents=True, exist_ok=True)
     scratch = root / f".{target.name}.{os.getpid()}.tmp"
     shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
     try:
-        archive = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", commit],
-            capture_output=True,
-            check=True,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
-        subprocess.run(
-            ["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True, timeout=300
-        )
+        _git(root, "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(scratch))
+        _git(scratch, "fetch", "--quiet", "origin", "+refs/tags/*:refs/tags/*")
+        _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit)
         os.replace(scratch, target)
     except OSError:
-        if not target.is_dir():  # another process did not export it first
+        if not (target / ".git").is_dir():  # another process did not make it first
             raise
-    except subprocess.CalledProcessError as error:
-        said = first_error(error.stderr.decode(errors="replace"))
-        raise DaskbenchError(f"exporting commit {commit[:12]} of {repo} failed: {said}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
