@@ -3,9 +3,10 @@
 `specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
 `builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
 interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
-checkout as source trees an `EnvSpec` installs; `known`: the libraries an old release gets (its era, known
-incompatibilities, ``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the rest of
-daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
+checkout as source trees an `EnvSpec` installs; `deps`: the dependencies a source tree declares, and
+how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
+``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the
+rest of daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
 """
 
 from daskbench.envs.builds import (
@@ -31,6 +32,7 @@ from daskbench.envs.builds import (
     overlay_source,
     same_version,
 )
+from daskbench.envs.deps import changed_dependencies, declared
 from daskbench.envs.git import commit_subject, commit_subjects, commits_between, exported, git_checkout, resolve_commit
 from daskbench.envs.index import (
     Index,
@@ -72,6 +74,7 @@ __all__ = [
     "available_versions",
     "build",
     "cache_root",
+    "changed_dependencies",
     "check_measurable",
     "check_versions",
     "choose_installer",
@@ -79,6 +82,7 @@ __all__ = [
     "commit_subjects",
     "commits_between",
     "daskbench_requirement",
+    "declared",
     "default_pins",
     "exported",
     "failure_line",
