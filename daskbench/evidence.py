@@ -107,25 +107,27 @@ def kept(client: Any, folder: Path | None) -> Iterator[Kept]:
             yield found
         finally:
             start = time.perf_counter()
-            found.extra = _close(recorder) or _save(client, folder, report, since)
+            found.extra = _save(client, folder, report, since, _close(recorder))
             found.extra["evidence_seconds"] = round(time.perf_counter() - start, 4)
 
 
-def _close(recorder: Any) -> dict[str, Any]:
-    """Finish the performance report; ``{}`` when done, else the error as ``extra`` entries."""
+def _close(recorder: Any) -> dict[str, str]:
+    """Finish the performance report; ``{}`` when done, else its error (e.g. an old distributed's
+    dashboard with a bokeh it does not take)."""
     try:
         recorder.__exit__(None, None, None)
     except Exception as exc:
-        return {"evidence": {}, "evidence_errors": {"performance_report": one_line(exc)}}
+        return {"performance_report": one_line(exc)}
     return {}
 
 
-def _save(client: Any, folder: Path, report: Path, since: float) -> dict[str, Any]:
-    """Move the files into the run's folder; a failure is noted, never raised (evidence is optional)."""
+def _save(client: Any, folder: Path, report: Path, since: float, errors: dict[str, str]) -> dict[str, Any]:
+    """Move the files into the run's folder (the performance report unless ``errors`` says it failed; the
+    task stream in any case); a failure is noted, never raised (evidence is optional)."""
     paths: dict[str, str] = {}
-    errors: dict[str, str] = {}
     try:
-        paths["performance_report"] = str(keep_file(folder, "performance-report", "html", report.read_bytes()))
+        if "performance_report" not in errors:
+            paths["performance_report"] = str(keep_file(folder, "performance-report", "html", report.read_bytes()))
     except Exception as exc:
         errors["performance_report"] = one_line(exc)
     try:

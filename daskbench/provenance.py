@@ -19,6 +19,7 @@ from daskbench.text import flatten
 PACKAGES = (
     "dask",
     "distributed",
+    "dask-expr",  # dask 2024.3-2024.12's dataframes: an environment rebuilt from the record needs its version
     "xarray",
     "pandas",
     "numpy",

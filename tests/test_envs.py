@@ -126,7 +126,7 @@ def test_two_builders_of_one_environment_build_it_once(db: str, wheels: Path, tm
     assert _version_in(outputs[0][0].strip()) == "1.0"
 
 
-@pytest.mark.skipif(builds._find_uv() is None, reason="uv is neither on PATH nor importable here")
+@pytest.mark.skipif(envs.find_uv() is None, reason="uv is neither on PATH nor importable here")
 def test_uv_builds_the_recorded_environment_compiled(db: str, wheels: Path, tmp_path: Path) -> None:
     """With --installer uv the environment holds the same recorded version, its modules compiled as pip
     compiles them (PYTHONDONTWRITEBYTECODE would otherwise make every restarted worker compile them)."""
@@ -280,6 +280,61 @@ def test_a_commit_is_exported_once_as_it_was_committed(checkout: tuple[Path, lis
     assert envs.exported(repo, ids[1], tmp_path / "cache") == tree and (tree / "marker").exists()
 
 
+def test_an_exported_commit_is_a_checkout_that_describes_itself_with_the_checkouts_tags(
+    checkout: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """The tree is a git checkout at the commit, with the tags of the checkout (even one made on another
+    branch's commit), so ``git describe`` there, what a VCS-versioned build backend asks, says what it says in
+    the checkout: the tag and the distance, never a fallback."""
+    repo, ids = checkout
+    git(repo, "tag", "v1.0", ids[0])
+    tree = envs.exported(repo, ids[2], tmp_path / "cache")
+    assert git(tree, "rev-parse", "HEAD") == ids[2]
+    assert git(tree, "describe", "--tags") == git(repo, "describe", "--tags", ids[2]) == f"v1.0-2-g{ids[2][:7]}"
+    assert git(tree, "status", "--porcelain") == ""
+
+
+SCM_PYPROJECT = """[build-system]
+requires = ["setuptools>=64", "setuptools_scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "scmdemo"
+dynamic = ["version"]
+
+[tool.setuptools]
+packages = ["scmdemo"]
+
+[tool.setuptools_scm]
+"""
+
+
+def test_a_commit_of_a_setuptools_scm_project_builds_with_the_version_it_has_in_the_checkout(
+    tmp_path: Path,
+) -> None:
+    """A project versioned by setuptools_scm, one commit after its tag ``v1.0``: the exported commit builds as
+    ``1.1.dev1+g<commit>`` (what setuptools_scm says in the checkout), where a ``git archive`` tree had no
+    version to give."""
+    repo = tmp_path / "scmdemo"
+    (repo / "scmdemo").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text(SCM_PYPROJECT)
+    (repo / "scmdemo" / "__init__.py").write_text("")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    git(repo, "tag", "v1.0")
+    (repo / "scmdemo" / "__init__.py").write_text("WORD = 'two'\n")
+    git(repo, "commit", "-q", "-am", "second")
+    commit = git(repo, "rev-parse", "HEAD")
+    tree = envs.exported(repo, commit, tmp_path / "cache")
+    wheels = tmp_path / "wheels"
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(tree)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = (path.name for path in wheels.iterdir())
+    assert wheel.startswith("scmdemo-1.1.dev1+g") and commit[:7] in wheel, wheel
+
+
 def test_a_source_install_with_uv_tries_its_cache_alone_first() -> None:
     """``offline`` puts ``--offline`` right after ``install``, the rest unchanged."""
     command = ["uv", "pip", "install", "--python", "/env/bin/python", "--no-deps", "/src/tree"]
@@ -372,14 +427,14 @@ def test_a_cache_disk_full_before_the_build_is_one_line_and_leaves_nothing_half_
 def test_a_commit_exported_into_a_full_cache_is_one_line_and_exported_whole_once_there_is_room(
     checkout: tuple[Path, list[str]], tmpfs: Path
 ) -> None:
-    """``git archive`` into a full disk: one line naming the disk and the way to move the cache, no partial
+    """A clone of the commit into a full disk: one line naming the disk and the way to move the cache, no partial
     tree left; once the space is freed, the next call exports the whole commit."""
     repo, ids = checkout
     fill_disk(tmpfs)
     with pytest.raises(DaskbenchError, match="No space left on device") as raised:
         envs.exported(repo, ids[1], tmpfs)
     assert "(--cache-dir)" in str(raised.value) and "\n" not in str(raised.value)
-    assert [path.name for path in (tmpfs / "sources").iterdir()] == []
+    assert [path.name for path in (tmpfs / "checkouts").iterdir()] == []
     (tmpfs / "filler").unlink()
     tree = envs.exported(repo, ids[1], tmpfs)
     assert (tree / "sub" / "word.txt").read_text() == "two"

@@ -147,3 +147,17 @@ def test_listing_runs_loads_only_its_own_command_and_not_the_statistics(tmp_path
         "daskbench.cli.common",
         "daskbench.cli.runs",
     ]
+
+
+#: What the measuring side (the pytest plugin, loaded inside every measured environment) does not load at
+#: import: the judge, the report and the site run where results are read, often on another release.
+NOT_MEASURING = ("daskbench.judge", "daskbench.report", "daskbench.site", "daskbench.cli", "bokeh", "scipy")
+
+
+def test_the_pytest_plugin_loads_no_judge_report_or_command_line() -> None:
+    """`daskbench.plugin.hooks` (the pytest11 entry point) imports the store it writes to, but nothing of
+    the judge, the report, the site or the CLI, nor bokeh or scipy: a measured environment of an old
+    release needs only what measuring needs."""
+    code = "import sys, daskbench.plugin.hooks; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in loaded if name.startswith(NOT_MEASURING)] == []

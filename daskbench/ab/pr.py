@@ -1,9 +1,11 @@
 """Benchmarks on a pull request: its base and its head side by side, one comment kept up to date.
 
 ``daskbench pr BASE HEAD`` (`daskbench.cli.pr`) resolves each side in the user's git checkout (`resolve`: a
-branch, tag or commit, exported once by ``git archive`` into the environment cache; or a folder, installed
-editable), builds one overlay environment per side holding that side's project (`side_python`, cached by
-commit), and runs one lockstep A/B group (`measure`): one pytest session per side, each in its own source
+branch, tag or commit, exported once into the environment cache as a checkout at that commit; or a folder,
+installed editable), builds one overlay environment per side holding that side's project (`side_python`,
+cached by commit; when the sides declare different dependencies, `daskbench.envs.changed_dependencies`,
+each side's environment is built from its own requirements instead, and the comment lists the differences),
+and runs one lockstep A/B group (`measure`): one pytest session per side, each in its own source
 tree, measuring each case in turn until the sequential rule decides it. `compare_group` judges the group;
 `Outcome` reads it (regressed, inconclusive or no change), `comment_markdown` writes the verdict table (what
 changed first, with effect, interval and rounds; then the unchanged counts, memory as well as time), and
@@ -108,12 +110,26 @@ def exported(repo: Path, revision: Revision, cache: str | Path | None) -> Revisi
     return Revision(revision.given, revision.commit, tree, revision.subject)
 
 
-def side_python(revision: Revision, name: str, say: Say, **options: Any) -> str:
-    """The interpreter of an overlay holding the side's project (its dependencies: this interpreter's);
-    a commit's is built once per commit, a folder is installed editable (its current files count)."""
+def side_python(revision: Revision, name: str, say: Say, full: bool = False, **options: Any) -> str:
+    """The interpreter of an overlay holding the side's project (its dependencies: this interpreter's), or with
+    ``full`` (the sides declare different dependencies) of an environment built from the side's own
+    requirements, plus this daskbench; a commit's is built once per commit, a folder is installed editable
+    (its current files count)."""
     sources = (str(revision.tree),) if revision.commit else ("-e", str(revision.tree))
-    spec = envs.spec_from_pins({}, with_daskbench=False, source=f"{name} {revision.short}", sources=sources)
-    return str(envs.build(spec, say=say, inherit=True, **options))
+    spec = envs.spec_from_pins({}, with_daskbench=full, source=f"{name} {revision.short}", sources=sources)
+    return str(envs.build(spec, say=say, inherit=not full, **options))
+
+
+def dependency_changes(base: Revision, head: Revision, say: Say) -> tuple[str, ...]:
+    """How head's declared dependencies differ from base's (`envs.changed_dependencies`), said in one line;
+    empty when they do not (each side is then an overlay over this interpreter's packages) or are not known."""
+    found = envs.changed_dependencies(base.tree, head.tree)
+    if found is None:
+        say("pr: a side declares its dependencies outside pyproject.toml: both run over this environment's packages")
+        return ()
+    if found:
+        say(f"pr: head's declared dependencies differ ({'; '.join(found)}): each side is built from its own")
+    return tuple(found)
 
 
 def new_group(base: Revision, head: Revision) -> str:
@@ -133,6 +149,7 @@ class PrPlan:
     max_rounds: int
     max_seconds: float
     budget: float | None = None  # seconds for the whole comparison (--budget)
+    dependencies: tuple[str, ...] = ()  # how head's declared dependencies differ (`dependency_changes`)
 
 
 def measure(plan: PrPlan, say: Say) -> Spent:
@@ -276,6 +293,7 @@ class Page:
     report: str | None = None  # an http(s) URL (a link) or a path (shown as code)
     note: str = ""  # plain text from daskbench (e.g. why there is no comment), escaped all the same
     measured: str = ""  # how the rounds went: the budget used, compute's share (plain text, `measured_text`)
+    dependencies: tuple[str, ...] = ()  # how head's declared dependencies differ from base's (`envs.changes`)
 
 
 def is_link(text: str | None) -> bool:
@@ -297,7 +315,7 @@ def comment_markdown(outcome: Outcome, page: Page) -> str:
     lines += [_lead(outcome), ""]
     if outcome.changed:
         lines += [*_table(outcome.changed), ""]
-    lines += [_unchanged_line(outcome), "", *_sides(page)]
+    lines += [_unchanged_line(outcome), "", *_sides(page), *_dependencies(page.dependencies)]
     if page.note:
         lines += ["", f"*{markdown_text(page.note)}*"]
     return "\n".join(lines) + "\n"
@@ -386,6 +404,14 @@ def _sides(page: Page) -> list[str]:
             *where,
         ]
     return [f"{base}; {head}.", *(["", " · ".join(where)] if where else [])]
+
+
+def _dependencies(changes: Sequence[str]) -> list[str]:
+    """The line saying how head's declared dependencies differ (user text: each a code span)."""
+    if not changes:
+        return []
+    listed = "; ".join(markdown_code(change) for change in changes)
+    return ["", f"Dependencies differ (each side built from its own requirements): {listed}."]
 
 
 def _side(name: str, revision: Revision) -> str:

@@ -239,7 +239,7 @@ def _plan(
     """The moving packages and their candidate releases, listed from the index."""
     only = envs.parse_names(args.only, "--only") if args.only else None
     moving = bisect_plan.moving_packages(good, bad, only)
-    listed = {package: envs.available_versions(package, index) for package in moving}
+    listed = {package: envs.available_versions(package, index, args.installer) for package in moving}
     return bisect_plan.make_plan(good, bad, moving, listed, index.describe("pip"))
 
 
@@ -257,7 +257,8 @@ def _python_maker(
             spec = envs.spec_from_run(good[0], overrides=pins)
         else:
             spec = envs.spec_from_pins({**good[1], **pins}, source=source)
-        return str(envs.build(spec, say=say, inherit=args.inherit, **options))
+        # every step gets the libraries of the good end's era (envs.known), so it differs in the bisected package
+        return str(envs.build(spec, say=say, inherit=args.inherit, era_from=good[1], **options))
 
     return python_of
 

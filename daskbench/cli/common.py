@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from daskbench import config, envs
-from daskbench.errors import RegressionFound
+from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.model import Comparison
 from daskbench.store import Store
@@ -376,6 +376,31 @@ def since(text: str, now: datetime | None = None) -> str:
 MAX_MINUTES = 10.0
 
 
+#: The oldest bokeh the HTML report draws with (``report``, ``publish``, ``pr``). daskbench itself declares
+#: bokeh>=2.4.3: the dashboard of distributed before 2023.4 (``--evidence``) needs bokeh<3, and measuring
+#: needs no report, so an environment of that era measures and another one reports from the same store.
+REPORT_BOKEH = "3.4"
+
+
+def check_report_bokeh(command: str) -> None:
+    """One line before ``command`` writes a report with a bokeh too old for it (or none)."""
+    from importlib import metadata
+
+    from packaging.version import Version
+
+    try:
+        found = metadata.version("bokeh")
+    except metadata.PackageNotFoundError:
+        found = None
+    if found is None or Version(found) < Version(REPORT_BOKEH):
+        have = f"bokeh {found}" if found else "no bokeh"
+        raise DaskbenchError(
+            f"daskbench {command} needs bokeh>={REPORT_BOKEH}; this environment has {have} (old enough for "
+            f"the dashboard of distributed before 2023.4): run it from an environment with pip install "
+            f"'bokeh>={REPORT_BOKEH}' (the store is the same)"
+        )
+
+
 def add_build_options(parser: argparse.ArgumentParser) -> None:
     """Where packages come from and where environments live (env, ab --X-from, bisect, confirm, pr);
     read them with `build_options`."""
@@ -398,6 +423,15 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--installer", choices=envs.INSTALLERS, default="auto", help="uv or pip (default auto: uv when available)"
     )
+    parser.add_argument(
+        "--pin",
+        metavar="NAME[SPEC]",
+        action="append",
+        default=[],
+        help="a requirement every environment built gets, replacing daskbench's defaults for that package "
+        "(the release's era, known incompatibilities), e.g. --pin 'pandas<2.1'; a bare NAME drops the "
+        "defaults alone (repeatable)",
+    )
 
 
 def build_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -405,4 +439,5 @@ def build_options(args: argparse.Namespace) -> dict[str, Any]:
     index = envs.Index(args.index_url, tuple(args.find_links), args.no_index)
     index.check()
     envs.choose_installer(args.installer)
-    return {"cache": args.cache_dir, "index": index, "installer": args.installer}
+    pins = tuple(envs.parse_user_pin(text) for text in args.pin)
+    return {"cache": args.cache_dir, "index": index, "installer": args.installer, "extra_pins": pins}

@@ -2,7 +2,8 @@
 
 Every input is checked (the checkout, both sides, ``--github``/``--pr`` and the token, the report URL,
 the index and the store) before anything is built or run; then `daskbench.ab.pr` builds one overlay
-environment per side holding that side's project, runs one lockstep A/B group (base is side A, head side
+environment per side holding that side's project (each from its own requirements when the sides declare
+different dependencies), runs one lockstep A/B group (base is side A, head side
 B), and prints the verdict table as Markdown (stdout; progress on stderr). With ``--github OWNER/REPO --pr N``
 and ``GITHUB_TOKEN`` it creates, or edits, one comment on the pull request and sets a commit status on the
 head; without a token (a pull request from a fork) the table goes to the job summary only, as said.
@@ -12,6 +13,7 @@ Exit codes: 0 no regression (inconclusive included), 1 head regressed, 2 could n
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -29,6 +31,7 @@ from daskbench.cli.common import (
     add_output_option,
     add_pytest_args,
     build_options,
+    check_report_bokeh,
     say,
     settings,
     whole_number,
@@ -115,6 +118,8 @@ def cmd_pr(args: argparse.Namespace) -> int:
     for path, flag in ((None if args.no_report else args.output, "-o"), (args.markdown, "--markdown")):
         if path:
             check_writable(Path(path), flag)
+    if not args.no_report:
+        check_report_bokeh("pr")
     options = build_options(args)
     db = absolute_db(settings(args).db)
     store = Store(db)
@@ -124,8 +129,9 @@ def cmd_pr(args: argparse.Namespace) -> int:
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link, edits))
     sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
+    changes = pr.dependency_changes(sides["A"], sides["B"], say)
     pythons = {
-        name: pr.side_python(revision, "base" if name == "A" else "head", say, **options)
+        name: pr.side_python(revision, "base" if name == "A" else "head", say, bool(changes), **options)
         for name, revision in sides.items()
     }
     plan = pr.PrPlan(
@@ -137,6 +143,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
         args.max_rounds,
         args.max_time * 60,
         budget_seconds(args),
+        changes,
     )
     return _run(args, store, plan, github, link)
 
@@ -163,7 +170,9 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     for line in spent.lines():
         say(f"pr: {line}")
     report = None if args.no_report else _report(store, plan, args.output)
-    page = pr.Page(base, head, plan.group, link or report, measured=pr.measured_text(spent))
+    page = pr.Page(
+        base, head, plan.group, link or report, measured=pr.measured_text(spent), dependencies=plan.dependencies
+    )
     return _finish(args, github, head, outcome, page)
 
 
@@ -173,7 +182,7 @@ def _finish(
     """Print the Markdown, write it where asked (file, job summary), keep the comment and set the status."""
     if args.github and github is None:
         note = "; ".join(filter(None, (page.note, NO_TOKEN)))
-        page = pr.Page(page.base, page.head, page.group, page.report, note, page.measured)
+        page = dataclasses.replace(page, note=note)
     markdown = pr.comment_markdown(outcome, page)
     print(markdown, end="", flush=True)
     if args.markdown:

@@ -10,6 +10,7 @@ from daskbench.cli.common import (
     add_db_option,
     add_old_spellings,
     add_output_option,
+    check_report_bokeh,
     formerly,
     open_store,
     whole_number,
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     check_writable(Path(args.output), "-o", folder=True)
+    check_report_bokeh("publish")
     store = open_store(args)
     store.latest_run()  # an empty store is a one-line error before anything is written
     print(f"publishing {store.display_url} to {args.output}")

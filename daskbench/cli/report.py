@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, add_output_option, add_selection_options, open_store, selection
+from daskbench.cli.common import (
+    add_db_option,
+    add_output_option,
+    add_selection_options,
+    check_report_bokeh,
+    open_store,
+    selection,
+)
 from daskbench.errors import check_writable
 from daskbench.text import format_bytes
 
@@ -56,6 +63,7 @@ def output_path(text: str) -> Path:
 
 def cmd_report(args: argparse.Namespace) -> int:
     check_writable(args.output, "-o")
+    check_report_bokeh("report")
     from daskbench.report import write_report  # bokeh and jinja: only when a report is written
 
     path = write_report(open_store(args), args.output, selection(args))

@@ -3,8 +3,10 @@
 `specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
 `builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
 interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
-checkout as source trees an `EnvSpec` installs; `output`: a failed step's one line. The names the rest of
-daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
+checkout as source trees an `EnvSpec` installs; `deps`: the dependencies a source tree declares, and
+how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
+``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the
+rest of daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
 """
 
 from daskbench.envs.builds import (
@@ -30,6 +32,7 @@ from daskbench.envs.builds import (
     overlay_source,
     same_version,
 )
+from daskbench.envs.deps import changed_dependencies, declared
 from daskbench.envs.git import (
     commit_subject,
     commit_subjects,
@@ -39,7 +42,16 @@ from daskbench.envs.git import (
     resolve_commit,
     uncommitted,
 )
-from daskbench.envs.index import Index, available_versions, folder_versions, index_versions
+from daskbench.envs.index import (
+    Index,
+    available_versions,
+    find_uv,
+    folder_versions,
+    index_versions,
+    pip_versions,
+    simple_versions,
+)
+from daskbench.envs.known import Pin, check_measurable, default_pins, parse_user_pin
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import (
     NOT_PINNED,
@@ -65,18 +77,24 @@ __all__ = [
     "EnvSpec",
     "Index",
     "Installer",
+    "Pin",
     "Say",
     "available_versions",
     "build",
     "cache_root",
+    "changed_dependencies",
+    "check_measurable",
     "check_versions",
     "choose_installer",
     "commit_subject",
     "commit_subjects",
     "commits_between",
     "daskbench_requirement",
+    "declared",
+    "default_pins",
     "exported",
     "failure_line",
+    "find_uv",
     "first_error",
     "folder_versions",
     "git_checkout",
@@ -94,9 +112,12 @@ __all__ = [
     "overlay_source",
     "parse_names",
     "parse_pins",
+    "parse_user_pin",
+    "pip_versions",
     "requirement_from_record",
     "resolve_commit",
     "same_version",
+    "simple_versions",
     "spec_from_pins",
     "spec_from_run",
     "uncommitted",

@@ -30,14 +30,15 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from daskbench.envs.index import Index
+from daskbench.envs import known
+from daskbench.envs.index import Index, find_uv
 from daskbench.envs.output import first_error
-from daskbench.envs.specs import EnvSpec
+from daskbench.envs.specs import EnvSpec, normalized
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
 from daskbench.text import plural, say
@@ -138,7 +139,7 @@ def choose_installer(asked: str = "auto") -> Installer:
     """``uv`` when asked or (auto) when on PATH or importable; pip otherwise; one line when unavailable."""
     if asked not in INSTALLERS:
         raise DaskbenchError(f"--installer {asked!r}: choose one of {', '.join(INSTALLERS)}")
-    uv = _find_uv()
+    uv = find_uv()
     if asked == "uv" and uv is None:
         raise DaskbenchError("--installer uv: uv is neither on PATH nor importable here; pip install uv")
     if uv is not None and asked != "pip":
@@ -146,14 +147,6 @@ def choose_installer(asked: str = "auto") -> Installer:
     if importlib.util.find_spec("pip") is not None:
         return Installer("pip", (sys.executable, "-m", "pip"))
     return Installer("pip", ())  # no pip here: the environment's own (python -m venv installs it)
-
-
-def _find_uv() -> tuple[str, ...] | None:
-    """The command that runs uv: the one on PATH, else ``python -m uv``."""
-    found = shutil.which("uv")
-    if found:
-        return (found,)
-    return (sys.executable, "-m", "uv") if importlib.util.find_spec("uv") is not None else None
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -167,31 +160,64 @@ def build(
     installer: str = "auto",
     say: Say = say,
     inherit: bool = False,
+    extra_pins: Sequence[known.Pin] = (),
+    era_from: Mapping[str, str] | None = None,
 ) -> Path:
     """The interpreter of ``spec``'s environment: reused when built already (its versions checked
     again), else built under a lock. One `DaskbenchError` line for what could not be had. With
-    ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages."""
+    ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages.
+
+    A full environment gets `known`'s default pins (the era of ``era_from``, default the spec's own release,
+    and the known incompatibilities) and ``extra_pins`` (``--pin``); an overlay only ``extra_pins``. When it
+    does not install with the era of ``era_from`` (a bisection's good end), it is built with its own."""
     index = index or Index()
-    spec = replace(spec, overlay=overlay_source()) if inherit else spec
+    choices = _choices(replace(spec, overlay=overlay_source()) if inherit else spec, extra_pins, era_from)
+    if spec.daskbench or inherit:  # daskbench's measuring side runs in it
+        known.check_measurable(dict(spec.pins))
     root = cache_root(cache)
-    folder = root / spec.key()
-    broken = is_built(folder) and _reused(folder, spec, say)
-    if is_built(folder) and not broken:
-        return interpreter(folder)
+    broken: set[Path] = set()
+    for chosen in choices:
+        folder = root / chosen.key()
+        if is_built(folder):
+            if not _reused(folder, chosen, say):
+                return interpreter(folder)
+            broken.add(folder)  # its interpreter gone or not starting: rebuilt below
     index.check()
     tool = choose_installer(installer)
     check_writable(root, cache_flag(cache), folder=True)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with _locked(root / f"{spec.key()}.lock", say):
-            if broken:
-                shutil.rmtree(folder, ignore_errors=True)  # under the lock: no other builder is at it
-            if is_built(folder):
-                say(f"env: another process built {folder}; reusing it")
-            else:
-                _build_into(folder, spec, index, tool, say)
+        for attempt, chosen in enumerate(choices, 1):
+            try:
+                return _built(root / chosen.key(), chosen, index, tool, say, root / chosen.key() in broken)
+            except DaskbenchError as error:
+                if attempt == len(choices):
+                    raise
+                say(f"env: {chosen.source} does not install beside the libraries of the good end's release ({error}); "
+                    "building it with those of its own release")  # fmt: skip
     except OSError as exc:  # the cache's disk full or gone mid-build: the half-built folder is removed
         raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}") from None
+    raise AssertionError("no environment to build")  # choices is never empty
+
+
+def _choices(spec: EnvSpec, extra_pins: Sequence[known.Pin], era_from: Mapping[str, str] | None) -> list[EnvSpec]:
+    """The specs to try, in order: with the defaults of ``era_from``'s era, then (if another) the spec's own."""
+    defaults = spec.overlay is None
+    first = known.pinned(spec, extra_pins, era_from, defaults=defaults)
+    own = known.pinned(spec, extra_pins, None, defaults=defaults)
+    return [first] if own == first else [first, own]
+
+
+def _built(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say: Say, broken: bool = False) -> Path:
+    """Build ``spec`` into ``folder`` under its lock (another builder may have finished it meanwhile; a
+    ``broken`` one is removed first)."""
+    with _locked(folder.with_name(f"{folder.name}.lock"), say):
+        if broken:
+            shutil.rmtree(folder, ignore_errors=True)  # under the lock: no other builder is at it
+        if is_built(folder):
+            say(f"env: another process built {folder}; reusing it")
+        else:
+            _build_into(folder, spec, index, tool, say)
     return interpreter(folder)
 
 
@@ -247,6 +273,9 @@ def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say:
     job = Build(spec, index, tool, log)
     started = time.monotonic()
     say(f"env: building {folder} for {spec.source} with {tool.name}: {spec.describe()}")
+    if spec.extra:
+        say(f"env: also pinned: {', '.join(spec.extra)} (defaults for the release's era and known "
+            "incompatibilities, and --pin; --pin NAME[SPEC] changes one)")  # fmt: skip
     try:
         _run(job, tool.create(folder), "w", "create the environment")
         if spec.overlay:
@@ -404,12 +433,20 @@ def installed_versions(python: Path, names: Collection[str]) -> dict[str, str | 
 
 
 def mismatches(spec: EnvSpec, found: Mapping[str, str | None]) -> list[str]:
-    """``standin 1.1 (recorded 1.0)`` for each pin the environment does not hold as pinned."""
+    """``standin 1.1 (wanted 1.0)`` for each pin the environment does not hold as pinned, and
+    ``pandas 2.2.3 (wanted <2)`` for an installed package outside its extra requirement."""
+    from packaging.requirements import Requirement
+
     wrong = []
     for name, version in spec.pins:
         have = found.get(name)
         if have is None or not same_version(have, version):
             wrong.append(f"{name} {have or 'missing'} (wanted {version})")
+    for text in spec.extra:
+        wanted = Requirement(text)
+        have = found.get(normalized(wanted.name))
+        if have is not None and not wanted.specifier.contains(have, prereleases=True):
+            wrong.append(f"{normalized(wanted.name)} {have} (wanted {wanted.specifier})")
     return wrong
 
 
@@ -425,7 +462,10 @@ def same_version(a: str, b: str) -> bool:
 
 def check_versions(folder: Path, spec: EnvSpec, *, rebuilt: bool) -> None:
     """One line when the environment's versions are not the spec's."""
-    wrong = mismatches(spec, installed_versions(interpreter(folder), [name for name, _ in spec.pins]))
+    from packaging.requirements import Requirement
+
+    names = [name for name, _ in spec.pins] + [normalized(Requirement(text).name) for text in spec.extra]
+    wrong = mismatches(spec, installed_versions(interpreter(folder), names))
     if not wrong:
         return
     fix = "the installer did not install what was pinned" if rebuilt else f"remove {folder} to rebuild it"

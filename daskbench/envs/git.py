@@ -1,6 +1,7 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
 `commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source
-tree (``git archive``, once) that an `EnvSpec` installs (``sources``)."""
+tree (a clone at that commit, once) that an `EnvSpec` installs (``sources``), whose build backend reports
+the version it would in the checkout."""
 
 from __future__ import annotations
 
@@ -62,41 +63,35 @@ def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
 
 
 def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
-    """The source tree of ``commit`` (``git archive``), once, under ``<cache>/sources/<name>-<commit>``:
-    installable like any project folder, whatever the checkout's working tree holds now."""
-    root = cache_root(cache) / "sources"
+    """The source tree of ``commit``, once, under ``<cache>/checkouts/<name>-<commit>``: a clone of the checkout
+    sharing its objects (``git clone --shared``), with its tags, at that commit. So a build backend that asks
+    git for the version (setuptools_scm, hatch-vcs, versioneer: ``git describe``) reports the one it would
+    report in the checkout, not its fallback, and the checkout's uncommitted changes never count."""
+    root = cache_root(cache) / "checkouts"
     target = root / f"{repo.name}-{commit[:16]}"
-    if target.is_dir():
+    if (target / ".git").is_dir():
         return target
     check_writable(root, cache_flag(cache), folder=True)
     scratch = root / f".{target.name}.{os.getpid()}.tmp"
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", commit],
-            capture_output=True,
-            check=True,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
-        subprocess.run(
-            ["tar", "-x", "-C", str(scratch)], input=archive.stdout, check=True, capture_output=True, timeout=300
-        )
+        _git(root, "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(scratch))
+        _git(scratch, "fetch", "--quiet", "origin", "+refs/tags/*:refs/tags/*")
+        _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit)
         os.replace(scratch, target)
     except OSError as exc:
-        if not target.is_dir():  # another process did not export it first: the cache's disk full or gone
+        if not (target / ".git").is_dir():  # another process did not make it first: the cache's disk full or gone
             raise DaskbenchError(
                 f"cannot export commit {commit[:12]} into {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}"
             ) from None
-    except subprocess.CalledProcessError as error:
-        output = error.stderr.decode(errors="replace")
-        full = [line for line in output.splitlines() if "No space left" in line or "Read-only file system" in line]
-        said = (
-            f"{full[0]}; free space in {root} or move the cache ({cache_flag(cache)})" if full else first_error(output)
-        )
-        raise DaskbenchError(f"exporting commit {commit[:12]} of {repo} failed: {said}") from None
+    except DaskbenchError as error:  # git's own words; a full or read-only disk said so, with the fix
+        if any(words in str(error) for words in ("No space left", "Read-only file system")):
+            raise DaskbenchError(
+                f"exporting commit {commit[:12]} of {repo} failed: {error}; free space in {root} or move the cache "
+                f"({cache_flag(cache)})"
+            ) from None
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target

@@ -25,6 +25,9 @@ from daskbench.model import Run
 
 #: Recorded names that are not pins: the interpreter, and daskbench (this one is installed instead).
 NOT_PINNED = frozenset({"python", "daskbench"})
+#: Packages released in lockstep with another (each dask-expr requires one dask exactly): when an override
+#: changes the package, the recorded version of its companion is dropped and the resolver picks the match.
+COMPANIONS = {"dask": ("dask-expr",)}
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
 
 
@@ -51,23 +54,27 @@ class EnvSpec:
     python: str = field(default_factory=interpreter_tag)
     overlay: str | None = None  # an overlay over this site-packages folder (`build(inherit=True)`)
     sources: tuple[str, ...] = ()  # source trees installed too: `exported` commits of a git checkout
+    extra: tuple[str, ...] = ()  # requirements beside the pins (`envs.known`: defaults and --pin), e.g. pandas<2
 
     def lines(self) -> list[str]:
-        """The identity of the environment, one fact a line: the sorted pins, the source trees, daskbench,
-        the interpreter (and, for an overlay, the site-packages it sees)."""
+        """The identity of the environment, one fact a line: the sorted pins, the extra requirements, the
+        source trees, daskbench, the interpreter (and, for an overlay, the site-packages it sees)."""
         pins = sorted(f"{normalized(name)}=={version}" for name, version in self.pins)
+        extra = [f"also: {requirement}" for requirement in self.extra]
         sources = [f"source: {tree}" for tree in self.sources]
         overlay = [f"overlay of: {self.overlay}"] if self.overlay else []
         daskbench = f"daskbench: {' '.join(self.daskbench) or 'not installed'}"
-        return [*pins, *sources, daskbench, f"python: {self.python}", *overlay]
+        return [*pins, *extra, *sources, daskbench, f"python: {self.python}", *overlay]
 
     def key(self) -> str:
         """A stable hash of `lines`: the name of the environment's folder."""
         return hashlib.sha256("\n".join(self.lines()).encode()).hexdigest()[:16]
 
     def requirements(self) -> list[str]:
-        """The installer's arguments: one ``name==version`` per pin, the source trees, then daskbench's."""
-        return [*(f"{name}=={version}" for name, version in self.pins), *self.sources, *self.daskbench]
+        """The installer's arguments: one ``name==version`` per pin, the extra requirements, the source trees,
+        then daskbench's."""
+        pins = (f"{name}=={version}" for name, version in self.pins)
+        return [*pins, *self.extra, *self.sources, *self.daskbench]
 
     def describe(self) -> str:
         """``dask 2026.7.0, distributed 2026.7.0, ...`` (every pin), then each source tree's folder name."""
@@ -109,7 +116,12 @@ def spec_from_run(
     source = f"run {run.run_id[:8]}"
     if only is not None:
         pins = _narrowed(pins, [normalized(name) for name in only], source)
-    pins.update({normalized(name): version for name, version in (overrides or {}).items()})
+    changed = {normalized(name): version for name, version in (overrides or {}).items()}
+    for name in changed:  # a companion pinned to the recorded version of a package that changes goes with it
+        for companion in COMPANIONS.get(name, ()):
+            if companion not in changed:
+                pins.pop(companion, None)
+    pins.update(changed)
     if not pins:
         raise DaskbenchError(f"{source} recorded no package versions to rebuild; choose another run (daskbench runs)")
     daskbench = daskbench_requirement() if with_daskbench else ()

@@ -8,6 +8,8 @@ compared and the activities that moved most are named, in seconds and in share o
 thread-seconds ("transfer +3.1 s (+41 pts), compute +0.2 s (-6 pts)"), and appended to the
 verdict's note, which every rendering of a comparison already shows; so are the
 performance reports kept with ``--evidence`` ("evidence: baseline <path>, candidate <path>").
+A side measured on a release that has no breakdown (``extra["not_available"]``, distributed before
+2023.3.2) is said so instead ("moved: no time breakdown on the baseline: <why>").
 
 Pure functions over records; `daskbench.judge.compare` calls `explain_verdicts`.
 """
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from daskbench.judge.stats import median
+from daskbench.metrics.collectors import NOT_AVAILABLE
 from daskbench.model import Measurement, Verdict
 
 EXPLAINED_METRIC = "runtime_s"
@@ -82,9 +85,25 @@ def explain(v: Verdict, base: Sequence[Measurement], cand: Sequence[Measurement]
     """``v`` with the moved activities appended to its note when it is a changed runtime."""
     if not changed(v):
         return v
-    said = phrase(moves(median_breakdown(base), median_breakdown(cand)))
+    said = phrase(moves(median_breakdown(base), median_breakdown(cand))) or unavailable_text(base, cand)
     parts = (v.note, NOTE_PREFIX + said if said else "", evidence_text(base, cand))
     return replace(v, note="; ".join(part for part in parts if part))
+
+
+def unavailable_text(base: Sequence[Measurement], cand: Sequence[Measurement]) -> str:
+    """``no time breakdown on the baseline: <why>`` when a side's release could not break its time
+    down (`daskbench.metrics.collectors.NOT_AVAILABLE`), or ""."""
+    found = [(side, _why_no_breakdown(ms)) for side, ms in (("baseline", base), ("candidate", cand))]
+    missing = [(side, why) for side, why in found if why]
+    if not missing:
+        return ""
+    sides = " and the ".join(side for side, _ in missing)
+    return f"no time breakdown on the {sides}: {missing[0][1]}"
+
+
+def _why_no_breakdown(measurements: Sequence[Measurement]) -> str | None:
+    reasons = [(m.extra.get(NOT_AVAILABLE) or {}).get("time_breakdown") for m in measurements if m.ok]
+    return next((str(why) for why in reasons if why), None)
 
 
 def evidence_text(base: Sequence[Measurement], cand: Sequence[Measurement]) -> str:

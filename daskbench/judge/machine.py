@@ -56,7 +56,8 @@ def speed_note(base: float, cand: float) -> str:
 
 def cpu_share(measurements: Iterable[Measurement]) -> float:
     """The median share of a measurement's thread-seconds that was not spent waiting inside tasks
-    (1 minus ``compute-noncpu`` over ``thread_seconds``); 1.0 (all of it) when none was broken down.
+    (1 minus ``compute-noncpu`` over ``thread_seconds``); 1.0 (all of it: the widest reach) when none was
+    broken down, as on a distributed before 2023.3.2, which has no time breakdown (``extra["not_available"]``).
     Waits for the GIL count as waiting, so for multi-threaded pure-Python tasks this is a lower bound."""
     shares = [_cpu_share(m) for m in measurements]
     known = [share for share in shares if share is not None]

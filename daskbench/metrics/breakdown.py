@@ -19,6 +19,10 @@ thread-seconds, which ``thread_seconds`` beside the breakdown lets a reader see.
 
 The scheduler side (CPU of its event-loop thread, blocked event loop, transitions, the
 longest queue that worker-saturation made) are declared metrics (`daskbench.catalog`).
+
+Before distributed 2023.3.2 nothing meters task execution (no ``execute`` digests): there the
+breakdown and ``task_cpu_s`` are not available (``extra["not_available"]``), not an all-idle
+breakdown and a zero; from 2023.3.2 to 2023.5.x the execute keys carry no span id.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from daskbench.metrics.collectors import Collected, Window
+from daskbench.compat import NO_FINE_METRICS, fine_metrics
+from daskbench.metrics.collectors import Collected, Window, not_available
 
 #: Execute-context activity -> breakdown activity (anything else is ``task-overhead``).
 _EXECUTE = {
@@ -61,6 +66,8 @@ ACTIVITIES = (
     "shuffle",
     "idle",
 )
+#: What the breakdown gives that a distributed without fine performance metrics cannot.
+FINE = ("task_cpu_s", "time_breakdown", "time_breakdown_by_prefix", "thread_seconds")
 #: How far the activities may be from workers x threads x runtime and still add up.
 TOLERANCE = 0.10
 _QUEUE_SAMPLE_MS = 10
@@ -70,12 +77,13 @@ _SEP = "\t"
 
 
 def _worker_seconds(dask_worker: Any) -> dict[str, float]:
-    """The worker's cumulative seconds-valued digests, span ids dropped, keys joined by a tab (wire-safe)."""
+    """The worker's cumulative seconds-valued digests, span ids dropped, keys joined by a tab (wire-safe).
+    Execute keys have a span id from distributed 2023.6.0 on (5 parts; 4 before it)."""
     out: dict[str, float] = defaultdict(float)
     for key, value in list(dask_worker.digests_total.items()):
         if not isinstance(key, tuple) or key[-1] != "seconds":
             continue
-        if key[0] in ("execute", "p2p"):
+        if (key[0] == "execute" and len(key) == 5) or key[0] == "p2p":
             key = (key[0], *key[2:])
         out[_SEP.join(str(part) for part in key)] += float(value)
     return dict(out)
@@ -211,14 +219,19 @@ class BreakdownCollector:
     window: Window
     workers: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     scheduler: Mapping[str, float] = field(default_factory=dict)
+    #: Whether distributed meters task execution (this process's release; the workers run the same).
+    fine: bool = field(default_factory=fine_metrics)
 
     def start(self, client: Any) -> None:
-        self.workers = client.run(_worker_seconds)
+        self.workers = client.run(_worker_seconds) if self.fine else {}
         self.scheduler = client.run_on_scheduler(_scheduler_start)
 
     def stop(self, client: Any) -> Collected:
-        """The breakdown of the window's thread-seconds, and the scheduler metrics."""
+        """The breakdown of the window's thread-seconds, and the scheduler metrics; without fine
+        performance metrics, the scheduler metrics and what was not available."""
         after_scheduler = client.run_on_scheduler(_scheduler_stop)
+        if not self.fine:
+            return Collected(scheduler_metrics(self.scheduler, after_scheduler), not_available(NO_FINE_METRICS, *FINE))
         found = fold(self.workers, client.run(_worker_seconds), self.window.thread_seconds)
         extra = {
             "time_breakdown": found.activities,

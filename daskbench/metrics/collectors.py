@@ -20,7 +20,9 @@ merges what they return; a registered one is added here::
 
 A collector that raises, or returns an undeclared metric or a value its declaration
 refuses, is reported under its class name in the measurement's
-``extra["collector_errors"]``; it never loses the measurement.
+``extra["collector_errors"]``; it never loses the measurement. A metric the measured release
+cannot give (an older distributed meters less) is left out and said in
+``extra["not_available"]`` (name -> why, `not_available`), never recorded as 0.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ class Collected:
 
 
 Stopped = Collected | Mapping[str, float | int | None]
+
+#: The ``extra`` entry naming what this release could not measure: metric or extra name -> why.
+NOT_AVAILABLE = "not_available"
+
+
+def not_available(why: str, *names: str) -> dict[str, dict[str, str]]:
+    """The ``extra`` of a collector that left ``names`` out because the measured release lacks them."""
+    return {NOT_AVAILABLE: dict.fromkeys(names, why)}
 
 
 class Collector(Protocol):
@@ -167,10 +177,14 @@ def invalid(metric: str, value: Any) -> str | None:
 
 
 def merge(found: Iterable[Collected]) -> Collected:
-    """One `Collected` from many: metrics and extra by name (a later one wins), every task
-    record in order, the last non-empty timeline."""
+    """One `Collected` from many: metrics and extra by name (a later one wins; what each could not
+    measure, `NOT_AVAILABLE`, is gathered), every task record in order, the last non-empty timeline."""
     return functools.reduce(_merged, found, Collected())
 
 
 def _merged(a: Collected, b: Collected) -> Collected:
-    return Collected({**a.metrics, **b.metrics}, {**a.extra, **b.extra}, a.tasks + b.tasks, b.timeline or a.timeline)
+    extra = {**a.extra, **b.extra}
+    missing = {**a.extra.get(NOT_AVAILABLE, {}), **b.extra.get(NOT_AVAILABLE, {})}
+    if missing:
+        extra[NOT_AVAILABLE] = missing
+    return Collected({**a.metrics, **b.metrics}, extra, a.tasks + b.tasks, b.timeline or a.timeline)

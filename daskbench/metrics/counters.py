@@ -2,7 +2,9 @@
 
 Counters are cumulative per worker process, so a measurement is the difference of two
 snapshots; a worker that restarted in between starts again from zero, which the
-difference clamps rather than turning negative.
+difference clamps rather than turning negative. Before distributed 2023.3.2 the spill buffer
+counts nothing: a worker then reports no spill counters, and the measurement says they were
+not available (``extra["not_available"]``) rather than 0.
 """
 
 from __future__ import annotations
@@ -11,16 +13,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from daskbench.metrics.collectors import Collected
+from daskbench.metrics.collectors import Collected, not_available
 
 COUNTERS = ("spilled_bytes", "spill_count", "bytes_transferred", "task_count")
+SPILL = ("spilled_bytes", "spill_count")
+NO_SPILL_COUNTERS = "this distributed's spill buffer counts nothing (its counters arrived in 2023.3.2)"
 
 
 def _worker_counters(dask_worker: Any) -> dict[str, int]:
-    metrics = getattr(dask_worker.data, "cumulative_metrics", {})
-    return {
+    """The worker's cumulative counters; no spill counters from a spill buffer that keeps none (a plain
+    dict, without a memory limit, spills nothing: 0 is true there)."""
+    data = dask_worker.data
+    metrics = getattr(data, "cumulative_metrics", None)
+    counts_nothing = metrics is None and hasattr(data, "spilled_total")
+    metrics = metrics or {}
+    spill = {
         "spilled_bytes": int(metrics.get(("disk-write", "bytes"), 0)),
         "spill_count": int(metrics.get(("disk-write", "count"), 0)),
+    }
+    return {
+        **({} if counts_nothing else spill),
         "bytes_transferred": int(getattr(dask_worker, "transfer_outgoing_bytes_total", 0)),
         "task_count": int(getattr(dask_worker.state, "executed_count", 0)),
     }
@@ -43,11 +55,13 @@ def snapshot(client: Any) -> CounterSnapshot:
 
 
 def difference(before: CounterSnapshot, after: CounterSnapshot) -> tuple[dict[str, int], dict[str, float]]:
-    """Summed counter increases over all workers, and compute thread-seconds per task prefix."""
-    totals = dict.fromkeys(COUNTERS, 0)
+    """Summed counter increases over all workers (a counter some worker did not report is left out),
+    and compute thread-seconds per task prefix."""
+    counted = [name for name in COUNTERS if all(name in now for now in after.workers.values())]
+    totals = dict.fromkeys(counted, 0)
     for address, now in after.workers.items():
         then = before.workers.get(address, {})
-        for name in COUNTERS:
+        for name in counted:
             totals[name] += max(0, now[name] - then.get(name, 0))
     seconds = {
         name: round(value - before.prefix_seconds.get(name, 0.0), 4)
@@ -66,4 +80,8 @@ class CounterCollector:
 
     def stop(self, client: Any) -> Collected:
         totals, seconds = difference(self.before, snapshot(client))
-        return Collected(metrics=totals, extra={"task_seconds": seconds})
+        missing = [name for name in SPILL if name not in totals]
+        return Collected(
+            metrics=totals,
+            extra={"task_seconds": seconds, **(not_available(NO_SPILL_COUNTERS, *missing) if missing else {})},
+        )

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 from distributed.diagnostics.plugin import NannyPlugin
 
+from daskbench.compat import register_plugin
 from daskbench.metrics.collectors import Collected
 
 #: `daskbench.clusters.address` removes the plugins named ``daskbench-...`` from a shared scheduler.
@@ -176,7 +177,7 @@ class MemoryCollector:
 
     def install(self, client: Any) -> None:
         """Register the nanny plugin (once per cluster; it survives worker restarts)."""
-        client.register_plugin(MemoryWatch())
+        register_plugin(client, MemoryWatch())
 
     def start(self, client: Any) -> None:
         self.t0 = time.time()

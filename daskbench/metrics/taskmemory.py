@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from daskbench.compat import register_plugin, task_prefix
 from daskbench.metrics.collectors import Collected
 from daskbench.model import TaskMemory
 
@@ -93,7 +94,7 @@ class TaskMemoryWatch(WorkerPlugin):
 
     def _begin(self, key: Any) -> None:
         ts = self.worker.state.tasks.get(key)
-        prefix = ts.prefix if ts is not None else str(key)
+        prefix = task_prefix(ts, key)
         if prefix.startswith(_HARNESS_PREFIX):
             return
         inputs = sum(dep.nbytes or 0 for dep in ts.dependencies) if ts is not None else 0
@@ -172,7 +173,7 @@ class TaskMemoryCollector:
 
     def start(self, client: Any) -> None:
         """Install the plugin on every worker (and on any worker that joins until ``stop``)."""
-        client.register_plugin(TaskMemoryWatch(self.interval), name=PLUGIN_NAME)
+        register_plugin(client, TaskMemoryWatch(self.interval), name=PLUGIN_NAME)
 
     def stop(self, client: Any) -> Collected:
         """Per-prefix task memory from every worker and the largest peak (``task_peak_bytes``);

@@ -15,6 +15,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from daskbench.compat import uniform
 from daskbench.text import format_bytes
 from daskbench.workloads.base import Workload, check_size
 
@@ -65,8 +66,10 @@ def _describe(name: str, size: str, spec: ArraySpec) -> dict[str, Any]:
 
 
 def random_array(spec: ArraySpec, seed: int = 0) -> da.Array:
-    """Seeded uniform random numbers; the same spec and seed give the same values."""
-    return da.random.default_rng(seed).random(spec.shape, chunks=spec.chunks)
+    """Seeded uniform random numbers; the same spec, seed and dask release give the same values
+    (`daskbench.compat.uniform`: dask before 2023.3.0 draws other numbers of the same distribution)."""
+    x: da.Array = uniform(spec.shape, spec.chunks, seed)
+    return x
 
 
 def transpose_mean(size: str, seed: int = 0) -> da.Array:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
+from daskbench.compat import merge_shuffle_keyword
 from daskbench.text import format_bytes
 from daskbench.workloads.base import Inputs, Workload, check_size
 
@@ -156,7 +157,8 @@ def join_big(urlpath: str, shuffle: ShuffleMethod, storage_options: dict[str, An
     if shuffle not in SHUFFLE_METHODS:
         raise ValueError(f"unknown shuffle method {shuffle!r}; choose one of {', '.join(SHUFFLE_METHODS)}")
     left, right = _read(urlpath, "left", storage_options), _read(urlpath, "right", storage_options)
-    merged = left.merge(right, on="key", how="inner", shuffle_method=shuffle, broadcast=False)
+    keyword = merge_shuffle_keyword(left)  # shuffle_method, or shuffle before dask 2024.1
+    merged = left.merge(right, on="key", how="inner", broadcast=False, **{keyword: shuffle})
     return summarise(merged)
 
 

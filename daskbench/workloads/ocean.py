@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
+from daskbench.compat import uniform
 from daskbench.text import format_bytes
 from daskbench.workloads.base import Workload, check_size
 
@@ -57,7 +57,7 @@ def field(size: str, seed: int = 0) -> xr.DataArray:
     """The lazy input: seeded uniform random numbers with a cycling ``day`` coordinate."""
     spec = check_size(size, SIZES)
     n_time, n_lat, n_lon = spec.shape
-    data = da.random.default_rng(seed).random(spec.shape, chunks=(spec.time_chunk, n_lat, n_lon))
+    data = uniform(spec.shape, (spec.time_chunk, n_lat, n_lon), seed)
     return xr.DataArray(
         data,
         dims=("time", "lat", "lon"),

@@ -1,0 +1,112 @@
+"""What a project's source tree declares it depends on, and how two trees differ in it.
+
+`declared` reads ``pyproject.toml``: its ``[project] dependencies``, or, when they are dynamic, the
+requirements files the build backend reads for them (setuptools' ``[tool.setuptools.dynamic] dependencies =
+{file = [...]}``, hatch's ``[tool.hatch.metadata.hooks.requirements_txt] files``). A tree that declares them
+elsewhere (``setup.py``, no ``pyproject.toml``) gives None: not known. `changes` says, one line per package,
+how two trees' requirements differ (``numpy >=1.24 -> >=1.26``, ``pyarrow: added (>=13)``); ``daskbench pr``
+builds each side from its own requirements when they do.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from daskbench.envs.specs import normalized
+from daskbench.errors import DaskbenchError
+
+
+def declared(tree: Path) -> tuple[str, ...] | None:
+    """The requirements ``tree``'s project declares (sorted, one per line as written); None when they are not
+    declared in ``pyproject.toml`` or the files it names (a ``setup.py`` project). One line for a
+    ``pyproject.toml`` that does not parse."""
+    path = tree / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise DaskbenchError(f"{path} is not valid TOML ({error}); fix it to build that side") from None
+    project = _table(data, "project")
+    if "dependencies" not in project.get("dynamic", ()):
+        listed = project.get("dependencies", [])
+        return tuple(sorted(str(line) for line in listed)) if isinstance(listed, list) else None
+    files = _requirement_files(data)
+    if files is None:
+        return None
+    return tuple(sorted(line for name in files for line in _file_lines(tree / name)))
+
+
+def _table(data: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
+    """``data[keys[0]][keys[1]]...``, an empty mapping where a key is missing or not a table."""
+    found: Any = data
+    for key in keys:
+        found = found.get(key, {}) if isinstance(found, Mapping) else {}
+    return found if isinstance(found, Mapping) else {}
+
+
+def _requirement_files(data: Mapping[str, Any]) -> list[str] | None:
+    """The requirements files dynamic dependencies are read from (setuptools or hatch); None: none named."""
+    setuptools = _table(data, "tool", "setuptools", "dynamic", "dependencies").get("file")
+    hatch = _table(data, "tool", "hatch", "metadata", "hooks", "requirements_txt").get("files")
+    for named in (setuptools, hatch):
+        if isinstance(named, str):
+            return [named]
+        if isinstance(named, list) and all(isinstance(name, str) for name in named):
+            return list(named)
+    return None
+
+
+def _file_lines(path: Path) -> list[str]:
+    """The requirements of one file: comments, blank lines and installer options (``-r``, ``--index-url``) left out."""
+    if not path.is_file():
+        raise DaskbenchError(f"{path} is named by pyproject.toml for its dependencies but is not in the tree")
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("-")]
+
+
+def changes(base: Sequence[str], head: Sequence[str]) -> list[str]:
+    """One line per package whose requirement differs between ``base`` and ``head`` (by name; extras, versions
+    and markers compared as PEP 508 reads them), sorted: ``numpy >=1.24 -> >=1.26``, ``pyarrow: added (>=13)``,
+    ``toolz: removed (was >=0.10)``."""
+    before, after = _by_name(base), _by_name(head)
+    found = []
+    for name in sorted({*before, *after}):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if old is None:
+            found.append(f"{name}: added ({new or 'any version'})")
+        elif new is None:
+            found.append(f"{name}: removed (was {old or 'any version'})")
+        else:
+            found.append(f"{name} {old or 'any version'} -> {new or 'any version'}")
+    return found
+
+
+def _by_name(lines: Iterable[str]) -> dict[str, str]:
+    """Each package's requirements without its name (``[array]>=2024.1; python_version < "3.12"``), several
+    joined by `` | ``; one line for a requirement that does not parse."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            raise DaskbenchError(f"the declared dependency {line!r} is not a PEP 508 requirement") from None
+        name = normalized(requirement.name)
+        text = str(requirement)
+        found.setdefault(name, []).append(text[len(requirement.name) :].strip())
+    return {name: " | ".join(sorted(texts)) for name, texts in found.items()}
+
+
+def changed_dependencies(base: Path, head: Path) -> list[str] | None:
+    """`changes` from the requirements ``base``'s tree declares to ``head``'s; None when a tree's are not known."""
+    before, after = declared(base), declared(head)
+    if before is None or after is None:
+        return None
+    return changes(before, after)
