@@ -56,6 +56,10 @@ class DaskbenchSession:
     selection: dict[str, str] = field(default_factory=dict)
     #: (case fingerprint, repeat) -> the test that measured it in this run: a case has one identity.
     claims: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The measurements the selected tests will make (`sweep.plan_lines`), and when that was said
+    #: (``time.monotonic``): each progress line counts against it (`pace.pace`).
+    planned: int = 0
+    plan_started: float = 0.0
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
     #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
