@@ -50,11 +50,9 @@ def estimate(db: str, size: str, cpu_model: str) -> Estimate | None:
     documented = DOCUMENTED_S.get(size)
     if documented is None:
         return None
-    probe = probe_seconds()
+    scale = probe_seconds() / NOMINAL_S
     return Estimate(
-        documented * probe / NOMINAL_S,
-        f"the documented {documented:.0f} s a measurement at size {size}, scaled by this machine's CPU probe "
-        f"({probe * 1e3:.0f} ms against {NOMINAL_S * 1e3:.0f} ms)",
+        documented * scale, f"{documented:.0f} s a measurement at {size} as documented, x{scale:.1f} by CPU probe"
     )
 
 
@@ -80,7 +78,7 @@ def _from_history(db: str, size: str, cpu_model: str) -> Estimate | None:
     if not each:
         return None
     middle = sorted(each)[len(each) // 2]
-    return Estimate(middle, f"the last {plural(len(each), 'run')} of size {size} on this machine: {middle:.0f} s each")
+    return Estimate(middle, f"{middle:.0f} s a measurement in the last {plural(len(each), 'run')} of {size} here")
 
 
 def _seconds_each(store: Store, run: Run, size: str) -> float | None:

@@ -174,7 +174,7 @@ class DaskbenchSession:
             from daskbench import provenance
 
             self.store = Store(self.settings.db)
-            self.run = Run(
+            run = Run(
                 run_id=str(uuid.uuid4()),
                 label=self.label()[0],
                 started_at=now_iso(),
@@ -185,7 +185,8 @@ class DaskbenchSession:
                 dask_config=provenance.dask_config(),
                 tags=self.selection,
             )
-            self.store.add_run(self.run)
+            self.store.add_run(run)
+            self.run = run  # only once stored: a Ctrl-C before that leaves no run to end (no event for a missing row)
             from daskbench.store import runstatus
 
             self.store.record_event(self.run.run_id, runstatus.RUNNING, runstatus.running_detail())
