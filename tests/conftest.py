@@ -31,7 +31,7 @@ from tests.helpers import (
     unmount,
 )
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.stopping"]  # stopping: Ctrl-C and SIGTERM end what the tests started
 
 # Under pytest-xdist (`pytest -n auto`) each worker has PYTEST_XDIST_* in its environment, and
 # every process a test starts would inherit it: pytest-benchmark, for one, then disables itself in
@@ -59,7 +59,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 LONGEST_FIRST = (
     "test_first_day.py", "test_lockstep_rounds.py", "test_bisect_repo.py", "test_bisect.py",
     "test_regression_e2e.py", "test_pr.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
-    "test_plugin.py", "test_memory.py", "test_shared_cluster.py", "test_confirm.py", "test_cluster_faults.py",
+    "test_stopping.py", "test_plugin.py", "test_memory.py", "test_shared_cluster.py", "test_confirm.py", "test_cluster_faults.py",
 )  # fmt: skip
 
 

@@ -587,6 +587,26 @@ def test_format_verdict_states_effect_and_evidence() -> None:
     assert format_verdict(history) == "1.31x slower (z 6.2 vs 20 runs, floor 1.10)"
 
 
+def test_an_interval_wider_than_half_to_double_is_too_noisy_to_tell(store: Store) -> None:
+    """Four erratic A/B rounds: not "1.2x slower (95% CI 0.1-14)" but "too noisy to tell (4 rounds)", the
+    interval in the row's note."""
+    case, group = make_case("shuffle", size="small"), "ab-noisy"
+    for number, b_runtime in enumerate((30.0, 4.0, 25.0, 5.0)):
+        for offset, (side, runtime) in enumerate((("A", 10.0), ("B", b_runtime))):
+            tags = {"ab_group": group, "ab_side": side, "ab_round": str(number)}
+            add_results(store, add_run(store, 2 * number + offset, label=f"{group}-{side}{number}", tags=tags), case,
+                        runtime, noise=(0.0,))  # fmt: skip
+    comparison = compare_group(store, group)
+    runtime = next(v for v in comparison.verdicts if v.metric == "runtime_s")
+    assert runtime.verdict == "inconclusive" and runtime.ci_low is not None and runtime.ci_low < 0.5
+    assert format_verdict(runtime) == "too noisy to tell (4 rounds)"
+    table = format_table(comparison)
+    row = next(line for line in table.splitlines() if "too noisy to tell (4 rounds) [" in line)
+    number = row.rsplit("[", 1)[1].rstrip("]")
+    note = " ".join(table.split()).split(f"[{number}] runtime: ")[1]  # the note, wrapped over lines
+    assert note.split(" [")[0].count("95% CI") == 1 and "wider than 0.5x-2x after 4 rounds" in note, table
+
+
 def sweep_store(store: Store, changed: dict[int, float], cases: int = 12) -> Run:
     """Three earlier runs of ``cases`` cases at 10 s (+-1%), a baseline ``main`` and a candidate
     in which case ``i`` takes ``10 * changed[i]`` s (the others 10 s); returns the baseline run."""

@@ -54,7 +54,8 @@ def test_db_directory_or_bare_name_is_one_error_line_before_collection(tmp_path:
 
 
 def test_wrong_result_is_recorded_and_terminal_output_fits(tmp_path: Path) -> None:
-    """A test failing after measure() returned leaves wrong-result measurements; the output fits 120 columns."""
+    """A test failing after measure() returned leaves wrong-result measurements; the output fits 120 columns;
+    the header plans (2 measurements, the time they take here) and each progress line counts them."""
     (tmp_path / "test_bench.py").write_text(WRONG_FILE)
     db = tmp_path / "bench.db"
     result = run_pytest(tmp_path, "-m", "benchmark", "-k", "right or wrong", "--db", str(db), "--size", "tiny",
@@ -68,6 +69,10 @@ def test_wrong_result_is_recorded_and_terminal_output_fits(tmp_path: Path) -> No
     lines = result.stdout.splitlines()
     progress = [line for line in lines if line.startswith("daskbench: ") and " r0 " in line]
     assert len(progress) == 2 and all(len(line) <= WIDTH for line in progress)
+    plan = next(line for line in lines if "measurements planned" in line)  # the header: how many, how long here
+    assert plan.startswith("daskbench: 2 measurements planned, about ") and "as documented, x" in plan, plan
+    assert "(1/2 measured" in progress[0] and "(2/2 measured)" in progress[1], progress
+    assert "Benchmark fixture was not used" not in result.stdout + result.stderr
     assert any("recorded as wrong-result: AssertionError: assert 6 == 7" in line for line in lines)
     assert result.stdout.count("test_bench.py ") == 1 and "\n.\n" not in result.stdout
     assert "Name (time in" not in result.stdout  # pytest-benchmark's table only with --benchmark-columns
@@ -98,6 +103,40 @@ def test_compare_with_one_run_says_so_and_exits_0(tmp_path: Path, capsys: pytest
     assert main(["baseline", "set", "main", run.run_id, "--db", db]) == 0
     assert main(["compare", "--db", db]) == 0
     assert "nothing to compare yet" in capsys.readouterr().out
+
+
+def test_readme_then_block_after_an_interrupted_first_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's "Then:" commands, in order, after Ctrl-C cut the first (small) run short: runs and show
+    list it, report shows it alone in its own words, baseline set refuses it without --force, compare says no
+    run finished (exit 0); after a finished tiny run compare still has nothing to judge; a forced small
+    baseline against the tiny run is "nothing judged" with the sizes named, in compare and in the report."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(db)
+    first = add_run(store, 1, label="first")
+    add_results(store, first, make_case("ocean_anomaly", size="small"), 10.0)
+    store.record_event(first.run_id, "interrupted", "3 measurements stored; Ctrl-C")
+    assert main(["runs", "--db", db]) == 0 and "interrupted" in capsys.readouterr().out
+    assert main(["show", first.run_id[:8], "--db", db]) == 0 and "ocean_anomaly" in capsys.readouterr().out
+    assert main(["report", "--db", db, "-o", str(tmp_path / "report.html")]) == 0
+    said = capsys.readouterr().out
+    assert "no run has finished yet" in said and "interrupted run" in said and "compare" not in said.split("report:")[0]
+    assert "daskbench compare" not in said
+    assert main(["baseline", "set", "main", first.run_id[:8], "--db", db]) == 2
+    refused = capsys.readouterr().err
+    assert "is interrupted" in refused and "--force" in refused and len(refused.strip().splitlines()) == 1
+    assert store.baselines() == {}
+    assert main(["compare", "--db", db]) == 0
+    assert "has finished yet" in (said := capsys.readouterr().out) and "pytest -m benchmark --size tiny" in said
+    second = add_run(store, 2, label="second")  # "pytest -m benchmark": a finished (tiny) run
+    add_results(store, second, make_case("ocean_anomaly", size="tiny"), 1.0)
+    assert main(["compare", "--db", db]) == 0
+    assert "is the only finished run" in capsys.readouterr().out
+    assert main(["baseline", "set", "main", first.run_id[:8], "--force", "--db", db]) == 0
+    assert main(["compare", "--db", db]) == 0
+    judged = " ".join(capsys.readouterr().out.split())  # notes wrap at 120 columns
+    assert "nothing judged" in judged and "size small -> tiny" in judged, judged
+    html = render_report(store)
+    assert "Nothing judged" in html and "Nothing got worse" not in html and "size small -&gt; tiny" in html
 
 
 def test_compare_table_fits_and_explains_notes_once(tmp_path: Path) -> None:

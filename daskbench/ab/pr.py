@@ -34,7 +34,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.github import STATUS_DESCRIPTION_LIMIT, GitHub
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare_group
-from daskbench.judge.format import case_label
+from daskbench.judge.format import case_label, too_noisy
 from daskbench.judge.sequential import Question
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
@@ -347,7 +347,7 @@ def _row(v: Verdict) -> str:
     metric = catalog.get(v.metric)
     label = case_label(v.workload, v.params, v.cluster)
     if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
-        change = metric.effect(v.ratio)
+        change = "too noisy to tell" if too_noisy(v) else metric.effect(v.ratio)  # the interval: its own column
         interval = f"{v.ratio:.2f} ({v.ci_low:.2f}-{v.ci_high:.2f})" if v.ci_low and v.ci_high else f"{v.ratio:.2f}"
     else:
         change, interval = v.verdict.replace("-", " "), "-"

@@ -23,6 +23,7 @@ from daskbench.cli.common import (
 from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import compare
 from daskbench.model import ACCEPTED_STEP
+from daskbench.store import runstatus
 from daskbench.text import plural
 
 
@@ -46,6 +47,9 @@ def _register_baseline(subparsers: argparse._SubParsersAction) -> None:
     )
     set_parser.add_argument("name", metavar="NAME", help="baseline name, e.g. main")
     set_parser.add_argument("runs", metavar="RUN", nargs="+", help="run id or unique prefix")
+    set_parser.add_argument(
+        "--force", action="store_true", help="accept a run that did not finish (interrupted, crashed, running)"
+    )
     add_db_option(set_parser)
     set_parser.set_defaults(func=_baseline_set)
     list_parser = actions.add_parser("list", help="list baselines and their runs", description="List baselines.")
@@ -90,7 +94,17 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 def _baseline_set(args: argparse.Namespace) -> int:
     store = open_store(args)
-    run_ids = store.set_baseline(args.name, args.runs)
+    runs = [store.run(run) for run in args.runs]
+    found = runstatus.statuses(store, runs)
+    unfinished = [run for run in runs if found[run.run_id] != runstatus.FINISHED]
+    if unfinished and not args.force:
+        first = unfinished[0]
+        raise DaskbenchError(
+            f"{runstatus.describe(first, found[first.run_id])}: a baseline of a run that did not finish lacks "
+            f"the cases it never reached (judged as new ever after); name a finished run (daskbench runs), or "
+            f"add --force to use it anyway"
+        )
+    run_ids = store.set_baseline(args.name, [run.run_id for run in runs])
     print(f"baseline {args.name!r} -> {', '.join(run_id[:8] for run_id in run_ids)}")
     return 0
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import add_db_option, add_output_option, open_store, say, since
+from daskbench.cli.common import add_db_option, add_output_option, open_store, print_wrapped, say, since
 from daskbench.errors import check_writable
 from daskbench.store import exchange
 
@@ -66,5 +66,5 @@ def cmd_import(args: argparse.Namespace) -> int:
     files = [(file, exchange.check_file(file)) for file in args.files]  # all checked before the store is opened
     store = open_store(args)
     for file, ordered in files:
-        print(f"{file}: {exchange.import_file(store, file, ordered=ordered).summary()}")
+        print_wrapped(f"{file}: {exchange.import_file(store, file, ordered=ordered).summary()}")
     return 0

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from daskbench import config
-from daskbench.cli.common import add_db_option, duration, open_store, settings
+from daskbench.cli.common import add_db_option, duration, open_store, print_wrapped, settings
 from daskbench.evidence import evidence_root, find_garbage, remove_garbage
 from daskbench.text import format_bytes, plural
 
@@ -45,11 +45,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
     garbage = find_garbage(root, runs, protected, before, resolved.db)
     verb = "would remove" if args.dry_run else "removed"
     for folder, reason in garbage.folders:
-        print(f"{verb} {folder} ({reason})")
+        print(f"{verb} {folder} ({reason})")  # one line a folder, whatever its length: for scripts too
     if not args.dry_run:
         remove_garbage(garbage)
     count = len(garbage.folders)
-    print(
+    print_wrapped(
         f"daskbench gc: {verb} {plural(count, 'run folder')} and {plural(len(garbage.partial_files), 'partial file')}, "
         f"{format_bytes(garbage.size_bytes)}, under {root}"
     )

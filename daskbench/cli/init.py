@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from daskbench import envs
-from daskbench.cli.common import say
+from daskbench.cli.common import print_wrapped, say
 from daskbench.errors import DaskbenchError, check_writable
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
@@ -128,8 +128,8 @@ def _init_pr(args: argparse.Namespace, root: Path) -> int:
     replaced = _check_overwrite(root, files, force=args.force)
     _write(root, files, SettingsPlan(), None)
     print(f"daskbench init: in {root.resolve()}")
-    print(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
-    print(f"  workflow installs: {install.strip()}")
+    print_wrapped(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
+    print_wrapped(f"  workflow installs: {install.strip()}")
     if warning:
         say(f"warning: {warning}")
     print("next: commit it, then label a pull request benchmark (a fork's pull request gets the job summary only)")
@@ -265,8 +265,8 @@ def _print_summary(
     print(f"daskbench init: in {root.resolve()}")
     for relative in files:
         verb = "replaced" if relative in replaced else "wrote"
-        print(f"  {verb} {relative}: {DESCRIPTIONS[relative]}")
-    print(f"  workflow installs: {install}")
+        print_wrapped(f"  {verb} {relative}: {DESCRIPTIONS[relative]}")
+    print_wrapped(f"  workflow installs: {install}")
     if plan.added:
         print(f"  added {' and '.join(plan.added)} to {PYPROJECT}")
     if ignored:

@@ -19,7 +19,8 @@ from daskbench.cli.common import (
     open_store,
     selection,
 )
-from daskbench.errors import check_writable
+from daskbench.errors import DaskbenchError, check_writable
+from daskbench.store import Store, runstatus
 from daskbench.text import format_bytes
 
 DEFAULT_OUTPUT = "results/report.html"
@@ -66,6 +67,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_report_bokeh("report")
     from daskbench.report import write_report  # bokeh and jinja: only when a report is written
 
-    path = write_report(open_store(args), args.output, selection(args))
+    store, chosen = open_store(args), selection(args)
+    path = write_report(store, args.output, chosen)
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
+    if not (chosen.candidate or chosen.baseline or chosen.history or chosen.ab_group):
+        _say_if_unfinished(store)
     return 0
+
+
+def _say_if_unfinished(store: Store) -> None:
+    """When no run has finished yet (the first one was interrupted), what the report shows and what to do."""
+    try:
+        runstatus.latest_finished(store)
+    except runstatus.NoFinishedRun as none:
+        print(
+            f"report: no run has finished yet; it shows the {none.status} run {none.newest.run_id[:8]} alone "
+            "(what it measured before it stopped); run the benchmarks to the end for a report that compares"
+        )
+    except DaskbenchError:
+        pass  # only comparison runs: the report said what it could

@@ -98,7 +98,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows = [
         [
             s["run_id"][:8],
-            s["started_at"],
+            s["started_at"][:16].replace("T", " "),  # to the minute, UTC: the table fits 120 columns
             s["status"],
             s["label"],
             str(s["measurements"]),
@@ -112,7 +112,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {store.display_url}; run: pytest -m benchmark")
         return 0
-    print_table(["run", "started", "status", "label", "n", "outcomes", "probe", "dask", "git"], rows)
+    print_table(["run", "started (UTC)", "status", "label", "n", "outcomes", "probe", "dask", "git"], rows)
     return 0
 
 

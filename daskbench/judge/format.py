@@ -35,12 +35,43 @@ _HEADERS = ["verdict", "metric", "baseline", "candidate", "change"]
 EVERY_ROW_HINT = "daskbench compare --all shows every row"
 
 
+#: An undecided interval reaching past these (0.5x to 2x) tells a reader nothing: "too noisy to tell".
+NOISY_BOUNDS = (0.5, 2.0)
+
+
 def format_verdict(v: Verdict) -> str:
-    """Effect and evidence in one phrase: ``1.31x slower (95% CI 1.22-1.40, floor 1.10)``."""
+    """Effect and evidence in one phrase: ``1.31x slower (95% CI 1.22-1.40, floor 1.10)``; an undecided
+    interval wider than `NOISY_BOUNDS` is ``too noisy to tell (4 rounds)`` (its interval: `noisy_detail`)."""
     if v.ratio is None or v.verdict in _OUTCOME_LABELS:
         label = _OUTCOME_LABELS.get(v.verdict, v.verdict)
         return f"{label}: {v.note}" if v.note else label
+    if too_noisy(v):
+        return f"too noisy to tell ({_measured(v)})"
     return f"{catalog.get(v.metric).effect(v.ratio)} ({', '.join(_evidence(v))})"
+
+
+def too_noisy(v: Verdict) -> bool:
+    """An inconclusive verdict whose interval reaches below 0.5x or above 2x."""
+    if v.verdict != "inconclusive" or v.ci_low is None or v.ci_high is None:
+        return False
+    return v.ci_low < NOISY_BOUNDS[0] or v.ci_high > NOISY_BOUNDS[1]
+
+
+def noisy_detail(v: Verdict) -> str:
+    """What a too-noisy verdict measured: its middle and its interval, and what narrows it."""
+    middle = catalog.get(v.metric).effect(v.ratio) if v.ratio is not None else "no ratio"
+    low, high = NOISY_BOUNDS
+    return (
+        f"{catalog.get(v.metric).short}: {middle} in the middle, {', '.join(_evidence(v))}: wider than "
+        f"{low:g}x-{high:g}x after {_measured(v)}; more rounds (--max-rounds) or a quieter machine narrow it"
+    )
+
+
+def _measured(v: Verdict) -> str:
+    """``4 rounds`` of a side-by-side comparison, ``3 vs 3 repeats`` of two runs."""
+    if v.method.startswith("sequential"):
+        return plural(len(v.candidate_values), "round")
+    return f"{len(v.baseline_values)} vs {len(v.candidate_values)} repeats"
 
 
 def _evidence(v: Verdict) -> list[str]:
@@ -167,10 +198,11 @@ def _row(v: Verdict, notes: list[str]) -> list[str]:
         change = _OUTCOME_LABELS.get(v.verdict, v.verdict)
     else:
         change = format_verdict(v)
-    if v.note and v.verdict not in ("newly-failing", "fixed"):
-        if v.note not in notes:
-            notes.append(v.note)
-        change += f" [{notes.index(v.note) + 1}]"
+    note = "; ".join(part for part in (noisy_detail(v) if too_noisy(v) else "", v.note) if part)
+    if note and v.verdict not in ("newly-failing", "fixed"):
+        if note not in notes:
+            notes.append(note)
+        change += f" [{notes.index(note) + 1}]"
     metric = "case" if v.verdict in _OUTCOME_LABELS else catalog.get(v.metric).short
     return [v.verdict, metric, _summary(v.metric, v.baseline_values), _summary(v.metric, v.candidate_values), change]
 

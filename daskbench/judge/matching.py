@@ -95,6 +95,23 @@ def _closest(case: Case, options: list[str], cases: Mapping[str, Case]) -> str |
     return ranked[0][1]
 
 
+def params_delta(base: Iterable[Case], cand: Iterable[Case]) -> list[str]:
+    """``["size small -> tiny"]``: the parameters in which the cases of a workload both sides ran differ (two
+    runs of other ``--size`` values share no case: every row would be new or missing)."""
+    theirs: dict[str, list[Mapping[str, Any]]] = {}
+    for case in cand:
+        theirs.setdefault(case.workload, []).append(case.params)
+    found: dict[str, tuple[set[str], set[str]]] = {}
+    for case in base:
+        for params in theirs.get(case.workload, ()):
+            for key in sorted(set(case.params) | set(params)):
+                if case.params.get(key) != params.get(key):
+                    was, now = found.setdefault(key, (set(), set()))
+                    was.add(str(case.params.get(key, "-")))
+                    now.add(str(params.get(key, "-")))
+    return [f"{key} {'/'.join(sorted(was))} -> {'/'.join(sorted(now))}" for key, (was, now) in found.items()]
+
+
 def cluster_delta(base: Case, cand: Case) -> list[str]:
     """``["n_workers 2 -> 4", ...]``: the cluster identity fields that differ."""
     a, b = base.cluster.identity(), cand.cluster.identity()

@@ -21,11 +21,14 @@ from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement
 from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
+from daskbench.plugin.pace import pace
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text, wrap_items, wrap_line
 
 #: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
 QUIET_KEY = pytest.StashKey[set[str]]()
+#: What pytest-benchmark's table says measured a daskbench test.
+MODE = "daskbench measure(...)"
 
 
 def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
@@ -42,7 +45,12 @@ def benchmark_fixture_of(request: pytest.FixtureRequest) -> Any:
         return None
     with contextlib.suppress(pytest.FixtureLookupError):
         bench = request.getfixturevalue("benchmark")
-        return None if bench.disabled else bench
+        if bench.disabled:
+            return None
+        # Ours from now on: a case that measured nothing (skipped, failed before its first repeat) would
+        # otherwise get pytest-benchmark's "Benchmark fixture was not used at all in this test!" warning.
+        bench._mode = MODE
+        return bench
     return None
 
 
@@ -200,8 +208,13 @@ class MeasureFixture:
         return busy_message(self.session.settings.cluster, busy, wait) if busy else None
 
     def _progress(self, case: Case, measurement: Measurement) -> None:
-        """One line per measurement on the terminal (not captured), so long sweeps show progress."""
-        self._write(progress_line(case, measurement))
+        """One line per measurement on the terminal (not captured), so long sweeps show progress, with how
+        many are measured and the time left."""
+        session = self.session
+        so_far = (
+            pace(session.count, session.planned, time.monotonic() - session.plan_started) if session.planned else ""
+        )
+        self._write(progress_line(case, measurement, so_far))
 
     def _write(self, text: str) -> None:
         """Write ``text`` in lines of at most 120 columns (wrapped between words, never cut), each
@@ -240,7 +253,6 @@ class MeasureFixture:
         bench = self.benchmark
         if bench is None or not hasattr(bench, "_make_stats"):
             return
-        bench._mode = "daskbench measure(...)"
         passed = [m for m in results if m.ok and m.runtime_s is not None]
         if not passed:
             return
@@ -258,7 +270,7 @@ def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 
-def progress_line(case: Case, m: Measurement) -> str:
+def progress_line(case: Case, m: Measurement, so_far: str = "") -> str:
     """``daskbench: wordcount size=small w=2 t=1 mem=4GiB sat=1.1 memory.target=0.6 r0 passed 1.23s
     peak/worker 1.1 GiB``: the params and every cluster axis (workers, threads, memory, saturation,
     config), so no two cases of a sweep read the same; too wide, it wraps between whole items."""
@@ -276,6 +288,7 @@ def progress_line(case: Case, m: Measurement) -> str:
         m.outcome,
         runtime,
         f"peak/worker {format_bytes(m.peak_worker_memory_bytes)}",
+        *([f"({so_far})"] if so_far else []),
     ]
     return "\n".join(wrap_items(items))
 

@@ -201,7 +201,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     state = config.stash.get(SESSION_KEY, None)
     if state is None or not any(_uses_daskbench(item) for item in items):
         return []
-    return [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *state.label_lines()]
+    plan = sweep.plan_lines(state, [item for item in items if "measure" in getattr(item, "fixturenames", ())])
+    return [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *plan, *state.label_lines()]
 
 
 @pytest.hookimpl(hookwrapper=True)

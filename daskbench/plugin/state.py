@@ -56,6 +56,10 @@ class DaskbenchSession:
     selection: dict[str, str] = field(default_factory=dict)
     #: (case fingerprint, repeat) -> the test that measured it in this run: a case has one identity.
     claims: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The measurements the selected tests will make (`sweep.plan_lines`), and when that was said
+    #: (``time.monotonic``): each progress line counts against it (`pace.pace`).
+    planned: int = 0
+    plan_started: float = 0.0
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
     #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
@@ -170,7 +174,7 @@ class DaskbenchSession:
             from daskbench import provenance
 
             self.store = Store(self.settings.db)
-            self.run = Run(
+            run = Run(
                 run_id=str(uuid.uuid4()),
                 label=self.label()[0],
                 started_at=now_iso(),
@@ -181,7 +185,8 @@ class DaskbenchSession:
                 dask_config=provenance.dask_config(),
                 tags=self.selection,
             )
-            self.store.add_run(self.run)
+            self.store.add_run(run)
+            self.run = run  # only once stored: a Ctrl-C before that leaves no run to end (no event for a missing row)
             from daskbench.store import runstatus
 
             self.store.record_event(self.run.run_id, runstatus.RUNNING, runstatus.running_detail())

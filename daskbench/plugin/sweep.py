@@ -7,12 +7,16 @@ one cluster spec and starts each cluster once; the test ids name the swept axes.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from daskbench import config as cfg
+from daskbench import provenance
 from daskbench.ab.turns import case_key
 from daskbench.clusters.common import machine_share
 from daskbench.model import ClusterSpec
+from daskbench.plugin import pace
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.redact import redact_url
 from daskbench.text import (
@@ -113,6 +117,18 @@ def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
             ]
         ),
     ]
+
+
+def plan_lines(session: DaskbenchSession, measuring: list[pytest.Item]) -> list[str]:
+    """How many measurements the selected tests will make and about how long they take here (`pace`); the
+    session counts its progress against that from now on."""
+    if not measuring:
+        return []
+    s = session.settings
+    session.planned = len(measuring) * (1 if s.interleave and s.repeat > 1 else s.repeat)
+    session.plan_started = time.monotonic()
+    found = pace.estimate(s.db, s.size, str(provenance.host().get("cpu_model", "")))
+    return wrap_line(terminal_safe(pace.plan_line(session.planned, found)))
 
 
 def case_key_of(item: pytest.Item, session: DaskbenchSession) -> str:

@@ -313,6 +313,14 @@ def headline(rows: Mapping[str, list[Row]]) -> list[str]:
     return found
 
 
+def nothing_judged(comparison: Comparison) -> bool:
+    """Whether a baseline was there but shared no case with the candidate (other sizes): every row new or
+    missing, which is not "nothing got worse"."""
+    return bool(comparison.baseline_runs and comparison.verdicts) and all(
+        v.verdict in ("new", "missing") for v in comparison.verdicts
+    )
+
+
 def diff_rows(comparison: Comparison) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """(title, [(key, baseline, candidate)]) for versions, dask config and host."""
     sections = (

@@ -116,6 +116,18 @@ def made_side_by_side(run: Run) -> bool:
     return any(tag in run.tags for tag in COMPARISON_TAGS)
 
 
+class NoFinishedRun(DaskbenchError):
+    """The store has runs, but none that finished (the first run was interrupted, or is still going): the
+    newest of them and its status, for each command to say what to do in its own words."""
+
+    def __init__(self, store: Store, newest: Run, status: str) -> None:
+        self.newest, self.status = newest, status
+        super().__init__(
+            f"no finished run in {store.display_url} (the newest, {describe(newest, status)}); name a run to use "
+            f"it anyway: --candidate {newest.run_id[:8]}"
+        )
+
+
 def latest_finished(store: Store) -> tuple[Run, list[str]]:
     """The newest finished run that no comparison made, and a note for each newer run skipped
     because it is not finished (runs of ``daskbench ab``/``calibrate`` are skipped without a note:
@@ -134,10 +146,7 @@ def latest_finished(store: Store) -> tuple[Run, list[str]]:
         if found[run.run_id] == FINISHED:
             newer = runs[: runs.index(run)]
             return run, [f"candidate: skipped the newer {describe(r, found[r.run_id])}" for r in newer]
-    raise DaskbenchError(
-        f"no finished run in {store.display_url} (the newest, {describe(runs[0], found[runs[0].run_id])}); "
-        "name a run to compare it anyway: daskbench compare --candidate <run-id>"
-    )
+    raise NoFinishedRun(store, runs[0], found[runs[0].run_id])
 
 
 def finished_only(store: Store, runs: Sequence[Run], what: str) -> tuple[list[Run], list[str]]:

@@ -32,6 +32,7 @@ from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules,
 from daskbench.judge.selection import Selection
 from daskbench.model import Comparison, Run
 from daskbench.store import Store, runstatus
+from daskbench.text import plural
 
 
 def compare(store: Store, selection: Selection) -> Comparison:
@@ -47,8 +48,14 @@ def _compare(store: Store, selection: Selection) -> Comparison:
             store, selection.ab_group, floors=selection.floors, include_worker_loss=selection.include_worker_loss
         )
     rules = Rules.of_selection(selection)
-    candidate = _candidate(store, selection.candidate, rules)
-    if selection.baseline is None and selection.history is None:
+    plain = selection.baseline is None and selection.history is None
+    try:
+        candidate = _candidate(store, selection.candidate, rules)
+    except runstatus.NoFinishedRun as none:  # the first run was cut short: nothing to compare yet, as with one run
+        if not plain:
+            raise
+        return finish("history", Against((), "nothing yet"), none.newest, [], _unfinished(store, none))
+    if plain:
         alone = _alone(store, candidate.run, defaulted=not selection.candidate)
         if alone:
             return finish("history", Against((), "nothing yet"), candidate.run, [], [*candidate.notes, *alone])
@@ -86,13 +93,29 @@ def _default_reference(store: Store, selection: Selection, candidate: Candidate)
     return replace(selection, history=stats.DEFAULT_HISTORY), candidate.noted(said)
 
 
+def _unfinished(store: Store, none: runstatus.NoFinishedRun) -> list[str]:
+    """Why there is nothing to compare when no run has finished yet (the first run was interrupted), and what
+    to do, in words every command that compares can show (compare, report, alert)."""
+    run = none.newest
+    measured = plural(len(store.measurements([run.run_id])), "measurement")
+    return [
+        f"no run in {store.display_url} has finished yet: the newest, run {run.run_id[:8]} ({run.label}), is "
+        f"{none.status} after {measured}: nothing to compare yet",
+        "only a run that ran to its end is judged: run the benchmarks again (pytest -m benchmark --size tiny is "
+        "a quick first look), then once more after a change",
+        f"what the {none.status} run measured: daskbench show {run.run_id[:8]}",
+    ]
+
+
 def _alone(store: Store, cand: Run, *, defaulted: bool) -> list[str]:
     """Why a plain ``daskbench compare`` has nothing to judge yet (one run; or the newest run
     is the baseline), with how to get a second run; empty when there is something to compare."""
-    others = [run for run in store.runs() if run.run_id != cand.run_id]
-    if not others:
-        reason = f"run {cand.run_id[:8]} is the only run in {store.display_url}"
-    elif defaulted and set(store.baselines().get(DEFAULT_BASELINE, ())) == {cand.run_id}:
+    main = set(store.baselines().get(DEFAULT_BASELINE, ()))
+    others, skipped = runstatus.finished_only(store, [run for run in store.runs() if run.run_id != cand.run_id], "")
+    if not others and not main - {cand.run_id}:  # a baseline set with --force on an unfinished run is judged against
+        only = "the only finished run" if skipped else "the only run"
+        reason = f"run {cand.run_id[:8]} is {only} in {store.display_url}"
+    elif defaulted and main == {cand.run_id}:
         reason = f"the newest run {cand.run_id[:8]} is the baseline {DEFAULT_BASELINE!r} itself"
     else:
         return []

@@ -18,7 +18,7 @@ from daskbench.judge import machine, matching, stats
 from daskbench.judge.compare.comparison import Against, Candidate, finish
 from daskbench.judge.compare.verdicts import Decide, Judge, Rules, SideValues, paired_verdicts, passed_values
 from daskbench.judge.selection import Selection
-from daskbench.model import Comparison, Measurement, Run, group_measurements
+from daskbench.model import Case, Comparison, Measurement, Run, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
 
@@ -55,7 +55,25 @@ def compare_baseline(store: Store, selection: Selection, candidate: Candidate, r
     found = paired_verdicts(base, cand_by, cases, allow_mixed, rules, rule)
     base_ms = [m for ms in base.values() for m in ms]
     verdicts, speed_notes = machine.guard(found, base_ms, candidate.measurements)
-    return finish("ab", Against(base_runs, label, base_runs), cand, verdicts, [*notes, *speed_notes])
+    named = label in store.baselines()
+    apart = _nothing_in_common(
+        label if named else "NAME", cand, [cases[fp] for fp in base], [cases[fp] for fp in cand_by]
+    )
+    return finish("ab", Against(base_runs, label, base_runs), cand, verdicts, [*apart, *notes, *speed_notes])
+
+
+def _nothing_in_common(label: str, cand: Run, base: list[Case], ours: list[Case]) -> list[str]:
+    """The first note when the baseline and the candidate share no case (other sizes, other workloads):
+    every row is new or missing, so nothing was judged; what differs, and how to compare like with like."""
+    if {case.fingerprint for case in base} & {case.fingerprint for case in ours} or not base or not ours:
+        return []
+    differ = matching.params_delta(base, ours)
+    what = f"they measured other parameters ({', '.join(differ)})" if differ else "they ran other workloads"
+    return [
+        f"nothing judged: the baseline and the candidate have no case in common, {what}; measure the "
+        f"candidate like the baseline, or point the baseline at a run like it: daskbench baseline set {label} "
+        f"{cand.run_id[:8]}"
+    ]
 
 
 def _resolve_baseline(store: Store, name: str) -> tuple[str, tuple[Run, ...]]:
