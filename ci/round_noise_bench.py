@@ -14,7 +14,9 @@ machine's drift over the hour hits every way alike:
 - ``restart-settle``: the same, then 2 s of sleep before the timed compute (is it the restart's
   aftermath on the machine?);
 - ``restart-warm``: the same, then one short untimed task of the loop on the new worker (is it the
-  fresh process: unpickling the task's function, a cold interpreter?).
+  fresh process: unpickling the task's function, a cold interpreter?);
+- ``restart-fork``: the turns of ``restart``, the worker forked from a preloading server as the harness
+  now starts a local cluster's workers (`daskbench.clusters.forkserver`), not spawned.
 
 It prints each way's per-round log ratio B/A (sd pooled over its blocks: what the sequential rule's
 rounds grow with, as its square), the range of its blocks' mean log ratios (a bias that stays for a
@@ -42,9 +44,14 @@ if TYPE_CHECKING:
 
 #: Pure-Python loop iterations per task and tasks per graph: the calibration benchmark at tiny.
 UNITS, TASKS = 3_200_000, 4
-WAYS = ("alternate", "pinned", "duet", "restart", "restart-settle", "restart-warm")
+WAYS = ("alternate", "pinned", "duet", "restart", "restart-settle", "restart-warm", "restart-fork")
 #: What a side does before its timed compute, per way: restart its worker, sleep, run a short task.
-PREPARE = {"restart": (True, 0.0, False), "restart-settle": (True, 2.0, False), "restart-warm": (True, 0.0, True)}
+PREPARE = {
+    "restart": (True, 0.0, False),
+    "restart-settle": (True, 2.0, False),
+    "restart-warm": (True, 0.0, True),
+    "restart-fork": (True, 0.0, False),
+}
 
 
 def burn(iterations: int) -> int:
@@ -54,15 +61,21 @@ def burn(iterations: int) -> int:
     return total
 
 
-def side(cpu: int | None, conn: Connection) -> None:
-    """One side's cluster: measures whenever told, until told to stop."""
+def side(cpu: int | None, conn: Connection, fork: bool = False) -> None:
+    """One side's cluster: measures whenever told, until told to stop; ``fork``: its workers forked from a
+    preloading server (else spawned, Dask's default)."""
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})  # the nanny and worker started below inherit it
+    import sys
+
     import dask
     from distributed import Client, LocalCluster
 
     from daskbench.clusters.common import keep_restarted_workers
+    from daskbench.clusters.forkserver import use_forkserver
 
+    if fork:
+        use_forkserver(list(sys.modules))
     keep_restarted_workers()  # as the harness does: else a restart every 2.5 s loses the worker for good
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster,
@@ -101,7 +114,7 @@ def block(way: str, rounds: int) -> tuple[list[float], float]:
     pipes, processes = [], []
     for cpu in cpus:
         ours, theirs = context.Pipe()
-        process = context.Process(target=side, args=(cpu, theirs))
+        process = context.Process(target=side, args=(cpu, theirs, way == "restart-fork"))
         process.start()
         pipes.append(ours)
         processes.append(process)

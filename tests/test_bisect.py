@@ -35,12 +35,12 @@ def test_standin_work(measure):
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]
 
 
-def wheel_folder(root: Path, slower_from: str | None) -> Path:
-    """standin 1.0 .. 1.7, each sleeping 0.2 s, 1.3x that from ``slower_from`` on (None: never)."""
+def wheel_folder(root: Path, slower_from: str | None, factor: float = 1.3) -> Path:
+    """standin 1.0 .. 1.7, each sleeping 0.2 s, ``factor`` times that from ``slower_from`` on (None: never)."""
     root.mkdir(parents=True)
     for version in VERSIONS:
         slow = slower_from is not None and _v(version) >= _v(slower_from)
-        seconds = round(0.2 * (1.3 if slow else 1.0), 3)
+        seconds = round(0.2 * (factor if slow else 1.0), 3)
         standin_wheel(root, version, seconds)
     return root
 
@@ -56,6 +56,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pat
     (root / "test_bench.py").write_text(BENCH)
     wheel_folder(root / "wheels", "1.5")
     wheel_folder(root / "flat", None)
+    wheel_folder(root / "big", "1.5", factor=4.0)
     return root
 
 
@@ -101,6 +102,24 @@ def test_every_step_is_tagged_in_the_store_and_a_resume_reuses_them(
     assert len([run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect")]) == len(
         runs
     )
+
+
+def test_a_large_regressions_steps_are_judged_like_the_bad_end_or_like_the_good_end(folder: Path) -> None:
+    """standin 1.5 sleeps 4x longer: step 0 measures the bad end, and every later step is asked whether it is
+    like it (above the geometric midpoint of 1 and step 0's lower bound) or like the good end, not whether
+    it is within 10% of good; each step line says which, and 1.5 is named."""
+    done = _bisect(folder, "big", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "big",
+                   "--cache-dir", str(folder / "big-cache"))  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "each later step is judged like it (bad: above " in done.stderr
+    steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
+    assert steps[0].startswith("step 0  standin 1.7  regressed")
+    assert all(" good (below " in line or " bad (above " in line for line in steps[1:]), done.stdout
+    assert "first bad release: standin 1.5" in done.stdout
+    boundaries = {run.tags.get("ab_boundary") for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs()
+                  if run.tags.get("bisect") == "big" and run.tags.get("bisect_step") != "0"}  # fmt: skip
+    assert len(boundaries) == 1 and float(boundaries.pop() or 0) > 1.1, "every later step asked the same question"
+    assert "bisect: rounds: " in done.stderr and "of which compute" in done.stderr
 
 
 def test_an_a_a_bisection_says_no_regression_and_names_no_culprit(folder: Path) -> None:

@@ -63,3 +63,26 @@ def test_sides_told_apart_only_by_a_variable_a_flag_overrides_are_refused() -> N
         check_sides_differ(sides, ["-k", "array", "--saturation", "1.1"])
     check_sides_differ(sides, ["-k", "array"])  # the variable decides: fine
     check_sides_differ({"A": Side("A"), "B": Side("B")}, ["--saturation", "1.1"])  # an A/A check on purpose
+
+
+def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open(
+    bench_folder: Path, quiet_machine: None
+) -> None:
+    """--budget 4m: part 1 screens both cases for 3 rounds each (6 measurements a side); the cases not decided
+    there get later parts of their own (the steady A/A pair needs more rounds to show it is within 10%), until
+    both are decided: sleepy 1.5x slower regressed, steady unchanged. The closing lines say what the rounds
+    cost and what the budget bought; a later part's runs are the group's next part (budget-A2, budget-B2)."""
+    db = f"sqlite:///{bench_folder / 'budget.db'}"
+    done = run_ab(bench_folder, db, "--group", "budget", "--budget", "4m", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5",
+                  *LOCKSTEP_SESSION)  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    verdicts = runtime_verdicts(done.stdout)
+    assert verdicts["sleepy"]["verdict"] == "regressed" and verdicts["steady"]["verdict"] == "unchanged"
+    store = Store(db)
+    runs = {run.label: run for run in store.runs()}
+    assert {"budget-A1", "budget-B1", "budget-A2", "budget-B2"} <= set(runs)
+    assert len(store.measurements([runs["budget-A1"].run_id])) == 6, "the screening: 3 rounds of each case"
+    assert "ab: part 2: " in done.stderr and "closest to deciding first" in done.stderr
+    assert "budget: 4.0 min, used " in done.stderr and "every case decided" in done.stderr
+    cost = next(line for line in done.stderr.splitlines() if line.startswith("rounds: "))
+    assert "of which compute" in cost and "start-up" in done.stderr

@@ -103,7 +103,8 @@ def _pr(project: Path, env: dict[str, str], *args: str, selected: tuple[str, ...
 
 
 def _runtime(project: Path, group: str) -> dict[str, Verdict]:
-    comparison = compare_group(Store(f"sqlite:///{project.parent / 'pr.db'}"), group)
+    """The group's runtime verdicts, judged as `_pr` ran it (``--floor 1.2``)."""
+    comparison = compare_group(Store(f"sqlite:///{project.parent / 'pr.db'}"), group, floors={"runtime_s": 1.2})
     return {v.workload: v for v in comparison.verdicts if v.metric == "runtime_s"}
 
 

@@ -11,7 +11,9 @@ import pytest
 from daskbench.judge.sequential import (
     ALPHA,
     MAX_ROUNDS,
+    boundary_between,
     classify,
+    classify_against,
     is_decided,
     looks,
     sequential_decision,
@@ -104,3 +106,51 @@ def test_a_true_1_10x_change_with_sd_0_05_is_caught_nearly_always_within_12_roun
     caught = sum(v == "regressed" for v, _ in runs) / len(runs)
     assert caught >= 0.95
     assert float(np.median([n for _, n in runs])) <= 12
+
+
+def test_the_boundary_is_the_geometric_midpoint_of_1_and_the_bad_ends_lower_bound() -> None:
+    assert boundary_between(10.0, 1.10) == pytest.approx(math.sqrt(10.0))
+    assert boundary_between(1.16, 1.10) is None  # sqrt(1.16) = 1.077 is inside the floor: the floor rule hunts it
+    assert boundary_between(None, 1.10) is None and boundary_between(0.9, 1.10) is None
+
+
+def test_a_step_like_the_good_end_is_decided_against_a_far_boundary_where_the_floor_rule_is_not() -> None:
+    """The stalled step of the issue: interval 0.75-1.61 after many rounds; the bad end was 25x (low 10)."""
+    assert classify(0.75, 1.61, 1.10)[0] == "inconclusive"
+    verdict, note = classify_against(0.75, 1.61, math.sqrt(10.0), 1.10)
+    assert verdict == "unchanged" and "like the good end" in note and "3.16x" in note
+
+
+def test_a_step_like_the_bad_end_is_regressed_and_one_straddling_the_boundary_is_not_decided() -> None:
+    boundary = math.sqrt(10.0)
+    assert classify_against(8.0, 40.0, boundary, 1.10)[0] == "regressed"
+    assert classify_against(2.0, 9.0, boundary, 1.10)[0] == "inconclusive"
+    assert classify_against(0.5, 0.8, boundary, 1.10)[0] == "improved"
+
+
+def test_the_boundary_rule_decides_a_noisy_good_step_the_floor_rule_cannot() -> None:
+    """Per-round ratios 0.68-1.4 (spread 0.3): after 5 rounds the interval (0.29-3.12) lies below the
+    boundary 3.16, while against the floor 1.10 it would need its half-width under 0.1 (hundreds of rounds)."""
+    a = [1.0] * 5
+    b = [0.68, 1.4, 0.9, 1.2, 0.75]
+    floor_rule = sequential_decision(a, b, 1.10)
+    boundary_rule = sequential_decision(a, b, 1.10, boundary=math.sqrt(10.0))
+    assert floor_rule.verdict == "inconclusive" and boundary_rule.verdict == "unchanged"
+
+
+def test_a_a_pairs_are_called_bad_against_the_boundary_at_most_alpha_of_the_time() -> None:
+    """The boundary rule only decides 'like bad' when an interval misses 1 from above (boundary > 1), so its
+    false alarms are bounded as the floor rule's: simulated A/A steps, spread 0.3, boundary 1.2."""
+    rng = np.random.default_rng(7)
+    called = 0
+    trials = 400
+    for _ in range(trials):
+        logs = rng.normal(0.0, 0.3, MAX_ROUNDS)
+        a = [1.0] * MAX_ROUNDS
+        b = [math.exp(x) for x in logs]
+        for n in looks(MAX_ROUNDS):
+            decision = sequential_decision(a[:n], b[:n], 1.10, boundary=1.2)
+            if is_decided(decision):
+                called += decision.verdict == "regressed"
+                break
+    assert called / trials <= ALPHA

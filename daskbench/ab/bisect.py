@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from daskbench import envs
 from daskbench.ab.bisect_plan import BisectPlan, Candidate, shortened
-from daskbench.ab.lockstep import run_group
+from daskbench.ab.budgeted import Spent, run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, sequential, stats
@@ -65,6 +65,7 @@ class Step:
     rounds: int
     minutes: float
     group: str
+    boundary: float | None = None  # judged like the bad end (above) or the good end (below); None: the floor
 
     @property
     def decided(self) -> bool:
@@ -88,13 +89,16 @@ class Outcome:
 # -- judging a step ---------------------------------------------------------------------------
 
 
-def judge(comparison: Comparison) -> tuple[str, tuple[str, ...], Verdict]:
-    """A step's verdict from its group's runtime verdicts: ``regressed`` when any case regressed (or
+def judge(comparison: Comparison, metric: str = "runtime_s") -> tuple[str, tuple[str, ...], Verdict]:
+    """A step's verdict from its group's verdicts of ``metric``: ``regressed`` when any case regressed (or
     newly fails), else ``inconclusive`` when any case is undecided, else ``improved`` when all
     improved, else ``unchanged``; with the cases and the verdict shown as evidence."""
-    runtime = [v for v in comparison.verdicts if v.metric == "runtime_s"]
+    runtime = [v for v in comparison.verdicts if v.metric == metric]
     if not runtime:
-        raise DaskbenchError("the step measured no case on both sides; check the pytest arguments after --")
+        raise DaskbenchError(
+            f"the step measured no case on both sides with a {metric}; check the pytest arguments after -- "
+            "(and --metric)"
+        )
     worse = [v for v in runtime if v.is_regression]
     if worse:
         return "regressed", tuple(v.workload for v in worse), max(worse, key=_ratio)
@@ -109,10 +113,18 @@ def _ratio(verdict: Verdict) -> float:
 
 
 def judged_step(
-    store: Store, group: str, number: int, candidate: Candidate, minutes: float, floors: Mapping[str, float]
+    store: Store,
+    group: str,
+    number: int,
+    candidate: Candidate,
+    minutes: float,
+    floors: Mapping[str, float],
+    metric: str = "runtime_s",
 ) -> Step:
-    """The step of lockstep group ``group``, judged from the store."""
-    verdict, cases, shown = judge(compare_group(store, group, floors=floors))
+    """The step of lockstep group ``group``, judged from the store (against the boundary its runs carry)."""
+    comparison = compare_group(store, group, floors=floors)
+    verdict, cases, shown = judge(comparison, metric)
+    tags = comparison.baseline_runs[-1].tags if comparison.baseline_runs else {}
     return Step(
         number,
         candidate.label(),
@@ -125,7 +137,15 @@ def judged_step(
         len(shown.baseline_values),
         minutes,
         group,
+        _float(tags.get("ab_boundary")),
     )
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -137,8 +157,9 @@ def stored_steps(store: Store, name: str, floors: Mapping[str, float] | None = N
     runs = [r for r in store.runs() if r.tags.get(TAG) == name and r.tags.get(AB_SIDE) == "A" and VERDICT in r.tags]
     for run in reversed(runs):
         tags = run.tags
+        minutes, metric = float(tags.get(MINUTES, "0")), tags.get("ab_metric", "runtime_s")
         found[tags[VERSION]] = judged_step(
-            store, tags[AB_GROUP], int(tags[STEP]), _stored_candidate(tags), float(tags.get(MINUTES, "0")), floors or {}
+            store, tags[AB_GROUP], int(tags[STEP]), _stored_candidate(tags), minutes, floors or {}, metric
         )
     return sorted(found.values(), key=lambda step: step.number)
 
@@ -187,15 +208,24 @@ class Bisection:
     show: Say = print
     stored: dict[str, Step] = field(default_factory=dict)  # by label: a resumed bisection's finished steps
     done: dict[str, Step] = field(default_factory=dict)
+    metric: str = "runtime_s"  # --metric: the metric a step is judged by
+    budget: float | None = None  # --budget: seconds for the whole bisection, shared by the steps to come
+    boundary: float | None = None  # set from step 0: later steps judged like the bad end or the good end
+    spent: Spent = field(default_factory=Spent)  # every step's rounds, for the cost line
+    began: float = 0.0
+    steps_planned: int = 1
 
     def run(self, plan: BisectPlan) -> Outcome:
         """Step 0, then the binary search; the outcome names the first bad candidate, or why none."""
+        self.began = time.monotonic()
+        self.steps_planned = plan.max_steps()
         good = self.python_of(plan.good)
         first = self._step(plan.candidates[-1], good)
         if not first.decided:
             return Outcome("undecided", first)
         if not first.bad:
             return Outcome("none", first)
+        self._hunt(first)
         low, high = -1, len(plan.candidates) - 1
         while high - low > 1:
             middle = (low + high) // 2
@@ -207,8 +237,31 @@ class Bisection:
         culprit = plan.candidates[high]
         return Outcome("culprit", self.done[culprit.label()], culprit)
 
+    def _hunt(self, first: Step) -> None:
+        """What the later steps are asked, from what step 0 measured of the bad end: like it or like the good
+        end, against the boundary between them when the change is large (`sequential.boundary_between`)."""
+        floor = self.floors.get(self.metric, stats.default_floor(self.metric))
+        self.boundary = sequential.boundary_between(first.low, floor)
+        if self.boundary is None:
+            self.say(
+                f"bisect: the bad end is {_effect(first)}: a change that small is hunted as step 0 was, each step "
+                f"against the floor {floor:.2f}"
+            )
+            return
+        self.say(
+            f"bisect: the bad end is {_effect(first)}: each later step is judged like it (bad: above "
+            f"{self.boundary:.2f}x, the geometric midpoint of 1 and {first.low:.2f}) or like the good end (below)"
+        )
+
     def _next_number(self) -> int:
         return 1 + max((step.number for step in [*self.stored.values(), *self.done.values()]), default=-1)
+
+    def _share(self) -> float | None:
+        """The budget of the next step: what is left of ``budget``, shared by the steps still to come."""
+        if self.budget is None:
+            return None
+        left = self.budget - (time.monotonic() - self.began)
+        return max(left, 0.0) / max(self.steps_planned - len(self.done), 1)
 
     def _step(self, candidate: Candidate, good: str) -> Step:
         """The candidate's stored decided step, else a new one: attempts with twice the rounds until decided."""
@@ -221,7 +274,8 @@ class Bisection:
         rounds, attempt = self.max_rounds, 1
         while True:
             step = self._attempt(number, attempt, candidate, good, python, rounds, started)
-            if step.decided or rounds >= self.rounds_cap:
+            out_of_budget = self.budget is not None and time.monotonic() - self.began >= self.budget
+            if step.decided or rounds >= self.rounds_cap or out_of_budget:
                 break
             rounds, attempt = min(2 * rounds, self.rounds_cap), attempt + 1
             self.say(
@@ -237,27 +291,32 @@ class Bisection:
     ) -> Step:
         """One lockstep group of the step; its runs tagged, its verdict judged from the store."""
         group = f"{self.name}-{number}-{uuid.uuid4().hex[:6]}"
+        question = self._question(rounds)
+        asked = f", like bad above {question.boundary:.2f}x" if question.boundary is not None else ""
         self.say(
             f"bisect: step {number}: {candidate.describe()} (B) against good (A), at most {rounds} rounds "
-            f"per case; group {group}"
+            f"per case{asked}; group {group}"
         )
-        self._lockstep(group, {"A": Side("A", good), "B": Side("B", python)}, rounds)
+        self.spent.add(self._lockstep(group, {"A": Side("A", good), "B": Side("B", python)}, question))
         minutes = (time.monotonic() - started) / 60
-        step = judged_step(self.store, group, number, candidate, minutes, self.floors)
+        step = judged_step(self.store, group, number, candidate, minutes, self.floors, self.metric)
         self._tag(group, step, attempt, candidate)
         return step
 
-    def _lockstep(self, group: str, sides: dict[str, Side], rounds: int) -> None:
-        floor = self.floors.get("runtime_s", stats.default_floor("runtime_s"))
-        run_group(
+    def _question(self, rounds: int) -> sequential.Question:
+        floor = self.floors.get(self.metric, stats.default_floor(self.metric))
+        return sequential.Question(floor, rounds, self.boundary, self.metric)
+
+    def _lockstep(self, group: str, sides: dict[str, Side], question: sequential.Question) -> Spent:
+        return run_group(
             group,
             sides,
             self.db,
             self.pytest_args,
-            floor=floor,
-            max_rounds=rounds,
+            question=question,
             max_seconds=self.max_seconds,
             say=self.say,
+            budget=self._share(),
         )
 
     def _tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
@@ -284,15 +343,29 @@ class Bisection:
 # -- words ------------------------------------------------------------------------------------
 
 
+def _effect(step: Step) -> str:
+    """``25.30x (10.20-62.10)``: a step's ratio and interval."""
+    effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"
+    interval = f" ({step.low:.2f}-{step.high:.2f})" if step.low is not None and step.high is not None else ""
+    return effect + interval
+
+
+def verdict_words(step: Step) -> str:
+    """A step's verdict as its question had it: ``regressed``/``unchanged`` against the floor, or ``bad (above
+    3.16x)`` / ``good (below 3.16x)`` against a boundary."""
+    if step.boundary is None or not step.decided:
+        return step.verdict
+    side = "above" if step.bad else "below"
+    return f"{'bad' if step.bad else 'good'} ({side} {step.boundary:.2f}x)"
+
+
 def step_line(step: Step, *, stored: bool = False) -> str:
     """``step 2  standin 1.5  regressed  1.29x (1.20-1.38)  3 rounds  0.6 min  [sleepy]``; the cases on a
     line of their own when one line would be wider than `WIDTH`."""
-    effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"
-    interval = f" ({step.low:.2f}-{step.high:.2f})" if step.low is not None and step.high is not None else ""
     cases = f"  [{first_few(list(step.cases), 3)}]" if step.cases else ""
     kept = "  (stored)" if stored else ""
     line = (
-        f"step {step.number}  {step.described}  {step.verdict}  {effect}{interval}  "
+        f"step {step.number}  {step.described}  {verdict_words(step)}  {_effect(step)}  "
         f"{plural(step.rounds, 'round')}  {step.minutes:.1f} min"
     )
     if len(line + cases + kept) <= WIDTH:

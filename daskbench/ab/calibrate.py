@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -28,10 +28,12 @@ import numpy as np
 
 from daskbench.ab import turns
 from daskbench.ab.bench_calibration import ARMS, SIDE_ENV
+from daskbench.ab.budgeted import Spent
 from daskbench.ab.lockstep import Lockstep, pytest_command
 from daskbench.ab.sessions import Side
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_group, group_rounds
+from daskbench.judge.sequential import Question
 from daskbench.model import Measurement, Run, Verdict
 from daskbench.store import Store
 
@@ -173,6 +175,7 @@ class Calibration:
     max_rounds: int
     max_seconds: float
     say: Callable[[str], None] = print
+    spent: Spent = field(default_factory=Spent)  # what this call's comparisons measured, and their cost
 
     def run(self, comparisons: int) -> int:
         """Comparisons up to ``comparisons``; returns how many the group has."""
@@ -189,19 +192,23 @@ class Calibration:
         name = f"{self.group}.{number}"
         sides = {side: Side(side, sys.executable, {SIDE_ENV: side}) for side in ("A", "B")}
         shared = turns.session_env(name, 0, self.max_rounds)
-        Lockstep(
+        runner = Lockstep(
             sides,
             command=lambda side: pytest_command(
                 side.python, self.db, f"{name}-{side.name}", [str(BENCH_FILE), *self.pytest_args]
             ),
             environment=lambda side: {**os.environ, **side.env, **shared},
-            floor=self.floor,
-            max_rounds=self.max_rounds,
+            question=Question(self.floor, self.max_rounds),
             max_seconds=self.max_seconds,
             log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
             say=self.say,
             rounds_said=False,  # a line per arm when it stops
-        ).run()
+        )
+        for result in runner.run():
+            self.spent.results[f"{name}::{result.key}"] = result
+        self.spent.parts += 1
+        self.spent.startup += runner.startup
+        self.spent.wall += runner.wall
         for run in self._runs_of(name):
             self.store.tag_run(run.run_id, {CALIBRATE_GROUP: self.group, CALIBRATE_ROUND: str(number)})
 

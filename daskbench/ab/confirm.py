@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from daskbench import envs
 from daskbench.ab import bisect_plan
-from daskbench.ab.lockstep import run_group
+from daskbench.ab.budgeted import Spent, run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.judge import confirmed, sequential, stats
@@ -159,8 +159,18 @@ class Runner:
     max_rounds: int = sequential.MAX_ROUNDS
     max_seconds: float = 600.0
     say: Say = say
+    metric: str = "runtime_s"
 
-    def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> None:
+    def question(self, plan: ConfirmPlan) -> sequential.Question:
+        """The question each suspect case is asked: like its suspect verdict or like the good run. With every
+        suspect of the metric a large change, against the boundary between 1 and the smallest of their lower
+        bounds (`sequential.boundary_between`); else whether it changed beyond the floor."""
+        floor = self.floors.get(self.metric, stats.default_floor(self.metric))
+        lows = [v.ci_low for v in plan.suspects if v.metric == self.metric and v.ci_low is not None]
+        boundary = sequential.boundary_between(min(lows), floor) if lows else None
+        return sequential.Question(floor, self.max_rounds, boundary, self.metric)
+
+    def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> Spent:
         """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""
         if any(run.tags.get(AB_GROUP) == group for run in self.store.runs()):
             raise DaskbenchError(
@@ -172,17 +182,15 @@ class Runner:
             f"confirm: {plural(len(plan.workloads()), 'suspect workload')} ({first_few(plan.workloads(), 3)}) "
             f"side by side: {plan.describe()}; group {group}"
         )
-        run_group(
-            group,
-            sides,
-            self.db,
-            args,
-            floor=self.floors.get("runtime_s", stats.default_floor("runtime_s")),
-            max_rounds=self.max_rounds,
-            max_seconds=self.max_seconds,
-            say=self.say,
-        )
+        question = self.question(plan)
+        if question.boundary is not None:
+            self.say(
+                f"confirm: the suspects are large changes: each case is judged like them (above "
+                f"{question.boundary:.2f}x) or like the good run (below)"
+            )
+        spent = run_group(group, sides, self.db, args, question=question, max_seconds=self.max_seconds, say=self.say)
         self.tag(plan, group)
+        return spent
 
     def tag(self, plan: ConfirmPlan, group: str) -> None:
         tags = confirmed.tags(plan.candidate.run_id, plan.good.run_id, plan.pins, plan.tonight, self.floors)

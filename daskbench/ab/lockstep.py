@@ -4,30 +4,36 @@ The controller (this module, inside ``daskbench ab``) starts a pytest session fo
 one for side B, each with its cluster started once, and a Unix socket between them and it
 (`daskbench.ab.turns` has the protocol). For every case both sides have, it lets them measure
 alternately, A B then B A (ABBA, so a trend within a round hits both alike), seconds apart and
-never at the same time, and after each round reads the sequential verdict
-(`daskbench.judge.sequential`): a case stops as soon as it is decided, or at ``max_rounds``,
-or when its time is up. The sessions store their measurements as any session does (a round is
-a repeat); `daskbench.judge.compare.compare_group` judges the group from the store.
+never at the same time, and after each round reads the sequential verdict of the question asked
+(`daskbench.judge.sequential.Question`: a metric against the floor, or a bisection step's boundary): a
+case stops as soon as it is decided, or at its most rounds, or when its time is up. The sessions store
+their measurements as any session does (a round is a repeat); `daskbench.judge.compare.compare_group`
+judges the group from the store.
+
+A comparison may come in parts (`Part`): a pair of sessions per part, each part measuring only some cases
+(``only``) up to a number of rounds each (``targets``), carrying on from the rounds earlier parts measured
+(``prior``) and stopping at the comparison's deadline: `daskbench.ab.budgeted` spends one budget over a
+whole suite that way. Every turn's cost is added up (`daskbench.ab.cost.RoundCost`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import select
 import socket
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from daskbench.ab import turns
+from daskbench.ab.cost import RoundCost
 from daskbench.ab.sessions import Side, session_command, stop_session
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential
+from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
 from daskbench.text import first_few, plural
 
@@ -63,34 +69,74 @@ class Link:
 
 @dataclass
 class CaseResult:
-    """One case's rounds in this part: the pairs measured and why it stopped."""
+    """One case's rounds so far (this part's and earlier parts'): the pairs of values of the question's
+    metric, why it stopped, its last verdict, and what its rounds cost."""
 
     key: str
     a: list[float] = field(default_factory=list)
     b: list[float] = field(default_factory=list)
     stopped: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of its rounds, all parts
+    cost: RoundCost = field(default_factory=RoundCost)
+    decision: Decision | None = None
+    failed: bool = False  # a side could not measure it: no more rounds
+
+    @property
+    def rounds(self) -> int:
+        return len(self.a)
+
+    @property
+    def decided(self) -> bool:
+        return self.decision is not None and sequential.is_decided(self.decision)
+
+    def carried(self) -> CaseResult:
+        """A copy to carry into the next part (its reason to stop cleared)."""
+        return replace(self, a=list(self.a), b=list(self.b), stopped="", cost=self.cost + RoundCost())
+
+
+@dataclass(frozen=True)
+class Part:
+    """Which cases one pair of sessions measures and how far: ``only`` these keys (None: every common case),
+    each up to ``targets[key]`` rounds in all (else ``rounds``; None: the question's most rounds), carrying
+    on from ``prior``; nothing after ``deadline`` (a ``time.monotonic()``; None: none). ``number`` counts
+    from 0."""
+
+    number: int = 0
+    only: Collection[str] | None = None
+    targets: Mapping[str, int] = field(default_factory=dict)
+    rounds: int | None = None
+    prior: Mapping[str, CaseResult] = field(default_factory=dict)
+    deadline: float | None = None
 
 
 @dataclass
 class Lockstep:
-    """Runs one part of a lockstep group: two sessions, every common case until decided."""
+    """Runs one part of a lockstep group: two sessions, every case of the part until decided."""
 
     sides: Mapping[str, Side]
     command: Callable[[Side], list[str]]  # the pytest command line of a side
     environment: Callable[[Side], dict[str, str]]  # and its environment
-    floor: float
-    max_rounds: int
+    question: Question
     max_seconds: float
     log_dir: Path
     say: Callable[[str], None] = print
-    exact: bool = False  # --rounds N: every case runs exactly max_rounds rounds
+    exact: bool = False  # --rounds N: every case runs exactly the question's most rounds
     rounds_said: bool = True  # a line per round; False: only the line that ends a case
+    part: Part = field(default_factory=Part)
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: Seconds from starting the sessions to the end of the part, and in its cases' rounds.
+    wall: float = 0.0
+    in_rounds: float = 0.0
+
+    @property
+    def startup(self) -> float:
+        """The part's time outside its cases' rounds: sessions starting, clusters starting, tests set up."""
+        return max(self.wall - self.in_rounds, 0.0)
 
     def run(self) -> list[CaseResult]:
         """Start both sessions, agree on the cases, run each in turn; returns what was measured."""
         path = self.log_dir / "control.sock"
+        began = time.monotonic()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
             server.bind(str(path))
             server.listen(2)
@@ -102,6 +148,8 @@ class Lockstep:
             except BaseException:
                 self.stop()
                 raise
+            finally:
+                self.wall = time.monotonic() - began
         return results
 
     def _start(self, path: Path) -> None:
@@ -145,35 +193,44 @@ class Lockstep:
         common = [key for key in plans["A"] if key in set(plans["B"])]
         for name, keys in plans.items():
             alone = [key for key in keys if key not in common]
-            if alone:
+            if alone and self.part.number == 0:
                 self.say(f"ab: {plural(len(alone), 'case')} only side {name} has, not measured: {first_few(alone, 2)}")
         if not common:
             raise DaskbenchError("sides A and B have no benchmark in common; check the arguments after --")
+        chosen = common if self.part.only is None else [key for key in common if key in set(self.part.only)]
         for link in links.values():
-            link.send({"plan": common})
-        return common
+            link.send({"plan": chosen})
+        return chosen
 
     def _case(self, key: str, links: Mapping[str, Link]) -> CaseResult:
-        """Rounds of ``key`` until decided, out of rounds or out of time; then both sides move on."""
-        result = CaseResult(key)
-        started = time.monotonic()
+        """Rounds of ``key`` until decided, at its target, out of rounds or out of time; then both sides move on."""
+        prior = self.part.prior.get(key)
+        result = prior.carried() if prior is not None else CaseResult(key)
+        offset = result.rounds  # the sessions count this part's rounds from 0
+        started, before = time.monotonic(), result.seconds
+        result.stopped = self._out_of_time(result)
         while not result.stopped:
-            order = ("A", "B") if len(result.a) % 2 == 0 else ("B", "A")
+            order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
             values: dict[str, float] = {}
             for name in order:
-                values[name] = self._turn(links[name], key, len(result.a), result)
+                values[name] = self._turn(links[name], key, result.rounds - offset, result)
                 if result.stopped:
                     break
             if result.stopped:  # a side could not measure this round: said, and the case ends here
+                result.failed = True
                 self.say(f"ab: {key.split('::', 1)[-1][:60]}: {result.stopped}"[:120])
                 break
+            judging = time.monotonic()
+            result.seconds = before + judging - started
             result.a.append(values["A"])
             result.b.append(values["B"])
-            result.seconds = time.monotonic() - started
-            decision = sequential.sequential_decision(result.a, result.b, self.floor, self.max_rounds)
-            result.stopped = self._why_stop(result, decision)
+            result.decision = self.question.decide(result.a, result.b)
+            result.stopped = self._why_stop(result, result.decision)
             if self.rounds_said or result.stopped:
-                self.say(round_line(result, decision))
+                self.say(round_line(result, result.decision))
+            result.cost.add_wall(time.monotonic() - judging)
+        result.seconds = before + time.monotonic() - started
+        self.in_rounds += result.seconds - before
         for link in links.values():
             if _ready_for(link.peek(), key):
                 link.take()
@@ -181,32 +238,46 @@ class Lockstep:
         return result
 
     def _turn(self, link: Link, key: str, round_: int, result: CaseResult) -> float:
-        """One measurement of ``key`` by one side; sets ``result.stopped`` when it cannot count."""
+        """One measurement of ``key`` by one side (its ``round_`` of this part); sets ``result.stopped`` when
+        it cannot count. The value is the question's metric (the runtime when the side does not say it)."""
         if not _ready_for(link.peek(), key, round_):
             result.stopped = f"side {link.name} left this case (its test ended or failed before measuring)"
             return 0.0
         link.take()
+        said = time.monotonic()
         link.send({"go": True})
         done = link.peek() or {}
         if done.get("done") != key:  # its test ended without measuring (an error before it): not consumed
-            result.stopped = f"side {link.name} ended this case without a measurement in round {round_ + 1}"
+            result.stopped = f"side {link.name} ended this case without a measurement in round {result.rounds + 1}"
             return 0.0
         link.take()
-        value, outcome = done.get("value"), str(done.get("outcome", "lost"))
-        if outcome != "passed" or not isinstance(value, int | float):
-            result.stopped = f"side {link.name} {outcome} in round {round_ + 1}"
+        result.cost.add_turn(done, time.monotonic() - said)
+        value, outcome = _value(done, self.question.metric), str(done.get("outcome", "lost"))
+        if outcome != "passed" or value is None:
+            why = outcome if outcome != "passed" else f"measured no {self.question.metric}"
+            result.stopped = f"side {link.name} {why} in round {result.rounds + 1}"
             return 0.0
-        return float(value)
+        return value
 
     def _why_stop(self, result: CaseResult, decision: Decision) -> str:
+        most = self.question.max_rounds
         if self.exact:
-            return f"{self.max_rounds} rounds, as asked" if len(result.a) >= self.max_rounds else ""
+            return f"{most} rounds, as asked" if result.rounds >= most else ""
         if sequential.is_decided(decision):
-            return f"decided after {len(result.a)} rounds"
-        if len(result.a) >= self.max_rounds:
-            return f"not decided: --max-rounds {self.max_rounds} reached"
+            return f"decided after {result.rounds} rounds"
+        if result.rounds >= most:
+            return f"not decided: --max-rounds {most} reached"
         if result.seconds >= self.max_seconds:
-            return f"not decided: --max-time reached after {len(result.a)} rounds"
+            return f"not decided: --max-time reached after {result.rounds} rounds"
+        return self._out_of_time(result)
+
+    def _out_of_time(self, result: CaseResult) -> str:
+        """Why this part gives ``result`` no more rounds now: its target reached, or the deadline passed."""
+        target = self.part.targets.get(result.key, self.part.rounds)
+        if target is not None and result.rounds >= target and not self.exact:
+            return f"not decided yet: this part's {plural(target, 'round')} reached"
+        if self.part.deadline is not None and time.monotonic() >= self.part.deadline:
+            return f"not decided: the budget ended after {plural(result.rounds, 'round')}"
         return ""
 
     def _wait(self) -> None:
@@ -232,6 +303,15 @@ def _ready_for(message: Mapping[str, Any] | None, key: str, round_: int | None =
     return round_ is None or message.get("round") == round_
 
 
+def _value(done: Mapping[str, Any], metric: str) -> float | None:
+    """The value of ``metric`` a turn measured: from its metrics, or its runtime (``value``, what every
+    daskbench session says) when the metric is the runtime."""
+    found = done.get("metrics")
+    metrics: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    value = metrics.get(metric, done.get("value") if metric == "runtime_s" else None)
+    return float(value) if isinstance(value, int | float) else None
+
+
 def round_line(result: CaseResult, decision: Decision) -> str:
     """``ab: <case> round 7: B/A 1.043 (0.98-1.11), 1m02s`` and, at the end, why it stopped."""
     shown = f"{decision.ratio:.3f}" if decision.ratio is not None else "-"
@@ -246,40 +326,3 @@ def round_line(result: CaseResult, decision: Decision) -> str:
 def pytest_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:
     """The pytest session of one side in lockstep: one repeat per turn, the store and label given."""
     return session_command(python, db, label, ["--repeat", "1", *pytest_args])
-
-
-def run_group(
-    group: str,
-    sides: Mapping[str, Side],
-    db: str,
-    pytest_args: Sequence[str],
-    *,
-    floor: float,
-    max_rounds: int,
-    max_seconds: float,
-    say: Callable[[str], None],
-    environ: Mapping[str, str] | None = None,
-    wrap: Callable[[Side, list[str]], list[str]] | None = None,
-) -> list[CaseResult]:
-    """One lockstep group of two interpreters in one part (``bisect``, ``confirm``, ``pr``): the sides'
-    sessions labelled ``GROUP-A1`` / ``GROUP-B1``, in ``environ`` (default this process's) with the turn
-    variables, each command passed through ``wrap`` when given (e.g. to start it in another folder); a
-    line only as each case ends."""
-    shared = turns.session_env(group, 0, max_rounds)
-    base = dict(os.environ if environ is None else environ)
-
-    def command(side: Side) -> list[str]:
-        session = pytest_command(side.python, db, f"{group}-{side.name}1", pytest_args)
-        return wrap(side, session) if wrap else session
-
-    return Lockstep(
-        sides,
-        command=command,
-        environment=lambda side: {**base, **shared},
-        floor=floor,
-        max_rounds=max_rounds,
-        max_seconds=max_seconds,
-        log_dir=Path(tempfile.mkdtemp(prefix="daskbench-lockstep-")),
-        say=say,
-        rounds_said=False,
-    ).run()

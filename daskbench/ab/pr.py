@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog, envs
-from daskbench.ab.lockstep import run_group
+from daskbench.ab.budgeted import Spent, run_group
 from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.github import STATUS_DESCRIPTION_LIMIT, GitHub
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.format import case_label
+from daskbench.judge.sequential import Question
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import markdown_code, markdown_text, plural, terminal_safe
@@ -115,28 +116,43 @@ class PrPlan:
     floors: Mapping[str, float]
     max_rounds: int
     max_seconds: float
+    budget: float | None = None  # seconds for the whole comparison (--budget)
 
 
-def measure(plan: PrPlan, say: Say) -> None:
-    """Both sides' sessions at once, each in its own source tree, every common case until decided."""
+def measure(plan: PrPlan, say: Say) -> Spent:
+    """Both sides' sessions at once, each in its own source tree, every common case until decided (with a
+    budget: screened, then the open cases closest to deciding, until the budget ends)."""
     environment = {k: v for k, v in os.environ.items() if k not in HIDDEN}
     sides = {name: Side(name, python) for name, (_, python) in plan.sides.items()}
 
     def in_folder(side: Side, session: list[str]) -> list[str]:
         return [side.python, "-c", _IN_FOLDER, str(plan.sides[side.name][0].tree), *session]
 
-    run_group(
+    floor = plan.floors.get("runtime_s", stats.default_floor("runtime_s"))
+    return run_group(
         plan.group,
         sides,
         plan.db,
         plan.pytest_args,
         environ=environment,
         wrap=in_folder,
-        floor=plan.floors.get("runtime_s", stats.default_floor("runtime_s")),
-        max_rounds=plan.max_rounds,
+        question=Question(floor, plan.max_rounds),
         max_seconds=plan.max_seconds,
+        budget=plan.budget,
         say=say,
     )
+
+
+def measured_text(spent: Spent) -> str:
+    """``within a budget of 20 min: used 18.4 min in 3 parts, 2 cases undecided; compute 74% of the rounds``."""
+    share = spent.cost.share
+    compute = f"compute {share:.0%} of the rounds' time" if share is not None else ""
+    if spent.budget is None:
+        return compute
+    undecided = len(spent.undecided())
+    left = f"{plural(undecided, 'case')} undecided" if undecided else "every case decided"
+    used = f"within a budget of {spent.budget / 60:g} min: used {spent.wall / 60:.1f} min in "
+    return f"{used}{plural(spent.parts, 'part')}, {left}" + (f"; {compute}" if compute else "")
 
 
 def tag_group(store: Store, plan: PrPlan, number: int | None) -> None:
@@ -243,6 +259,7 @@ class Page:
     group: str | None  # None: nothing was measured
     report: str | None = None  # an http(s) URL (a link) or a path (shown as code)
     note: str = ""  # plain text from daskbench (e.g. why there is no comment), escaped all the same
+    measured: str = ""  # how the rounds went: the budget used, compute's share (plain text, `measured_text`)
 
 
 def is_link(text: str | None) -> bool:
@@ -348,6 +365,7 @@ def _sides(page: Page) -> list[str]:
     if page.group is not None:
         where = [
             "Measured on one machine, base and head in turn (lockstep A/B), each case until its verdict is decided",
+            *([markdown_text(page.measured)] if page.measured else []),
             f"group {markdown_code(page.group)}",
             *where,
         ]

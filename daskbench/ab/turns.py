@@ -7,12 +7,16 @@ each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per l
     ab -> session   {"plan": [key, ...]}                     the cases both sides have, in order
     session -> ab   {"ready": key, "round": n}               before each measurement of a case
     ab -> session   {"go": true} | {"go": false}             measure now | this case is done
-    session -> ab   {"done": key, "round": n, "value": s, "outcome": o}
+    session -> ab   {"done": key, "round": n, "value": s, "outcome": o, "metrics": {...}, "phases": {...},
+                     "busy": s}
 
 so the two sides measure each case alternately (A B, B A, A B ... per round), seconds apart,
 each while the other's cluster is idle, and a case stops as soon as its verdict is decided.
 A key names a case the same way on both sides (`case_key`), so side B may run other settings
-(another saturation, another dask) of the same benchmark.
+(another saturation, another dask) of the same benchmark. ``value`` is the measurement's runtime;
+``metrics`` all its metrics (the controller may judge another one: ``--metric``), ``phases`` its phases
+(restart, warm-up, collectors, compute...) and ``busy`` the seconds the whole turn took on the session's side
+(stored and its progress line written): where a round's time went (`daskbench.ab.lockstep.RoundCost`).
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ from typing import Any
 
 from daskbench.clusters.common import MACHINE_SHARE_ENV
 from daskbench.errors import DaskbenchError
+from daskbench.model import Measurement
 
 #: The controller's socket, the side's name and the group: set by ``daskbench ab`` on each session.
 ENV_CONTROL, ENV_SIDE, ENV_GROUP = "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_SIDE", "DASKBENCH_AB_GROUP"
 #: The part of a group this pair of sessions is (a resumed group adds parts) and its most rounds.
 ENV_PART, ENV_MAX_ROUNDS = "DASKBENCH_AB_PART", "DASKBENCH_AB_MAX_ROUNDS"
+#: The question the controller asks of each case: the metric whose rounds decide, and a bisection step's
+#: boundary (tagged on the runs, so `compare_group` judges the group later as it was judged then).
+ENV_METRIC, ENV_BOUNDARY = "DASKBENCH_AB_METRIC", "DASKBENCH_AB_BOUNDARY"
 #: How many clusters share this machine while the sessions run (each side's auto memory is a share).
 ENV_SHARE = MACHINE_SHARE_ENV
 
@@ -72,8 +80,19 @@ class Turns:
         self._send({"ready": key, "round": round_})
         return bool(self._receive().get("go"))
 
-    def done(self, key: str, round_: int, value: float | None, outcome: str) -> None:
-        self._send({"done": key, "round": round_, "value": value, "outcome": outcome})
+    def done(self, key: str, round_: int, measurement: Measurement, busy: float) -> None:
+        """Say what this turn measured and how long it took on this side."""
+        self._send(
+            {
+                "done": key,
+                "round": round_,
+                "value": measurement.runtime_s,
+                "outcome": measurement.outcome,
+                "metrics": dict(measurement.metrics),
+                "phases": dict(measurement.phases),
+                "busy": round(busy, 6),
+            }
+        )
 
     def _send(self, message: Mapping[str, Any]) -> None:
         self.stream.write(json.dumps(message) + "\n")
@@ -87,14 +106,19 @@ class Turns:
         return found if isinstance(found, dict) else {}
 
 
-def session_env(group: str, part: int, max_rounds: int) -> dict[str, str]:
+def session_env(
+    group: str, part: int, max_rounds: int, metric: str = "runtime_s", boundary: float | None = None
+) -> dict[str, str]:
     """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
-    the group, the part, the most rounds, and that two clusters share this machine."""
-    return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2"}
+    the group, the part, the most rounds, the question (metric, boundary), and that two clusters share
+    this machine."""
+    asked = {ENV_METRIC: metric, **({ENV_BOUNDARY: repr(boundary)} if boundary is not None else {})}
+    return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2", **asked}
 
 
 def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The tags of a lockstep session's run: group, side, part, mode and most rounds; {} otherwise."""
+    """The tags of a lockstep session's run: group, side, part, mode, most rounds and the question asked; {}
+    otherwise."""
     if not environ.get(ENV_CONTROL) or not environ.get(ENV_GROUP):
         return {}
     return {
@@ -103,4 +127,6 @@ def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
         "ab_round": environ.get(ENV_PART, "0"),
         "ab_mode": "lockstep",
         "ab_max_rounds": environ.get(ENV_MAX_ROUNDS, ""),
+        **({"ab_metric": environ[ENV_METRIC]} if environ.get(ENV_METRIC) else {}),
+        **({"ab_boundary": environ[ENV_BOUNDARY]} if environ.get(ENV_BOUNDARY) else {}),
     }

@@ -21,13 +21,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from daskbench import envs
-from daskbench.ab import turns
-from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.budgeted import Spent, run_group
 from daskbench.ab.sessions import (
     GroupRunner,
     Side,
@@ -39,7 +36,6 @@ from daskbench.ab.sessions import (
     side_tags,
 )
 from daskbench.cli.common import (
-    add_budget_options,
     add_build_options,
     add_db_option,
     add_floor_option,
@@ -53,11 +49,12 @@ from daskbench.cli.common import (
     settings,
     whole_number,
 )
+from daskbench.cli.rounds import add_budget_options, add_metric_option, budget_seconds, metric_of
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
-from daskbench.judge.sequential import ROUNDS_LIMIT
+from daskbench.judge.sequential import ROUNDS_LIMIT, Question
 from daskbench.model import Run
 from daskbench.store import Store
 
@@ -88,7 +85,8 @@ def register(subparsers: Any) -> None:
         metavar="N|auto",
         help="rounds per case: auto (default) adds rounds until decided, N runs exactly N",
     )
-    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto")
+    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto", whole="comparison")
+    add_metric_option(parser, "whose rounds decide when a case may stop (every metric is judged at the end)")
     for side in ("a", "b"):
         parser.add_argument(
             f"--{side}-python", metavar="PYTHON", help=f"interpreter of side {side.upper()} (default: this one)"
@@ -134,9 +132,13 @@ def cmd_ab(args: argparse.Namespace) -> int:
         check_side(side)
     store, group = open_store(args), args.group or new_group_name("ab")
     floors = settings(args).floor or {}
+    metric = metric_of(args)
+    if mode != "lockstep" and (budget_seconds(args) is not None or metric != "runtime_s"):
+        raise DaskbenchError("--budget and --metric need --mode lockstep (sessions mode runs whole sessions per round)")
+    spent = None
     try:
         if mode == "lockstep":
-            _lockstep(args, store, group, sides, pytest_args, floors)
+            spent = _lockstep(args, store, group, sides, pytest_args, floors)
         else:
             _sessions(args, store, group, sides, pytest_args, floors)
     except KeyboardInterrupt:
@@ -146,6 +148,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
         )
         raise
     chosen = Selection(ab_group=group, floors=floors)
+    for line in spent.lines() if spent is not None else ():
+        say(line)
     return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})
 
 
@@ -217,29 +221,34 @@ def _lockstep(
     sides: dict[str, Side],
     pytest_args: list[str],
     floors: dict[str, float],
-) -> None:
-    """One part of a lockstep group: both sessions at once, every common case until decided."""
+) -> Spent:
+    """The group's next part(s): both sessions at once, every common case until decided (or, with
+    --budget, a screening of every case and parts for the open ones until the budget ends)."""
     part = len(group_rounds(store, group))
-    max_rounds = args.rounds or args.max_rounds
-    db = settings(args).db
+    metric = metric_of(args)
+    question = Question(floors.get(metric, stats.default_floor(metric)), args.rounds or args.max_rounds, metric=metric)
+    budget = budget_seconds(args) if args.rounds is None else None
+    within = f"; budget {budget / 60:g} min for all cases" if budget is not None else ""
+    decides = f"; {metric} decides when a case stops" if metric != "runtime_s" else ""
     say(
         f"ab: lockstep group {group}, part {part + 1}: two clusters share this machine (each side's auto "
-        f"memory per worker is halved); at most {max_rounds} rounds and {args.max_time:g} min per case"
+        f"memory per worker is halved); at most {question.max_rounds} rounds and {args.max_time:g} min per "
+        f"case{within}{decides}"
     )
-    shared = turns.session_env(group, part, max_rounds)
-    runner = Lockstep(
+    spent = run_group(
+        group,
         sides,
-        command=lambda side: pytest_command(side.python, db, f"{group}-{side.name}{part + 1}", pytest_args),  # as said
-        environment=lambda side: {**os.environ, **side.env, **shared},
-        floor=floors.get("runtime_s", stats.default_floor("runtime_s")),
-        max_rounds=max_rounds,
+        settings(args).db,
+        pytest_args,
+        question=question,
         max_seconds=args.max_time * 60 if args.rounds is None else float("inf"),
-        log_dir=Path(tempfile.mkdtemp(prefix="daskbench-ab-")),
         say=say,
+        budget=budget,
+        first_part=part,
         exact=args.rounds is not None,
     )
-    runner.run()
     _tag_sides(store, group, sides)
+    return spent
 
 
 def _tag_sides(store: Store, group: str, sides: dict[str, Side]) -> None:

@@ -23,7 +23,6 @@ from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_UNDECIDED,
-    add_budget_options,
     add_build_options,
     add_db_option,
     add_floor_option,
@@ -35,6 +34,7 @@ from daskbench.cli.common import (
     settings,
     whole_number,
 )
+from daskbench.cli.rounds import add_budget_options, add_metric_option, budget_seconds, metric_of
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.model import Run
@@ -102,7 +102,10 @@ def register(subparsers: Any) -> None:
         default=bisect.ROUNDS_CAP,
         help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})",
     )
-    add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step")
+    add_budget_options(
+        parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step", whole="bisection"
+    )
+    add_metric_option(parser, "a step is judged by (default runtime_s)")
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
@@ -143,6 +146,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         say=say,
         show=print_wrapped,
         stored={step.label: step for step in stored},
+        metric=metric_of(args),
+        budget=budget_seconds(args),
     )
     try:
         outcome = runner.run(plan)
@@ -151,6 +156,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
         print_wrapped(line)
+    for line in runner.spent.lines():
+        say(f"bisect: {line}")
     return EXITS[outcome.kind]
 
 

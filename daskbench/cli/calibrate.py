@@ -15,16 +15,17 @@ from daskbench import provenance
 from daskbench.ab.calibrate import Calibration, format_power, power_rows
 from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.common import (
-    add_budget_options,
     add_db_option,
     add_floor_option,
     add_group_option,
     add_pytest_args,
     open_store,
+    print_wrapped,
     say,
     settings,
     whole_number,
 )
+from daskbench.cli.rounds import add_budget_options
 from daskbench.judge import stats
 
 MAX_COMPARISONS = 500
@@ -69,6 +70,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise
     print(_header(group, stored, floor))
     print(format_power(power_rows(store, group, floor)))
+    for line in runner.spent.lines():
+        print_wrapped(line)
     return 0
 
 

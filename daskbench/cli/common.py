@@ -19,7 +19,6 @@ from typing import Any, NoReturn, TextIO
 
 from daskbench import config, envs
 from daskbench.errors import RegressionFound
-from daskbench.judge import sequential
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.judge.selection import Selection
 from daskbench.model import Comparison
@@ -371,27 +370,6 @@ def since(text: str, now: datetime | None = None) -> str:
 
 #: Default time one case may take, in minutes (``--max-time``; its rounds: `sequential.MAX_ROUNDS`).
 MAX_MINUTES = 10.0
-
-
-def add_budget_options(
-    parser: argparse.ArgumentParser, what: str = "case", rounds: str = "", minutes: str = ""
-) -> None:
-    """``--max-rounds`` and ``--max-time``: the budget of one ``what`` (a case; calibrate: an arm) of a command
-    that decides by rounds (ab, bisect, calibrate, confirm, pr); ``rounds`` and ``minutes`` end their help."""
-    parser.add_argument(
-        "--max-rounds",
-        type=whole_number(3, sequential.ROUNDS_LIMIT, "a number of rounds", "--max-rounds 30"),
-        default=sequential.MAX_ROUNDS,
-        metavar="N",
-        help=f"most rounds of one {what}{rounds} (default {sequential.MAX_ROUNDS})",
-    )
-    parser.add_argument(
-        "--max-time",
-        type=duration("m", 24 * 60, "--max-time 10m"),
-        default=MAX_MINUTES,
-        metavar="TIME",
-        help=f"most time of one {what}{minutes}: 10m, 1h, 90s; a bare number is minutes (default {MAX_MINUTES:g}m)",
-    )
 
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,6 @@ from daskbench.ab.sessions import new_group_name, pytest_arguments
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
-    add_budget_options,
     add_build_options,
     add_db_option,
     add_group_option,
@@ -34,6 +33,7 @@ from daskbench.cli.common import (
     selection,
     settings,
 )
+from daskbench.cli.rounds import add_budget_options, add_metric_option, metric_of
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
@@ -57,6 +57,7 @@ def register(subparsers: Any) -> None:
     add_selection_options(parser, verb="confirm", group=False)
     add_group_option(parser, "name of the A/B group to run (default: confirm-<date-time>)", "--name")
     add_budget_options(parser)
+    add_metric_option(parser, "judged side by side (the suspects of that metric are confirmed)")
     add_db_option(parser)
     add_build_options(parser)
     add_pytest_args(parser)
@@ -76,9 +77,10 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     group = args.group or new_group_name("confirm")
     good_python = confirm.build_good(plan, say=say, **options)
     runner = confirm.Runner(
-        store, settings(args).db, pytest_args, chosen.floors, args.max_rounds, args.max_time * 60, say=say
+        store, settings(args).db, pytest_args, chosen.floors, args.max_rounds, args.max_time * 60, say, metric_of(args)
     )
-    runner.run(plan, group, good_python, sys.executable)
+    for line in runner.run(plan, group, good_python, sys.executable).lines():
+        say(f"confirm: {line}")
     found = confirmed.stored(store, group)
     ab = compare_group(store, group, floors=found.floors)
     judged, confirmation = alerts.side_by_side(night, ab, reference=group, good=found.good, versions=found.versions())

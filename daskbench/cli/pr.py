@@ -23,7 +23,6 @@ from daskbench.ab.sessions import pytest_arguments
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
-    add_budget_options,
     add_build_options,
     add_db_option,
     add_floor_option,
@@ -34,6 +33,7 @@ from daskbench.cli.common import (
     settings,
     whole_number,
 )
+from daskbench.cli.rounds import add_budget_options, budget_seconds
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
@@ -97,7 +97,7 @@ def register(subparsers: Any) -> None:
         "run's page, which holds the uploaded report; elsewhere the report's path)",
     )
     parser.add_argument("--markdown", metavar="FILE", help="also write the verdict table's Markdown to FILE")
-    add_budget_options(parser)
+    add_budget_options(parser, whole="comparison")
     add_floor_option(parser)
     add_db_option(parser)
     add_build_options(parser)
@@ -133,6 +133,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
         floors,
         args.max_rounds,
         args.max_time * 60,
+        budget_seconds(args),
     )
     return _run(args, store, plan, github, link)
 
@@ -140,14 +141,15 @@ def cmd_pr(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub | None, link: str | None) -> int:
     """Measure (the head's status pending meanwhile), judge, report, publish."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
+    within = f"; budget {plan.budget / 60:g} min for all cases" if plan.budget is not None else ""
     say(
         f"pr: base {base.short} (A), head {head.short} (B): lockstep group {plan.group}, at most "
-        f"{plan.max_rounds} rounds and {args.max_time:g} min a case"
+        f"{plan.max_rounds} rounds and {args.max_time:g} min a case{within}"
     )
     started = time.monotonic()
     _status(github, args, head, "pending", "measuring base and head in turn", link)
     try:
-        pr.measure(plan, say)
+        spent = pr.measure(plan, say)
     except (DaskbenchError, KeyboardInterrupt) as error:
         why = "interrupted" if isinstance(error, KeyboardInterrupt) else f"could not run: {error}"
         _status(github, args, head, "error", why, link, quiet=True)
@@ -155,8 +157,10 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     pr.tag_group(store, plan, args.pr)
     outcome = pr.Outcome.of(pr.judged(store, plan))
     say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
+    for line in spent.lines():
+        say(f"pr: {line}")
     report = None if args.no_report else _report(store, plan, args.output)
-    page = pr.Page(base, head, plan.group, link or report)
+    page = pr.Page(base, head, plan.group, link or report, measured=pr.measured_text(spent))
     return _finish(args, github, head, outcome, page)
 
 
@@ -166,7 +170,7 @@ def _finish(
     """Print the Markdown, write it where asked (file, job summary), keep the comment and set the status."""
     if args.github and github is None:
         note = "; ".join(filter(None, (page.note, NO_TOKEN)))
-        page = pr.Page(page.base, page.head, page.group, page.report, note)
+        page = pr.Page(page.base, page.head, page.group, page.report, note, page.measured)
     markdown = pr.comment_markdown(outcome, page)
     print(markdown, end="", flush=True)
     if args.markdown:

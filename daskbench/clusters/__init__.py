@@ -72,6 +72,7 @@ def open_cluster(
     """Start (or connect to) the cluster for ``requested`` within ``timeout`` seconds (None: no
     limit); the returned spec is read back."""
     import dask
+    import distributed  # noqa: F401  its config defaults loaded before a key under it is set, or the set's exit drops them
 
     backend = backend_named(requested.backend)
     start = time.perf_counter()

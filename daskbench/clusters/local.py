@@ -1,4 +1,5 @@
-"""``--cluster local``: a LocalCluster of worker processes (each with a nanny)."""
+"""``--cluster local``: a LocalCluster of worker processes (each with a nanny), forked from a server that has
+imported the heavy libraries once (`daskbench.clusters.forkserver`) where distributed allows it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,15 @@ if TYPE_CHECKING:
 
 def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
     """A LocalCluster of ``spec``'s size; ``kwargs`` override the defaults below."""
+    import sys
+
     from distributed import Client, LocalCluster
 
+    from daskbench.clusters.forkserver import METHOD_KEY, use_forkserver
+
     keep_restarted_workers()
+    if METHOD_KEY not in spec.config:  # a --config sweep of the method is the user's choice
+        use_forkserver(list(sys.modules))
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
     options: dict[str, Any] = {
         "n_workers": spec.n_workers,

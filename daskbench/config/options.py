@@ -52,7 +52,10 @@ OTHER_ENV = frozenset({
     "DASKBENCH_CONFIRM_ROUNDS", "DASKBENCH_CONFIRM_ARGS", "DASKBENCH_PYTHON",
     # set by daskbench ab on its lockstep sessions (daskbench.ab.turns):
     "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_GROUP", "DASKBENCH_AB_MAX_ROUNDS", "DASKBENCH_AB_PART",
-    "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE",
+    "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE", "DASKBENCH_AB_METRIC",
+    "DASKBENCH_AB_BOUNDARY",
+    # how a local cluster's workers start (daskbench.clusters.forkserver):
+    "DASKBENCH_WORKER_START",
 })  # fmt: skip
 
 

@@ -116,16 +116,66 @@ def classify(low: float, high: float, floor: float) -> tuple[VerdictKind, str]:
     return "inconclusive", f"the interval still spans 1 and the floor {floor:.2f}; more rounds narrow it"
 
 
+def boundary_between(bad_low: float | None, floor: float) -> float | None:
+    """The boundary a bisection step is judged against, given the lower end of the interval step 0 measured
+    for the bad end against the good one: their geometric midpoint ``sqrt(bad_low)``, as far (on the log
+    scale) from 1, the good end, as from the least the bad end is. None when that midpoint is not beyond
+    ``floor``: a change that small is hunted with the floor rule (`classify`), which decides it sooner."""
+    if bad_low is None or bad_low <= 1.0:
+        return None
+    middle = math.sqrt(bad_low)
+    return middle if middle >= floor else None
+
+
+def classify_against(low: float, high: float, boundary: float, floor: float) -> tuple[VerdictKind, str]:
+    """(verdict, note) of a bisection step's interval against ``boundary``: ``regressed`` (like the bad end)
+    when it lies wholly above it, like the good end when wholly below (``improved`` when `classify` says
+    so, else ``unchanged``), ``inconclusive`` while it straddles it. Either way it holds 95%: a step like the
+    good end (ratio 1) is called bad only if its interval misses 1, and one like the bad end only if its
+    interval misses the bad end's lower bound."""
+    if low > boundary:
+        return "regressed", f"like the bad end: above the boundary {boundary:.2f}x"
+    if high < boundary:
+        note = f"like the good end: below the boundary {boundary:.2f}x"
+        return ("improved" if classify(low, high, floor)[0] == "improved" else "unchanged"), note
+    return "inconclusive", f"the interval still spans the boundary {boundary:.2f}x; more rounds narrow it"
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a comparison asks of each case's rounds: is ``metric`` changed beyond ``floor`` (the floor
+    band, `classify`), or, for a bisection step, is it like the bad end or the good one (``boundary``,
+    `classify_against`); at most ``max_rounds`` rounds (the plan the error is spent over)."""
+
+    floor: float
+    max_rounds: int = MAX_ROUNDS
+    boundary: float | None = None
+    metric: str = "runtime_s"
+
+    def __post_init__(self) -> None:
+        if self.floor < 1.0 or self.max_rounds < 1 or (self.boundary is not None and self.boundary <= 1.0):
+            raise ValueError(f"Question: floor >= 1, max_rounds >= 1 and a boundary above 1 needed ({self})")
+
+    def decide(self, a_rounds: Sequence[float], b_rounds: Sequence[float]) -> Decision:
+        """The sequential verdict of the rounds so far."""
+        return sequential_decision(a_rounds, b_rounds, self.floor, self.max_rounds, self.boundary)
+
+
 def is_decided(decision: Decision) -> bool:
     """Whether more rounds are no longer needed."""
     return decision.verdict in ("regressed", "improved", "unchanged")
 
 
 def sequential_decision(
-    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int = MAX_ROUNDS
+    a_rounds: Sequence[float],
+    b_rounds: Sequence[float],
+    floor: float,
+    max_rounds: int = MAX_ROUNDS,
+    boundary: float | None = None,
 ) -> Decision:
     """The verdict of per-round values (``a_rounds[i]`` and ``b_rounds[i]`` measured side by side)
-    after ``len(a_rounds)`` rounds of a comparison allowed ``max_rounds``."""
+    after ``len(a_rounds)`` rounds of a comparison allowed ``max_rounds``: against the floor band
+    (`classify`), or, for a bisection step, against ``boundary`` (`classify_against`)."""
     if len(a_rounds) != len(b_rounds) or not a_rounds:
         raise ValueError(f"rounds must pair up: {len(a_rounds)} A values, {len(b_rounds)} B values")
     if min(a_rounds) <= 0 or min(b_rounds) <= 0:
@@ -142,17 +192,21 @@ def sequential_decision(
             note=f"{plural(len(logs), 'round')}: the first look is at {MIN_ROUNDS}",
         )
     low, high = interval
-    verdict, note = classify(low, high, floor)
+    verdict, note = classify(low, high, floor) if boundary is None else classify_against(low, high, boundary, floor)
     return Decision(verdict, min(max(ratio, low), high), low, high, method, note)
 
 
 def rounds_decision(
-    a_rounds: Sequence[float], b_rounds: Sequence[float], floor: float, max_rounds: int | None = None
+    a_rounds: Sequence[float],
+    b_rounds: Sequence[float],
+    floor: float,
+    max_rounds: int | None = None,
+    boundary: float | None = None,
 ) -> Decision:
     """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --group``
     shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
     most = max(max_rounds or len(a_rounds), len(a_rounds))
-    decision = sequential_decision(a_rounds, b_rounds, floor, most)
+    decision = sequential_decision(a_rounds, b_rounds, floor, most, boundary)
     per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True) if a > 0)
     parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, f"per-round ratios {per_round}")
     return replace(decision, note="; ".join(part for part in parts if part))

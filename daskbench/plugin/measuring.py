@@ -11,7 +11,6 @@ region (the cluster cannot restart) propagates.
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from distributed import Client, KilledWorker
 
 from daskbench import evidence
 from daskbench.clusters.common import scheduler_address, scheduler_lost
+from daskbench.clusters.forkserver import import_all
 from daskbench.deadline import within
 from daskbench.metrics import collectors
 from daskbench.metrics.breakdown import BreakdownCollector
@@ -121,6 +121,7 @@ class Measurer:
     evidence_dir: Path | None = None  # --evidence: this run's folder for performance reports and task streams
     restart_workers: bool = True  # False on a shared scheduler (tcp://) without --restart-workers
     task_memory: bool = False  # --task-memory: per-task peak memory per task prefix (Measurement.tasks)
+    worker_start: str | None = None  # how a local cluster's nannies start workers (forkserver, spawn), recorded
     memory: MemoryCollector = field(init=False)
     address: str = field(init=False)  # the scheduler's, for the line that says it was lost
 
@@ -137,7 +138,7 @@ class Measurer:
         """
         start = time.perf_counter()
         if modules:
-            self.client.run(_import_all, modules)
+            self.client.run(import_all, modules)
         return time.perf_counter() - start
 
     def restart(self) -> float:
@@ -185,13 +186,17 @@ class Measurer:
         phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
         window = collectors.Window(case)
         errors: dict[str, str] = {}
+        opened = time.perf_counter()
         started = collectors.start_all(self.client, self._collectors(window), errors)
+        phases["collectors"] = time.perf_counter() - opened
         with evidence.kept(self.client, self.evidence_dir) as kept:
             attempt = run_target(self.client, target, self.timeout)
         if scheduler_lost(self.client, attempt.error):  # no collector can be stopped on a lost scheduler
             return self.lost(case, repeat, {**phases, **attempt.phases}), None
         window.runtime_s = attempt.phases.get("compute", 0.0)
+        closing = time.perf_counter()
         found = collectors.merge(collectors.stop_all(self.client, started, errors))
+        phases["collectors"] += time.perf_counter() - closing  # both ends of the window: start and stop
         if scheduler_lost(self.client):  # lost while the collectors stopped: their figures are cut short
             return self.lost(case, repeat, {**phases, **attempt.phases}), None
         outcome, message = classify(attempt.error, found)
@@ -256,6 +261,8 @@ class Measurer:
             "rightsized_instance": cost.rightsized_instance,
             "prices_as_of": cost.prices_as_of,
         }
+        if self.worker_start:
+            extra["worker_start"] = self.worker_start
         if not self.restart_workers:
             extra["workers_restarted"] = False  # memory measured from the shared workers' current level
         values = {
@@ -277,17 +284,6 @@ class Measurer:
             recorded_at=now_iso(),
             tasks=found.tasks,
         )
-
-
-def _import_all(modules: tuple[str, ...]) -> list[str]:
-    """Import what can be imported; returns the names that could not be (not an error)."""
-    missing = []
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception:
-            missing.append(name)
-    return missing
 
 
 def failed_measurement(

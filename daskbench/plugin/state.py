@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import config as cfg
-from daskbench.clusters import Backend, OpenCluster, backend_named, load_kwargs, open_cluster
+from daskbench.clusters import Backend, OpenCluster, backend_named, forkserver, load_kwargs, open_cluster
 from daskbench.clusters.common import (
     SERVER_PREFIXES,
     busy_message,
@@ -206,6 +206,7 @@ class DaskbenchSession:
             evidence_dir=self._evidence_folder(run),
             restart_workers=self.settings.restart_workers or not backend_named(self.backend).fixed_size,
             task_memory=self.settings.task_memory,
+            worker_start=forkserver.method() if self.backend == "local" else None,
         )
         return self.cluster
 

@@ -77,13 +77,15 @@ class _GroupShape:
     lockstep: bool
     pairs: tuple[tuple[str, str], ...]  # (A run id, B run id) per session round or lockstep part
     max_rounds: int | None
+    boundary: tuple[str, float] | None = None  # a bisection step's question: (metric, boundary)
 
     @classmethod
     def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
         newest = by_side["A"][-1].tags
         limit = newest.get("ab_max_rounds", "")
         pairs = tuple((a.run_id, b.run_id) for a, b in zip(by_side["A"], by_side["B"], strict=True))
-        return cls(newest.get("ab_mode") == "lockstep", pairs, int(limit) if limit.isdigit() else None)
+        lockstep = newest.get("ab_mode") == "lockstep"
+        return cls(lockstep, pairs, int(limit) if limit.isdigit() else None, _boundary(newest))
 
     def label(self, group: str) -> str:
         if self.lockstep:
@@ -108,9 +110,19 @@ def _rounds_rule(
         return a_vals, b_vals
 
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
-        return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds)
+        boundary = shape.boundary[1] if shape.boundary is not None and shape.boundary[0] == metric else None
+        return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary)
 
     return per_round, decide
+
+
+def _boundary(tags: Mapping[str, str]) -> tuple[str, float] | None:
+    """The boundary a group's metric was judged against (tags ``ab_boundary``, ``ab_metric``), if any."""
+    try:
+        boundary = float(tags["ab_boundary"])
+    except (KeyError, ValueError):
+        return None
+    return (tags.get("ab_metric", "runtime_s"), boundary) if boundary > 1.0 else None
 
 
 def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:

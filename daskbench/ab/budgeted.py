@@ -1,0 +1,180 @@
+"""A lockstep comparison in parts, and a whole suite within one budget (``--budget MINUTES``).
+
+Without a budget a comparison is one part: every case in turn until decided, at its most rounds or out of
+its time (`daskbench.ab.lockstep`). With one, the first part screens every case for `SCREEN_ROUNDS`
+rounds (the sequential rule's first look: an effect plainly far from every floor is decided there), and
+each later part gives rounds to the cases still open, the cheapest to decide first
+(`daskbench.judge.budget.allocate`), until every case is decided, none can be given more, or the budget
+ends; what stayed undecided is listed with its interval. A part is a new pair of sessions (its runs are
+the group's next part: ``GROUP-A2``, ``GROUP-B2``...), so its start-up is paid again; a part is not
+started when the budget left would not cover that. Every case keeps one sequential plan over all its
+parts (its most rounds), so the verdicts read from the store (`compare_group`) are the rule's own.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from daskbench.ab import turns
+from daskbench.ab.cost import RoundCost
+from daskbench.ab.lockstep import CaseResult, Lockstep, Part, pytest_command
+from daskbench.ab.sessions import Side
+from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
+from daskbench.judge.sequential import Question
+from daskbench.text import first_few, plural
+
+
+@dataclass
+class Spent:
+    """What a comparison measured over all its parts, and what that cost."""
+
+    results: dict[str, CaseResult] = field(default_factory=dict)  # by case key, in the order first measured
+    parts: int = 0
+    wall: float = 0.0
+    startup: float = 0.0
+    budget: float | None = None  # seconds
+
+    @property
+    def cost(self) -> RoundCost:
+        total = RoundCost()
+        for result in self.results.values():
+            total = total + result.cost
+        return total
+
+    def undecided(self) -> list[CaseResult]:
+        return [r for r in self.results.values() if not r.decided and not r.failed]
+
+    def add(self, other: Spent) -> None:
+        """Another comparison's (a bisection's next step): its cases under their own keys' last values."""
+        self.results.update(other.results)
+        self.parts += other.parts
+        self.wall += other.wall
+        self.startup += other.startup
+
+    def lines(self) -> list[str]:
+        """The cost line, and with a budget what it bought: parts, minutes used, what stayed undecided."""
+        lines = [self.cost.line(self.startup)]
+        if self.budget is not None:
+            open_ = self.undecided()
+            left = f"; undecided: {plural(len(open_), 'case')}" if open_ else "; every case decided"
+            lines.append(
+                f"budget: {self.budget / 60:.1f} min, used {self.wall / 60:.1f} min in {plural(self.parts, 'part')}"
+                f"{left}"
+            )
+            lines += [f"  undecided: {_undecided_line(r)}" for r in open_]
+        return lines
+
+
+def _undecided_line(result: CaseResult) -> str:
+    name = result.key.split("::", 1)[-1]
+    decision = result.decision
+    if decision is None or decision.ci_low is None or decision.ci_high is None:
+        return f"{name[:80]}: {plural(result.rounds, 'round')}"
+    ratio = f"{decision.ratio:.2f}x" if decision.ratio is not None else "-"
+    return f"{name[:80]}: {ratio} ({decision.ci_low:.2f}-{decision.ci_high:.2f}), {plural(result.rounds, 'round')}"
+
+
+def log_ratios(result: CaseResult) -> tuple[float, ...]:
+    return tuple(math.log(b / a) for a, b in zip(result.a, result.b, strict=True) if a > 0 and b > 0)
+
+
+def run_parts(
+    start: Callable[[Part], Lockstep],
+    question: Question,
+    budget: float | None,
+    say: Callable[[str], None],
+    max_seconds: float = math.inf,
+) -> Spent:
+    """Run the comparison: one part without a ``budget`` (seconds), else a screening part and parts for the
+    open cases until the budget ends. ``start(part)`` makes the lockstep runner of one part."""
+    began = time.monotonic()
+    deadline = began + budget if budget is not None else None
+    spent = Spent(budget=budget)
+    part: Part | None = Part(0, rounds=SCREEN_ROUNDS if budget is not None else None, deadline=deadline)
+    while part is not None:
+        runner = start(part)
+        for result in runner.run():
+            spent.results[result.key] = result
+        spent.parts += 1
+        spent.startup += runner.startup
+        spent.wall = time.monotonic() - began
+        part = _next_part(spent, question, deadline, max_seconds, say) if deadline is not None else None
+    return spent
+
+
+def _next_part(
+    spent: Spent, question: Question, deadline: float, max_seconds: float, say: Callable[[str], None]
+) -> Part | None:
+    """The next part: the open cases the budget left can decide, cheapest first; None when there is none."""
+    startup = spent.startup / max(spent.parts, 1)  # a part's start-up, as the parts so far took
+    left = deadline - time.monotonic() - startup
+    open_ = [r for r in spent.undecided() if r.rounds < question.max_rounds and r.seconds < max_seconds]
+    if left <= 0 or not open_:
+        return None
+    cases = [
+        OpenCase(
+            r.key, log_ratios(r), r.seconds / max(r.rounds, 1), question.max_rounds, question.floor, question.boundary
+        )
+        for r in open_
+    ]
+    chosen = allocate(cases, left)
+    if not chosen:
+        return None
+    names = [a.key.split("::", 1)[-1] for a in chosen]
+    say(
+        f"ab: part {spent.parts + 1}: {plural(len(chosen), 'open case')} closest to deciding first "
+        f"({first_few(names, 2)}); {left / 60:.1f} min of the budget left"
+    )
+    targets: Mapping[str, int] = {a.key: a.rounds for a in chosen}
+    return Part(spent.parts, only=list(targets), targets=targets, prior=dict(spent.results), deadline=deadline)
+
+
+def run_group(
+    group: str,
+    sides: Mapping[str, Side],
+    db: str,
+    pytest_args: Sequence[str],
+    *,
+    question: Question,
+    max_seconds: float,
+    say: Callable[[str], None],
+    budget: float | None = None,
+    environ: Mapping[str, str] | None = None,
+    wrap: Callable[[Side, list[str]], list[str]] | None = None,
+    first_part: int = 0,
+    exact: bool = False,
+) -> Spent:
+    """A lockstep group of two interpreters (``ab``, ``bisect``, ``confirm``, ``pr``), in parts as
+    `run_parts` decides: part ``n`` (counted from ``first_part``: a continued group adds parts) has the
+    sessions labelled ``GROUP-An`` / ``GROUP-Bn``, in ``environ`` (default this process's) with each side's
+    own variables and the turn variables, each command passed through ``wrap`` when given (e.g. to start it
+    in another folder); a line per round."""
+    base = dict(os.environ if environ is None else environ)
+
+    def start(part: Part) -> Lockstep:
+        number = first_part + part.number
+        shared = turns.session_env(group, number, question.max_rounds, question.metric, question.boundary)
+
+        def command(side: Side) -> list[str]:
+            session = pytest_command(side.python, db, f"{group}-{side.name}{number + 1}", pytest_args)
+            return wrap(side, session) if wrap else session
+
+        return Lockstep(
+            sides,
+            command=command,
+            environment=lambda side: {**base, **side.env, **shared},
+            question=question,
+            max_seconds=max_seconds,
+            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-lockstep-")),
+            say=say,
+            exact=exact,
+            part=part,
+        )
+
+    return run_parts(start, question, budget, say, max_seconds)

@@ -1,0 +1,102 @@
+"""Worker processes forked from a server that has already imported the heavy libraries.
+
+A measurement restarts its workers (clean memory, independent rounds). With Dask's default
+``distributed.worker.multiprocessing-method: spawn`` every restarted worker is a new interpreter
+that imports distributed, dask, numpy, pandas... again: 1-3 s a restart on this project's 2-core
+machine, and as long again to import the workload's libraries (the warm-up), for a compute of
+tenths of a second. With ``forkserver`` (Dask's own setting) a worker is forked from a server
+process started once, which imported those modules at its start (`set_forkserver_preload`): a
+restart takes about a tenth of that, and the warm-up finds the modules there.
+
+What a spawned worker gets, a forked one gets too: the server is started by the first nanny of the
+process after it set ``distributed.nanny.pre-spawn-environ`` (OMP_NUM_THREADS=1 and the rest), so
+the preloaded numpy reads them as a spawned worker's would; each worker is a new process, its
+memory fresh. A release of distributed without `distributed.utils.get_mp_context` (before 2023.4)
+reads the method once at import, so it keeps spawning; so does a user's explicit
+``--config distributed.worker.multiprocessing-method=...`` (or a method other than spawn in their Dask
+config) and ``DASKBENCH_WORKER_START=spawn``. The method used is recorded on every measurement
+(``extra["worker_start"]``).
+
+`import_all` is what a measurement's warm-up runs on the workers: it lives here, in a module that imports
+nothing heavy and that the server preloads, so the warm-up itself costs a restarted worker no import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable
+
+#: The Dask config key that chooses how a nanny starts its worker process.
+METHOD_KEY = "distributed.worker.multiprocessing-method"
+#: ``spawn`` keeps Dask's default (every restarted worker a new interpreter).
+ENV = "DASKBENCH_WORKER_START"
+#: What the server imports besides what distributed preloads itself, when the client has them.
+LIBRARIES = (
+    "dask",
+    "dask.array",
+    "dask.dataframe",
+    "dask.bag",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "xarray",
+    "scipy",
+    "s3fs",
+    "psutil",
+)
+#: Packages whose functions run on the workers (collectors, workloads, this module's `import_all`): their
+#: modules the client has loaded are preloaded.
+ON_WORKERS = ("daskbench.metrics", "daskbench.workloads", "daskbench.clusters.forkserver")
+
+
+def wanted() -> bool:
+    """Whether workers should be forked: unless ``DASKBENCH_WORKER_START=spawn`` or the Dask config names a
+    method other than its default (a user's choice, kept)."""
+    import dask
+
+    if os.environ.get(ENV, "").strip().lower() == "spawn":
+        return False
+    return dask.config.get(METHOD_KEY, "spawn") in ("spawn", "forkserver")
+
+
+def method() -> str:
+    """The method the nannies of this process start their workers with now."""
+    import dask
+
+    return str(dask.config.get(METHOD_KEY, "spawn"))
+
+
+def preload(loaded: Iterable[str]) -> list[str]:
+    """The modules the server imports: `LIBRARIES` the client has, and the workload modules it has."""
+    names = [name for name in LIBRARIES if name in loaded]
+    names += sorted(name for name in loaded if name.startswith(ON_WORKERS))
+    return ["distributed", *dict.fromkeys(names)]
+
+
+def use_forkserver(loaded: Iterable[str]) -> str:
+    """Make the nannies this process starts fork their workers from a preloading server, where this
+    distributed can; returns the method the workers will be started with (``forkserver`` or ``spawn``)."""
+    import dask
+
+    import multiprocessing
+
+    utils = importlib.import_module("distributed.utils")
+    possible = hasattr(utils, "get_mp_context") and "forkserver" in multiprocessing.get_all_start_methods()
+    if not wanted() or not possible:
+        return method()
+    dask.config.set({METHOD_KEY: "forkserver"})  # read by every nanny at every worker start
+    context = utils.get_mp_context()  # distributed sets its own preload once; ours replaces it before the server starts
+    context.set_forkserver_preload(preload(loaded))
+    return "forkserver"
+
+
+def import_all(modules: tuple[str, ...]) -> list[str]:
+    """Import what can be imported (on a worker); returns the names that could not be (not an error)."""
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            missing.append(name)
+    return missing

@@ -1,0 +1,83 @@
+"""Where a budgeted comparison's rounds go (`daskbench.judge.budget`): planted cases whose answer can be
+worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from daskbench.judge.budget import DEFAULT_SPREAD, OpenCase, allocate, rounds_to_decide, spread
+from daskbench.judge.sequential import spending
+from daskbench.judge.stats import student_t_ppf
+
+
+def case(key: str, ratios: list[float], seconds: float = 2.0, floor: float = 1.10, most: int = 30,
+         boundary: float | None = None) -> OpenCase:  # fmt: skip
+    return OpenCase(key, tuple(math.log(r) for r in ratios), seconds, most, floor, boundary)
+
+
+def test_a_plain_2x_change_with_a_small_spread_is_decided_at_the_next_look() -> None:
+    """Mean log 2 (0.69), spread about 0.02: at 4 rounds the half-width is a few hundredths, far inside."""
+    assert rounds_to_decide(case("big", [2.0, 2.05, 1.95])) == 4
+
+
+def test_the_estimate_is_the_first_look_whose_projected_half_width_fits_the_gap_worked_by_hand() -> None:
+    """A/A-like case: mean log 0, spread s; unchanged needs the half-width below log(1.10) = 0.0953.
+    The first look k with q_k * s / sqrt(k) < 0.0953 is the answer; computed here from the same formula."""
+    ratios = [1.05, 0.95, 1.08, 0.93, 1.0]
+    logs = [math.log(r) for r in ratios]
+    s = spread(logs)
+    mean = sum(logs) / len(logs)
+    budget = spending(30)
+    expected = next(
+        k
+        for k in budget
+        if k > 5 and student_t_ppf(1 - budget[k] / 2, k - 1) * s / math.sqrt(k) < math.log(1.10) - abs(mean)
+    )
+    assert rounds_to_decide(case("aa", ratios)) == expected
+
+
+def test_a_case_no_look_could_decide_has_no_estimate() -> None:
+    """A 1.10x change right at the floor with a spread of 0.3: no look up to 30 rounds excludes both ends."""
+    assert rounds_to_decide(case("noisy", [1.5, 0.8, 1.1, 1.45, 0.85])) is None
+
+
+def test_a_step_judged_against_a_far_boundary_decides_at_once_where_the_floor_rule_would_not() -> None:
+    """The bisection case of the issue: ratio about 0.7-1.4 (noisy), bad end 25x (boundary 3.16)."""
+    noisy_good = [0.68, 1.4, 0.9, 1.2, 0.75]
+    assert rounds_to_decide(case("step", noisy_good, boundary=math.sqrt(10.0))) == 6
+    assert rounds_to_decide(case("step", noisy_good)) is None
+
+
+def test_spread_falls_back_below_two_rounds() -> None:
+    assert spread([]) == DEFAULT_SPREAD and spread([0.1]) == DEFAULT_SPREAD
+    assert spread([0.0, 0.2]) == pytest.approx(0.1414, abs=1e-3)
+
+
+def test_allocate_gives_the_cheapest_cases_first_while_the_budget_holds() -> None:
+    cases = [
+        case("slow-aa", [1.02, 0.97, 1.01], seconds=60.0),
+        case("cheap-aa", [1.02, 0.97, 1.01], seconds=2.0),
+        case("hopeless", [1.5, 0.8, 1.1, 1.45, 0.85], seconds=1.0),
+    ]
+    chosen = allocate(cases, seconds_left=100.0)
+    assert [a.key for a in chosen] == ["cheap-aa", "hopeless"]  # slow-aa would cost more than the budget
+    cheap = chosen[0]
+    assert cheap.rounds == rounds_to_decide(cases[1]) and cheap.seconds == (cheap.rounds - 3) * 2.0
+    assert chosen[1].rounds == 30  # no estimate: up to its most rounds, last
+
+
+def test_allocate_always_continues_the_cheapest_while_any_time_is_left() -> None:
+    slow = case("slow", [1.02, 0.97, 1.01], seconds=60.0)
+    assert [a.key for a in allocate([slow], seconds_left=10.0)] == ["slow"]
+    assert allocate([slow], seconds_left=0.0) == []
+
+
+def test_a_case_at_its_most_rounds_gets_no_more() -> None:
+    assert allocate([case("done", [1.5, 0.8, 1.1], most=3)], seconds_left=1000.0) == []
+
+
+def test_an_open_case_checks_itself() -> None:
+    with pytest.raises(ValueError, match="floor >= 1"):
+        OpenCase("x", (), 1.0, 30, 0.9)

@@ -1,0 +1,80 @@
+"""Workers forked from a preloading server (`daskbench.clusters.forkserver`): what a spawned worker has, a
+forked one has too (the nanny's pre-spawn environment, a fresh process per restart), and the heavy modules
+are there before the warm-up. Each check runs in a fresh interpreter: the method is set once per process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from daskbench.clusters.forkserver import ON_WORKERS, preload
+
+PROBE = r"""
+import json, os, sys
+import numpy, pandas  # the client has them, as a benchmark session does
+from daskbench.clusters import open_cluster
+from daskbench.model import ClusterSpec
+
+if __name__ == "__main__":
+    cluster = open_cluster(ClusterSpec("local", 1, 1, 2**30, 1.1), {}, 120)
+    client = cluster.client
+
+    def facts():
+        import multiprocessing, os, sys
+        return {"ppid": os.getppid(), "pid": os.getpid(), "omp": os.environ.get("OMP_NUM_THREADS"),
+                "pandas": "pandas" in sys.modules, "hashseed": os.environ.get("PYTHONHASHSEED")}
+
+    seen = []
+    for _ in range(2):
+        client.restart()
+        client.wait_for_workers(1)
+        seen += list(client.run(facts).values())
+    from daskbench.clusters.forkserver import method
+    print(json.dumps({"client": os.getpid(), "workers": seen, "method": method()}))
+    cluster.close()
+"""
+
+
+def probe(**env: str) -> dict:
+    import os
+
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_local_clusters_restarted_workers_are_forked_from_a_server_with_the_libraries_loaded() -> None:
+    found = probe()
+    assert found["method"] == "forkserver"
+    first, second = found["workers"]
+    assert first["pid"] != second["pid"], "each restart is a new process"
+    assert first["ppid"] == second["ppid"] != found["client"], "forked by the server, not by the nanny's process"
+    assert all(w["pandas"] for w in found["workers"]), "pandas was imported by the server, not by each worker"
+    assert all(w["omp"] == "1" and w["hashseed"] for w in found["workers"]), "the nanny's pre-spawn environment"
+
+
+def test_daskbench_worker_start_spawn_keeps_dasks_default() -> None:
+    found = probe(DASKBENCH_WORKER_START="spawn")
+    assert found["method"] == "spawn"
+    assert all(w["ppid"] == found["client"] for w in found["workers"]), "spawned by the nanny in the client"
+    assert all(w["omp"] == "1" for w in found["workers"])
+
+
+@pytest.mark.parametrize(
+    ("loaded", "expected"),
+    [
+        (["numpy", "sqlalchemy", "daskbench.store"], ["distributed", "numpy"]),
+        (["xarray", "daskbench.workloads.ocean", "daskbench.metrics.probe", "daskbench.cli"],
+         ["distributed", "xarray", "daskbench.metrics.probe", "daskbench.workloads.ocean"]),
+    ],
+)  # fmt: skip
+def test_the_server_preloads_the_libraries_and_worker_side_modules_the_client_has(
+    loaded: list[str], expected: list[str]
+) -> None:
+    """Only what runs on workers: a store or CLI module the client has is not forked into every worker."""
+    assert preload(loaded) == expected
+    assert all(not name.startswith(ON_WORKERS) or name in loaded for name in preload(loaded))

@@ -1,0 +1,136 @@
+"""What a comparison's rounds cost and how a budget spends them (`daskbench.ab.cost`, `daskbench.ab.budgeted`):
+turns with planted phases, parts with planted rounds; every figure below can be worked out by hand."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+
+from daskbench.ab.budgeted import Spent, run_parts
+from daskbench.ab.cost import RoundCost
+from daskbench.ab.lockstep import CaseResult, Part, _value
+from daskbench.judge.sequential import Question
+
+
+def turn(compute: float, restart: float = 0.1, warmup: float = 0.02, collectors: float = 0.12, rest: float = 0.05):
+    phases = {"compute": compute, "restart": restart, "warmup": warmup, "collectors": collectors, "build": 0.0}
+    return {"done": "k", "phases": phases, "busy": compute + restart + warmup + collectors + rest}
+
+
+def test_the_cost_line_splits_a_rounds_wall_time_into_compute_and_the_rest() -> None:
+    """Two turns of 1 s compute, 0.24 s of phases and 0.05 s of storing each (1.29 s on the side), seen
+    1.38 s by the controller, and 0.02 s of judging: wall 2 x 1.38 + 0.02 = 2.78 s, compute 2 s (72%), between
+    the sides (2.78 - 2 x 1.29) / 2 = 0.10 s a turn."""
+    cost = RoundCost()
+    for _ in range(2):
+        cost.add_turn(turn(1.0), wall=1.38)
+    cost.add_wall(0.02)
+    assert cost.wall == pytest.approx(2.78) and cost.compute == pytest.approx(2.0)
+    assert cost.share == pytest.approx(2.0 / 2.78)
+    line = cost.line(startup=12.4)
+    assert line.startswith("rounds: 3 s of which compute 2 s (72%); a measurement: restart 0.10 s, warm-up 0.02 s")
+    assert "collectors 0.12 s, storing and the rest 0.05 s, between the sides 0.10 s" in line
+    assert line.endswith("start-up 12 s (sessions, clusters)")
+
+
+def test_costs_add_up_and_a_turn_without_phases_counts_its_wall_time_as_busy() -> None:
+    a, b = RoundCost(), RoundCost()
+    a.add_turn(turn(0.5), wall=0.8)
+    b.add_turn({"done": "k"}, wall=0.3)  # an older session: no phases, no busy
+    total = a + b
+    assert total.turns == 2 and total.compute == pytest.approx(0.5) and total.busy == pytest.approx(0.79 + 0.3)
+    assert RoundCost().line() == "rounds: none measured"
+
+
+def test_a_turn_is_judged_by_the_metric_asked_and_the_runtime_by_default() -> None:
+    done = {"value": 1.5, "metrics": {"runtime_s": 1.5, "peak_worker_memory_above_idle_bytes": 2e8}}
+    assert _value(done, "runtime_s") == 1.5
+    assert _value(done, "peak_worker_memory_above_idle_bytes") == 2e8
+    assert _value({"value": 1.2}, "runtime_s") == 1.2  # a session that sends no metrics
+    assert _value({"value": 1.2}, "cost_usd") is None
+
+
+# -- parts within a budget ------------------------------------------------------------------
+
+
+@dataclass
+class Planted:
+    """A stand-in for one part's sessions: each case gets the rounds the part allows, of planted ratios."""
+
+    ratios: dict[str, list[float]]
+    seconds_per_round: float
+    question: Question
+    parts: list[Part] = field(default_factory=list)
+    startup: float = 5.0
+    wall: float = 0.0
+
+    def __call__(self, part: Part) -> Planted:
+        self.parts.append(part)
+        return self
+
+    def run(self) -> list[CaseResult]:
+        part = self.parts[-1]
+        found = []
+        for key, ratios in self.ratios.items():
+            if part.only is not None and key not in part.only:
+                continue
+            prior = part.prior.get(key)
+            result = prior.carried() if prior is not None else CaseResult(key)
+            target = part.targets.get(key, part.rounds or self.question.max_rounds)
+            while result.rounds < min(target, len(ratios)) and not result.decided:
+                result.b.append(ratios[result.rounds])
+                result.a.append(1.0)
+                result.seconds += self.seconds_per_round
+                result.decision = self.question.decide(result.a, result.b)
+            found.append(result)
+        return found
+
+
+def test_a_budget_screens_every_case_then_gives_rounds_only_to_the_open_ones() -> None:
+    """A plain 2x change is decided at the screening's 3 rounds; an A/A case (ratios about 1, spread 0.03)
+    is not, and the next part is for it alone, up to the look its estimate names; it is decided there."""
+    question = Question(1.10, 30)
+    aa = [1.02, 0.97, 1.01, 0.99, 1.03, 0.98, 1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    planted = Planted({"big": [2.0, 2.02, 1.98, 2.0], "aa": aa}, 1.0, question)
+    spent = run_parts(planted, question, budget=600.0, say=lambda line: None)
+    first, second = planted.parts[0], planted.parts[1]
+    assert first.rounds == 3 and first.only is None
+    assert list(second.only or []) == ["aa"] and second.targets["aa"] > 3
+    assert spent.results["big"].rounds == 3 and spent.results["big"].decision.verdict == "regressed"
+    assert spent.results["aa"].decided and spent.results["aa"].decision.verdict == "unchanged"
+    assert spent.parts == 2 and spent.undecided() == []
+    assert spent.lines()[1].startswith("budget: 10.0 min, used 0.0 min in 2 parts; every case decided")
+
+
+def test_without_a_budget_a_comparison_is_one_part_of_every_case_until_decided() -> None:
+    question = Question(1.10, 30)
+    planted = Planted({"big": [2.0, 2.02, 1.98, 2.0]}, 1.0, question)
+    spent = run_parts(planted, question, budget=None, say=lambda line: None)
+    assert len(planted.parts) == 1 and planted.parts[0].rounds is None and spent.budget is None
+    assert len(spent.lines()) == 1
+
+
+def test_what_a_spent_budget_left_undecided_is_listed_with_its_interval() -> None:
+    """A case that cannot be decided (spread 0.3 at a 1.1x) stays open and is named with its interval."""
+    question = Question(1.10, 8)
+    noisy = [1.5, 0.8, 1.1, 1.45, 0.85, 1.3, 0.9, 1.2]
+    planted = Planted({"noisy": noisy}, 1.0, question)
+    spent = run_parts(planted, question, budget=600.0, say=lambda line: None)
+    assert [r.key for r in spent.undecided()] == ["noisy"]
+    listed = spent.lines()[-1]
+    assert listed.startswith("  undecided: noisy: ") and "rounds" in listed and "(" in listed
+
+
+def test_no_part_starts_when_the_budget_left_would_not_cover_its_start_up() -> None:
+    question = Question(1.10, 30)
+    planted = Planted({"aa": [1.02, 0.97, 1.01, 0.99, 1.03]}, 1.0, question, startup=math.inf)
+    spent = run_parts(planted, question, budget=60.0, say=lambda line: None)
+    assert spent.parts == 1 and [r.key for r in spent.undecided()] == ["aa"]
+
+
+def test_spent_steps_add_up_for_a_bisection() -> None:
+    one, two = Spent(parts=1, wall=10.0, startup=4.0), Spent(parts=2, wall=20.0, startup=6.0)
+    one.add(two)
+    assert (one.parts, one.wall, one.startup) == (3, 30.0, 10.0)
