@@ -35,7 +35,7 @@ def load(part: int, delay: float = DELAY_S, rows: int = ROWS) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def query(frame):  # type: ignore[no-untyped-def]
+def query(frame):
     """The reporter's shape: a filter on three columns, an assign, a groupby-sum (pandas or Dask)."""
     frame = frame[(frame.a > 10) & (frame.b < 0.9) & (frame.c > 0.1)]
     frame = frame.assign(g=frame.e * (1 - frame.f))
