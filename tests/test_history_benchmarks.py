@@ -9,6 +9,11 @@ import json
 import re
 from pathlib import Path
 
+from packaging.version import Version
+
+from ci.history_bisect import REGRESSIONS
+from daskbench import catalog
+from daskbench.cli import build_parser
 from tests.helpers import daskbench_cli, run_pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,3 +62,17 @@ def test_the_history_benchmarks_pass_at_tiny_and_their_client_memory_is_stored_a
     assert len(rows) == len(FILES)
     for row in rows:
         assert row["client_peak_memory_bytes"] >= row["client_peak_memory_above_idle_bytes"] >= 0, row["workload"]
+
+
+def test_ci_history_bisect_bisects_each_history_benchmark_with_a_command_bisect_accepts() -> None:
+    """One bisection per file, between pinned ends whose other pins agree, the release it should name after
+    good and at most bad, a declared metric, and a command line that ``daskbench bisect`` parses."""
+    assert sorted(r.benchmark for r in REGRESSIONS) == sorted(path.name for path in FILES)
+    for regression in REGRESSIONS:
+        assert Version(regression.good) < Version(regression.expected) <= Version(regression.bad), regression
+        assert regression.metric in catalog.names(), regression
+        command = regression.command("history-test", "sqlite:///x.db")
+        parsed = build_parser().parse_args(command[command.index("bisect") :])
+        good, bad = (dict(pin.split("==") for pin in end.split(",")) for end in (parsed.good, parsed.bad))
+        assert {name for name in good if good[name] != bad.get(name)} == {"dask", "distributed"}, regression
+        assert (HISTORY / regression.benchmark).is_file() and regression.benchmark in " ".join(parsed.pytest_args)
