@@ -7,8 +7,9 @@ https://github.com/dask/dask/issues/12020: ``da.ones((25000, 72, 2000, 2000, 50)
 
 Nothing is computed: the graph is built in the client, so the measured callable builds the masked array
 and returns its shape and chunking (not a collection), and the whole build is the timed compute phase;
-``client_peak_memory_above_idle_bytes`` is the memory it took. The sliced range is shorter than the
-issue's 4000 (the memory grows linearly with it).
+``client_peak_memory_bytes`` is the memory it took: repeated in one process (a lockstep session's rounds),
+the peak stays put while the rise above idle shrinks, the process keeping part of the previous build's
+memory. The sliced range is shorter than the issue's 4000 (the memory grows linearly with it).
 """
 
 import dask.array as da

@@ -1,10 +1,10 @@
 """xarray's resample of a Dask-backed series with a long time gap: graph construction (dask/dask#11693).
 
 https://github.com/dask/dask/issues/11693: ``resample(time="1h").sum()`` of a chunked 2000-point series
-with a 3000-day gap took 550 ms on dask 2024.8.0, about 2x the eager 2.4 ms on 2024.7.1: the result got
-one chunk per hourly bin (72 001 here) where it had two. Good: dask 2024.7.1 (and 2024.6.0). Bad: dask
-2024.8.0; 2024.9.0 made it about 2.5x worse again, so a bisection from 2024.6.0 names 2024.8.0 and one from
-2024.8.2 names 2024.9.0. Both sides need the same xarray (2024.10.0 was used) and no flox.
+with a 3000-day gap took 550 ms on dask 2024.8.0, where on 2024.7.1 it took about twice the eager 2.4 ms:
+the result got one chunk per hourly bin (72 001 there) where it had two. Good: dask 2024.7.1 (and 2024.6.0).
+Bad: dask 2024.8.0; 2024.9.0 made it about 2.5x worse again, so a bisection from 2024.6.0 names 2024.8.0 and
+one from 2024.8.2 names 2024.9.0. Both sides need the same xarray (2024.10.0 was used) and no flox.
 
 The gap is 300 days (7 201 bins) instead of the issue's 3000: the bad release is then about 15x slower
 rather than 60x, and one measurement takes seconds rather than minutes. One resample takes 30-50 ms at
