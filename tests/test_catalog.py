@@ -69,14 +69,15 @@ def test_array_sum(measure):
 
 
 def test_built_in_metrics_are_each_declared_once_with_sane_defaults() -> None:
-    """Time, memory above idle (workers' and the client's) and cost are compared by default; every declaration
-    has a floor >= 1 and a unit, and a fallback names a declared metric of the same unit."""
+    """Time, memory above idle (workers' and the client's), the client's peak and cost are compared by default;
+    every declaration has a floor >= 1 and a unit, and a fallback names a declared metric of the same unit."""
     compared = (
         "runtime_s",
         "peak_memory_above_idle_bytes",
         "peak_worker_memory_above_idle_bytes",
         "cost_usd",
         "client_peak_memory_above_idle_bytes",
+        "client_peak_memory_bytes",
     )
     assert catalog.compared() == compared
     assert len(set(catalog.names())) == len(catalog.names())
