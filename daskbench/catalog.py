@@ -189,6 +189,16 @@ declare(Metric("peak_worker_memory_above_idle_bytes", "bytes", "memory", "Peak m
                min_change=MIN_MEMORY_CHANGE))
 declare(Metric("cost_usd", "usd", "cost", "Cost", "cost", "dearer", "cheaper", compared=True, noise=0.15,
                shown=True))
+# The client process (where graphs are built; a local cluster's scheduler too), judged above its RSS
+# when the window opens, as workers are: the session's earlier imports and cases are not the work's.
+declare(Metric("client_peak_memory_above_idle_bytes", "bytes", "memory", "Peak client memory above idle",
+               "client peak above idle", "more client memory", "less client memory", compared=True, noise=0.10,
+               integer=True, shown=True, min_change=MIN_MEMORY_CHANGE))
+# Compared too: a build repeated in one process (a lockstep session's rounds) rises less above idle each time,
+# the process keeping part of the last build's memory, while its peak stays put (dask/dask#12020's bisection).
+declare(Metric("client_peak_memory_bytes", "bytes", "memory", "Peak client memory", "client peak",
+               "more client memory", "less client memory", compared=True, noise=0.03, integer=True,
+               min_change=MIN_MEMORY_CHANGE))
 declare(Metric("peak_memory_bytes", "bytes", "memory", "Peak cluster memory", "peak memory",
                "more memory", "less memory", noise=0.03, integer=True, min_change=MIN_MEMORY_CHANGE))
 declare(Metric("peak_worker_memory_bytes", "bytes", "memory", "Peak memory of one worker", "per-worker peak",

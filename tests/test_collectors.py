@@ -10,10 +10,12 @@ import pytest
 from daskbench.clusters.address import HARNESS_PLUGIN_PREFIX
 from daskbench.metrics import breakdown, collectors, memory, probe, taskmemory
 from daskbench.metrics.breakdown import BreakdownCollector
+from daskbench.metrics.clientmemory import ClientMemoryCollector
 from daskbench.metrics.collectors import Collected, Collector, Window
 from daskbench.metrics.memory import MemorySummary
 from daskbench.model import Case, ClusterSpec, TaskMemory
 from daskbench.plugin.measuring import classify
+from tests.helpers import MIB, wait_for
 
 CLIENT = object()  # the planted collectors never use the client
 TASK = TaskMemory("sum", tasks=4, peak_bytes=100, p95_bytes=90)
@@ -188,3 +190,16 @@ def test_the_speed_probe_brackets_the_compute_phase_and_scales_the_runtime(monke
 
 def test_the_probe_is_fixed_cpu_work_of_tens_of_milliseconds() -> None:
     assert 0.001 < probe.probe_seconds() < 1.0
+
+
+def test_the_client_memory_collector_keeps_the_peak_of_what_this_process_allocated_in_its_window() -> None:
+    """100 MiB written (so resident) and freed again inside the window: the sampling thread saw the peak,
+    and the peak above idle is those 100 MiB (within what the interpreter itself moved)."""
+    collector = ClientMemoryCollector(interval=0.005)
+    collector.start(CLIENT)
+    block = b"\x01" * (100 * MIB)
+    wait_for(lambda: collector.peak - collector.idle >= 100 * MIB, "the sampler to see the block")
+    del block
+    found = collector.stop(CLIENT)
+    assert 100 * MIB <= found["client_peak_memory_above_idle_bytes"] < 120 * MIB
+    assert found["client_peak_memory_bytes"] - found["client_peak_memory_above_idle_bytes"] == collector.idle

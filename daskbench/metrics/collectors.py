@@ -5,7 +5,7 @@ before the compute phase, and ``stop(client)``, called right after it. ``stop`` 
 `Collected` (declared metric values by name, ``extra`` entries, per-task memory records,
 a memory timeline) or a plain ``{metric: value}`` mapping, read as ``Collected(metrics=...)``.
 `daskbench.plugin.measuring.Measurer` starts them in order (counters, the registered ones, the time
-breakdown, ``--task-memory``, the nanny memory sampler), stops them in reverse order and
+breakdown, ``--task-memory``, the client's memory, the nanny memory sampler), stops them in reverse order and
 merges what they return; a registered one is added here::
 
     from daskbench import catalog

@@ -26,6 +26,7 @@ from daskbench.clusters.forkserver import import_all
 from daskbench.deadline import within
 from daskbench.metrics import collectors
 from daskbench.metrics.breakdown import BreakdownCollector
+from daskbench.metrics.clientmemory import ClientMemoryCollector
 from daskbench.metrics.collectors import Collected
 from daskbench.metrics.cost import PriceTable, estimate
 from daskbench.metrics.counters import CounterCollector
@@ -221,7 +222,7 @@ class Measurer:
     def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
         """One measurement's collectors in start order: the CPU speed probe (outermost, so its
         readings bracket everything else), counters, the registered ones, the time breakdown,
-        ``--task-memory``, the memory sampler (started last, stopped first)."""
+        ``--task-memory``, this process's memory, the memory sampler (started last, stopped first)."""
         per_task: list[collectors.Collector] = [TaskMemoryCollector()] if self.task_memory else []
         return [
             SpeedProbe(window),
@@ -229,6 +230,7 @@ class Measurer:
             *collectors.create(),
             BreakdownCollector(window),
             *per_task,
+            ClientMemoryCollector(),
             self.memory,
         ]
 
