@@ -91,6 +91,19 @@ def test_a_side_whose_session_fails_at_start_is_one_line_with_its_words_and_log_
     assert _no_runs(db)
 
 
+def test_ab_where_there_is_no_benchmark_says_where_to_run_it(tmp_path: Path) -> None:
+    """A folder with no benchmark (pytest exit 5 on a side): one line saying to run it where the benchmarks
+    are or to name them after --, not only pytest's exit code."""
+    db = tmp_path / "none.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5",
+         *LOCKSTEP_SESSION], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (line,) = _errors(done.stderr)
+    assert "session found no benchmark to measure (pytest exit 5)" in line and "name them after --" in line, line
+
+
 # -- a side killed, ab interrupted, ab killed ------------------------------------------------------------
 
 
@@ -162,19 +175,22 @@ def test_a_side_killed_mid_comparison_is_one_line_and_what_was_measured_stays_ju
     assert judged.returncode == 2 and judged.stderr.count("\n") == 1 and "no complete round" in judged.stderr
 
 
-def test_ctrl_c_of_ab_stops_both_sides_and_both_runs_read_interrupted(bench_folder: Path) -> None:
-    """SIGINT to ``ab`` (Ctrl-C): exit 130 with the hint, both sessions stopped as pytest stops on Ctrl-C, so
-    both runs read ``interrupted`` (never running, never crashed), what was measured stays, no process left."""
-    db = bench_folder / "ctrl-c.db"
-    ab = _ab(bench_folder, db, "ctrlc")
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_of_ab_stops_both_sides_and_both_runs_read_interrupted(bench_folder: Path, sent: int) -> None:
+    """SIGINT to ``ab`` (Ctrl-C), or SIGTERM (a cancelled CI job, ``kill PID``): exit 130 with the hint, both
+    sessions stopped as pytest stops on Ctrl-C, so both runs read ``interrupted`` (never running, never
+    crashed), what was measured stays, no process left."""
+    group = f"stop{int(sent)}"
+    db = bench_folder / f"{group}.db"
+    ab = _ab(bench_folder, db, group)
     wait_for(lambda: _stored(db) >= 4, "four measurements stored", within=300)
     everything = _descendants(ab)
-    ab.send_signal(signal.SIGINT)
+    ab.send_signal(sent)
     _, err = ab.communicate(timeout=300)
-    assert ab.returncode in (130, -signal.SIGINT) and "daskbench compare --group ctrlc" in err, err[-3000:]
+    assert ab.returncode == 130 and f"daskbench compare --group {group}" in err, err[-3000:]
     assert "Traceback" not in err
     wait_for(_gone(everything), "no process of either side left", within=60)
-    assert _statuses(db, "ctrlc") == {"A": runstatus.INTERRUPTED, "B": runstatus.INTERRUPTED}
+    assert _statuses(db, group) == {"A": runstatus.INTERRUPTED, "B": runstatus.INTERRUPTED}
     assert _stored(db) >= 4
 
 

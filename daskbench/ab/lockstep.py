@@ -43,6 +43,9 @@ from daskbench.text import first_few, plural
 CONNECT_SECONDS = 600.0
 
 
+#: pytest's exit code when it collected no test (``pytest.ExitCode.NO_TESTS_COLLECTED``).
+NO_TESTS_COLLECTED = 5
+
 @dataclass
 class Link:
     """One side's connection, read a message at a time with one message of lookahead."""
@@ -206,6 +209,11 @@ class Lockstep:
         for name, child in self.children.items():
             if child.poll() is not None:
                 log = self.log_dir / f"{name}.log"
+                if child.returncode == NO_TESTS_COLLECTED:
+                    raise DaskbenchError(
+                        f"side {name}'s session found no benchmark to measure (pytest exit 5): run it in the "
+                        f"folder that holds your benchmarks, or name them after --; its log: {log}"
+                    )
                 raise DaskbenchError(
                     f"side {name}'s session ended before it could measure ({ended(child.returncode)}: "
                     f"{log_cause(log)}); its log: {log}"

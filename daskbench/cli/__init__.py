@@ -19,6 +19,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from daskbench.cli.common import (
@@ -74,8 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     line `config.shown_message` (secrets hidden)."""
     given = sys.argv[1:] if argv is None else list(argv)
     module = COMMAND_MODULES.get(given[0]) if given else None
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)  # a CI job cancelled, `kill PID`: stopped as Ctrl-C stops it
     with inert_output():
         return _run(build_parser([module] if module else None).parse_args(given))
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM: what a Ctrl-C does (sessions and clusters this command started are stopped, exit 130)."""
+    raise KeyboardInterrupt
 
 
 def _run(args: argparse.Namespace) -> int:
