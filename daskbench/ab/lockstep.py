@@ -46,6 +46,7 @@ CONNECT_SECONDS = 600.0
 #: pytest's exit code when it collected no test (``pytest.ExitCode.NO_TESTS_COLLECTED``).
 NO_TESTS_COLLECTED = 5
 
+
 @dataclass
 class Link:
     """One side's connection, read a message at a time with one message of lookahead."""
