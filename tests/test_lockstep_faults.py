@@ -285,3 +285,18 @@ def test_a_side_that_reports_a_runtime_that_is_no_time_ends_that_case_unjudged(t
     lockstep, said = _lockstep(tmp_path, scripts, stay=0.5)
     (result,) = lockstep.run()
     assert result.failed and result.a == [] and "measured no runtime_s" in result.stopped, said
+
+
+def test_a_session_whose_controller_went_away_measures_nothing_more_without_an_error() -> None:
+    """``ab`` killed: the session's next write meets a closed socket (BrokenPipeError before); every turn from
+    then on is "no", so its remaining tests end quietly instead of erroring one by one."""
+    import socket
+
+    from daskbench.ab.turns import Turns
+
+    ours, theirs = socket.socketpair()
+    theirs.close()
+    turns = Turns("A", ours.makefile("rw", encoding="utf-8", buffering=1))
+    assert turns.wait("bench.py::test_x[]#0", 0) is False
+    assert turns.wait("bench.py::test_x[]#0", 1) is False and turns.gone
+    ours.close()

@@ -62,6 +62,7 @@ class Turns:
 
     side: str
     stream: Any  # a socket file, line-buffered in both directions
+    gone: bool = False  # the controller went away: every turn from now on is "no"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Turns | None:
@@ -102,11 +103,21 @@ class Turns:
         )
 
     def _send(self, message: Mapping[str, Any]) -> None:
-        self.stream.write(json.dumps(message) + "\n")
-        self.stream.flush()
+        if self.gone:
+            return
+        try:
+            self.stream.write(json.dumps(message) + "\n")
+            self.stream.flush()
+        except OSError:  # the controller went away (killed): nothing more to measure in lockstep
+            self.gone = True
 
     def _receive(self) -> dict[str, Any]:
-        line = self.stream.readline()
+        if self.gone:
+            return {}
+        try:
+            line = self.stream.readline()
+        except OSError:
+            line = ""
         if not line:  # the controller went away: nothing more to measure in lockstep
             return {}
         found = json.loads(line)
