@@ -88,34 +88,21 @@ def broken_middle(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None)
     return root, _checkout(root, slow_from=5, count=6, broken=3)
 
 
-def test_a_middle_commit_that_does_not_build_is_one_line_naming_it_and_step_0_is_kept(
+def test_a_middle_commit_that_does_not_build_is_said_once_skipped_and_the_culprit_still_named(
     broken_middle: tuple[Path, list[str]],
 ) -> None:
-    """Exit 2 and one line naming the commit and the installer's own error, no traceback; step 0 (the bad
-    end, measured before) stays stored, so ``--resume`` can carry on once the commit is dealt with."""
-    root, commits = broken_middle
-    done = _bisect(root, "--good", commits[0], "--bad", "main", "--group", "broken")
-    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert commits[3][:10] in line and "pyproject" in line.lower(), line
-    assert _tagged_steps(root, "broken") == {"0"}
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="a commit that does not build stops the bisection (exit 2); skipping it as git bisect skip does "
-    "needs the binary search in ab/bisect.py (the lead's) to step around it and name a range when it must",
-)
-def test_a_middle_commit_that_does_not_build_is_skipped_and_the_culprit_still_named(
-    broken_middle: tuple[Path, list[str]],
-) -> None:
-    """The unbuildable commit is said once and skipped, its neighbour measured instead; the planted commit
-    is still named, exit 1."""
+    """The unbuildable commit (the first middle step) is said once, naming it and the installer's own words,
+    and skipped as ``git bisect skip`` does: its neighbour is measured instead, and the planted commit is
+    still named (exit 1), no traceback; the skipped commit measured nothing."""
     root, commits = broken_middle
     done = _bisect(root, "--good", commits[0], "--bad", "main", "--group", "skips")
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
-    assert f"first bad commit: {commits[5]}" in done.stdout and "does not build" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    said = [line for line in done.stdout.splitlines() if "does not build, skipped" in line]
+    assert len(said) == 1 and commits[3][:10] in said[0], done.stdout
+    assert f"first bad commit: {commits[5]}" in done.stdout
+    steps = _tagged_steps(root, "skips")
+    assert "0" in steps and len(steps) >= 3, steps
 
 
 def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_the_culprit(
@@ -149,3 +136,21 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
     assert "--resume early" not in err and "daskbench bisect --group early" in err, err[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "skipped", "expected"),
+    [
+        (-1, 5, set(), 2),  # the midpoint
+        (-1, 5, {2}, 1),  # the untried index nearest to it, the lower first on a tie
+        (-1, 5, {1, 2}, 3),
+        (1, 4, {2, 3}, None),  # every candidate between skipped: the first bad is one of them or high
+        (3, 4, set(), None),  # adjacent: found
+    ],
+)
+def test_the_next_step_steps_around_the_candidates_that_did_not_build(
+    low: int, high: int, skipped: set[int], expected: int | None
+) -> None:
+    from daskbench.ab.bisect import _middle
+
+    assert _middle(low, high, skipped) == expected

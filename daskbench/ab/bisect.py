@@ -84,6 +84,8 @@ class Outcome:
     kind: str
     step: Step
     candidate: Candidate | None = None
+    #: Candidates just before the culprit that did not build: the first bad one may be any of them.
+    unbuilt: tuple[Candidate, ...] = ()
 
 
 # -- judging a step ---------------------------------------------------------------------------
@@ -227,15 +229,35 @@ class Bisection:
             return Outcome("none", first)
         self._hunt(first)
         low, high = -1, len(plan.candidates) - 1
-        while high - low > 1:
-            middle = (low + high) // 2
-            step = self._step(plan.candidates[middle], good)
+        skipped: set[int] = set()
+        while (middle := _middle(low, high, skipped)) is not None:
+            candidate = plan.candidates[middle]
+            if not self._buildable(candidate):
+                skipped.add(middle)
+                continue
+            step = self._step(candidate, good)
             if not step.decided:
                 return Outcome("undecided", step)
             low, high = (low, middle) if step.bad else (middle, high)
             self.show(f"  first bad is now {_range(plan, low, high)}")
         culprit = plan.candidates[high]
-        return Outcome("culprit", self.done[culprit.label()], culprit)
+        unbuilt = tuple(plan.candidates[i] for i in sorted(skipped) if low < i < high)
+        return Outcome("culprit", self.done[culprit.label()], culprit, unbuilt)
+
+    def _buildable(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` can be measured: its environment built (or its step stored already). One
+        that does not install (a commit that does not build, a release the index lacks) is said once and
+        skipped, as ``git bisect skip`` does; a fault of the machine (a full disk) still stops the bisection."""
+        kept = self.stored.get(candidate.label())
+        if kept is not None and kept.decided:
+            return True
+        try:
+            self.python_of(candidate)
+        except envs.InstallFailed as error:
+            for part in wrap_line(f"  {candidate.describe()} does not build, skipped: {error}", indent="    "):
+                self.show(part)
+            return False
+        return True
 
     def _hunt(self, first: Step) -> None:
         """What the later steps are asked, from what step 0 measured of the bad end: like it or like the good
@@ -373,6 +395,14 @@ def step_line(step: Step, *, stored: bool = False) -> str:
     return f"{line}{kept}\n{cases}"
 
 
+def _middle(low: int, high: int, skipped: set[int]) -> int | None:
+    """The next index to measure between ``low`` and ``high`` (both excluded): the midpoint, else the
+    untried index nearest to it (the skipped ones built nothing to measure); None when none is left."""
+    middle = (low + high) // 2
+    around = sorted(range(low + 1, high), key=lambda i: (abs(i - middle), i))
+    return next((i for i in around if i not in skipped), None)
+
+
 def _range(plan: BisectPlan, low: int, high: int) -> str:
     """Where the first bad candidate can still be: ``1.4 .. 1.5`` or just ``1.5``."""
     first, last = plan.candidates[low + 1], plan.candidates[high]
@@ -406,9 +436,14 @@ def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
         f"{plural(step.rounds, 'round')}"
     )
     command = f"(daskbench compare --group {step.group})"
+    unbuilt = (
+        [f"  or one of {', '.join(c.label() for c in outcome.unbuilt)} just before it, which did not build"]
+        if outcome.unbuilt
+        else []
+    )
     if len(evidence) + 1 + len(command) > WIDTH:  # the command whole on a line of its own, to copy
-        return [_culprit_line(outcome.candidate), evidence, f"    {command}"]
-    return [_culprit_line(outcome.candidate), f"{evidence} {command}"]
+        return [_culprit_line(outcome.candidate), *unbuilt, evidence, f"    {command}"]
+    return [_culprit_line(outcome.candidate), *unbuilt, f"{evidence} {command}"]
 
 
 def _culprit_line(candidate: Candidate) -> str:

@@ -349,7 +349,7 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
             f"stopped (is the index answering? its output: {job.log})"
         )
     if done.returncode != 0:
-        raise DaskbenchError(failure_line(done.stdout + done.stderr, job, what))
+        raise InstallFailed(failure_line(done.stdout + done.stderr, job, what))
 
 
 def failure_line(output: str, job: Build, what: str) -> str:
@@ -408,6 +408,11 @@ def overlay_of(folder: Path, site_packages: str) -> None:
 
 
 # -- the check --------------------------------------------------------------------------------
+
+
+class InstallFailed(DaskbenchError):
+    """The installer refused what was asked (a version the index lacks, a source tree that does not build):
+    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this)."""
 
 
 class BrokenEnvironment(DaskbenchError):
