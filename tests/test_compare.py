@@ -743,3 +743,22 @@ def test_memory_needs_less_history_than_time_to_be_called_unchanged(store: Store
     kinds = {v.metric: v.verdict for v in compare_runs(store, baseline=base.run_id).verdicts}
     assert kinds["peak_memory_above_idle_bytes"] == "unchanged"
     assert kinds["runtime_s"] == "inconclusive"
+
+
+def test_an_ab_group_asked_about_a_metric_not_compared_by_default_judges_it_too(tmp_path: Path) -> None:
+    """A lockstep group run with ``--metric task_cpu_s`` (tagged ``ab_metric``; bisect and confirm judge
+    their steps by it): compare_group gives that metric a verdict though it is not among the compared
+    ones, so a step is never 'no case measured on both sides with task_cpu_s'."""
+    from daskbench.judge.compare import compare_group
+
+    store = Store(f"sqlite:///{tmp_path / 'metric.db'}")
+    case = make_case("wordcount")
+    store.add_case(case)
+    tags = {"ab_group": "g", "ab_round": "0", "ab_mode": "lockstep", "ab_max_rounds": "30", "ab_metric": "task_cpu_s"}
+    a = add_run(store, 0, label="g-A1", tags={**tags, "ab_side": "A"})
+    b = add_run(store, 1, label="g-B1", tags={**tags, "ab_side": "B"})
+    for repeat in range(8):
+        store.add_measurement(make_measurement(a, case, repeat, task_cpu_s=1.0 + 0.01 * (repeat % 3)))
+        store.add_measurement(make_measurement(b, case, repeat, task_cpu_s=2.0 + 0.01 * (repeat % 2)))
+    found = {v.metric: v.verdict for v in compare_group(store, "g").verdicts}
+    assert found["task_cpu_s"] == "regressed" and "runtime_s" in found

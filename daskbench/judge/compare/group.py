@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import sequential, stats
 from daskbench.judge.compare.comparison import Against, finish
@@ -53,8 +54,10 @@ def compare_group(
             f"no complete round of A/B group {group!r} in {store.display_url}; list groups with: daskbench runs "
             "(column tags), or run one with: daskbench ab"
         )
-    rules = Rules(merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss)
     by_side = {side: [sides[side] for sides in rounds.values()] for side in ("A", "B")}
+    asked = by_side["A"][-1].tags.get("ab_metric", "")  # --metric: judged even when not compared by default
+    also = (asked,) if catalog.is_declared(asked) else ()
+    rules = Rules(merge_floors(floors), stats.Z_THRESHOLD, stats.MIN_HISTORY, include_worker_loss, also)
     ms = {run.run_id: store.measurements([run.run_id]) for runs in by_side.values() for run in runs}
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
     a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))

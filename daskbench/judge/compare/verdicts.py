@@ -58,6 +58,7 @@ class Rules:
     z_threshold: float
     min_history: int
     include_worker_loss: bool = False  # judge worker-lost measurements as the workload's failures
+    also: tuple[str, ...] = ()  # metrics judged besides the compared ones (an A/B group's --metric)
 
     @classmethod
     def of_selection(cls, selection: Selection) -> Rules:
@@ -184,9 +185,10 @@ def _failure(failed: list[Measurement], total: int) -> str:
 
 
 def metric_verdicts(of: StoredCase, values: SideValues, decide: Decide, rules: Rules, note: str) -> list[Verdict]:
-    """One verdict per compared metric that has values on either side."""
+    """One verdict per compared metric (and each of ``rules.also``) that has values on either side."""
     verdicts = []
-    for metric in catalog.compared():
+    compared = catalog.compared()
+    for metric in [*compared, *(name for name in rules.also if name not in compared)]:
         base, cand, judged = _values_or_fallback(metric, values)
         if not base and not cand:
             continue
