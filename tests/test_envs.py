@@ -450,3 +450,16 @@ def test_a_commit_exported_into_a_read_only_cache_names_the_variable_that_chose_
     monkeypatch.setenv(envs.CACHE_ENV, str(view / "envs"))
     with pytest.raises(DaskbenchError, match=r"^DASKBENCH_ENV_CACHE .*: cannot write in .*\(Read-only file system\)"):
         envs.exported(repo, ids[1])
+
+
+def test_a_stale_egg_info_in_the_working_folder_does_not_hide_how_daskbench_is_installed(tmp_path: Path) -> None:
+    """Python run from a checkout finds the checkout's ``daskbench.egg-info`` (left by a setuptools build)
+    before the installed distribution; it holds no install record, and environments then asked the index
+    for ``daskbench==0.1.0``. The installed distribution's record is the one used."""
+    info = tmp_path / "daskbench.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: daskbench\nVersion: 0.1.0\n")
+    code = "from daskbench.envs.specs import daskbench_requirement; print(daskbench_requirement())"
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    there = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert there.stdout == here, (there.stdout, here)

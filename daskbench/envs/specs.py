@@ -163,15 +163,21 @@ def daskbench_requirement() -> tuple[str, ...]:
 def install_record(fix: str) -> tuple[Mapping[str, object] | None, str]:
     """This daskbench's PEP 610 install record (``direct_url.json``; None: from an index) and version;
     ``fix`` ends the one line said when daskbench is not installed as a package."""
-    try:
-        dist = metadata.distribution("daskbench")
-    except metadata.PackageNotFoundError:
-        raise DaskbenchError(f"daskbench is not installed as a package here, {fix}") from None
+    # A checkout's own daskbench.egg-info (left by a setuptools build) is found first when python runs from
+    # the checkout, and holds no install record: the installed distribution's record is the one meant.
+    found = list(metadata.distributions(name="daskbench"))
+    if not found:
+        raise DaskbenchError(f"daskbench is not installed as a package here, {fix}")
+    records = [(_record(dist), dist.version) for dist in found]
+    return next((pair for pair in records if pair[0] is not None), records[0])
+
+
+def _record(dist: metadata.Distribution) -> Mapping[str, object] | None:
     try:
         record = json.loads(dist.read_text("direct_url.json") or "null")
     except ValueError:
         record = None
-    return (record if isinstance(record, Mapping) else None), dist.version
+    return record if isinstance(record, Mapping) else None
 
 
 def requirement_from_record(
