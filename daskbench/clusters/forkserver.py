@@ -77,9 +77,9 @@ def preload(loaded: Iterable[str]) -> list[str]:
 def use_forkserver(loaded: Iterable[str]) -> str:
     """Make the nannies this process starts fork their workers from a preloading server, where this
     distributed can; returns the method the workers will be started with (``forkserver`` or ``spawn``)."""
-    import dask
-
     import multiprocessing
+
+    import dask
 
     utils = importlib.import_module("distributed.utils")
     possible = hasattr(utils, "get_mp_context") and "forkserver" in multiprocessing.get_all_start_methods()
