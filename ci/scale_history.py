@@ -302,7 +302,7 @@ def browser_times(report: Path) -> tuple[float, float, int]:
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))
         began = time.perf_counter()
-        page.goto(report.as_uri(), wait_until="domcontentloaded", timeout=600_000)
+        page.goto(report.resolve().as_uri(), wait_until="domcontentloaded", timeout=600_000)
         page.wait_for_selector("#verdict-table", timeout=600_000)
         page.wait_for_function(PAINTED, timeout=600_000)
         usable = page.evaluate(PAINTED) / 1000  # the first paint, from the navigation's start
