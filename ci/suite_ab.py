@@ -279,7 +279,8 @@ def _runtime_verdicts(db: str) -> list[dict[str, object]]:
     for v in compare_group(store, group).verdicts:
         if v.metric != "runtime_s":
             continue
-        planted = v.workload == "tree_sum_std" and math.isinf(v.cluster.worker_saturation) and v.cluster.n_workers == 1
+        saturation = float(v.cluster.get("worker_saturation") or 0)
+        planted = v.workload == "tree_sum_std" and math.isinf(saturation) and v.cluster.get("n_workers") == 1
         found.append({"test": case_label(v.workload, v.params, v.cluster), "verdict": v.verdict, "planted": planted})
     return found
 

@@ -13,19 +13,23 @@ import pytest
 from daskbench.clusters.forkserver import ON_WORKERS, preload
 
 PROBE = r"""
-import json, os, sys
-import numpy, pandas  # the client has them, as a benchmark session does
+import importlib, json, os, sys
+for name in os.environ.get("PROBE_IMPORTS", "numpy,pandas").split(","):
+    importlib.import_module(name)  # what the client has, as a benchmark session does
 from daskbench.clusters import open_cluster
+from daskbench.clusters.forkserver import LIBRARIES
 from daskbench.model import ClusterSpec
 
 if __name__ == "__main__":
     cluster = open_cluster(ClusterSpec("local", 1, 1, 2**30, 1.1), {}, 120)
     client = cluster.client
+    wanted = [name for name in LIBRARIES if name in sys.modules]  # what the warm-up would import
 
     def facts():
         import multiprocessing, os, sys
         return {"ppid": os.getppid(), "pid": os.getpid(), "omp": os.environ.get("OMP_NUM_THREADS"),
-                "pandas": "pandas" in sys.modules, "hashseed": os.environ.get("PYTHONHASHSEED")}
+                "pandas": "pandas" in sys.modules, "hashseed": os.environ.get("PYTHONHASHSEED"),
+                "missing": [name for name in wanted if name not in sys.modules]}
 
     seen = []
     for _ in range(2):
@@ -55,6 +59,16 @@ def test_a_local_clusters_restarted_workers_are_forked_from_a_server_with_the_li
     assert first["ppid"] == second["ppid"] != found["client"], "forked by the server, not by the nanny's process"
     assert all(w["pandas"] for w in found["workers"]), "pandas was imported by the server, not by each worker"
     assert all(w["omp"] == "1" and w["hashseed"] for w in found["workers"]), "the nanny's pre-spawn environment"
+
+
+def test_a_forked_worker_has_every_library_the_client_has_once_the_cluster_started() -> None:
+    """A session of dask.delayed benchmarks (the calibration): its client has dask and pytest, and starting the cluster makes
+    distributed import its optional packages (pandas, pyarrow) in the client too: the warm-up asks every
+    fresh worker for all of them, so the server has them all, and a warm-up imports nothing."""
+    found = probe(PROBE_IMPORTS="dask,pytest")
+    assert found["method"] == "forkserver"
+    assert all(w["missing"] == [] for w in found["workers"]), found["workers"]
+    assert all(w["pandas"] for w in found["workers"]), "loaded by distributed in the client, so preloaded"
 
 
 def test_daskbench_worker_start_spawn_keeps_dasks_default() -> None:

@@ -71,7 +71,7 @@ def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open
     """--budget 4m: part 1 screens both cases for 3 rounds each (6 measurements a side); the cases not decided
     there get later parts of their own (the steady A/A pair needs more rounds to show it is within 10%), until
     both are decided: sleepy 1.5x slower regressed, steady unchanged. The closing lines say what the rounds
-    cost and what the budget bought; a later part's runs are the group's next part (budget-A2, budget-B2)."""
+    cost and what the budget bought; round lines name each case as pytest does; a later part's runs are the group's next part (budget-A2, budget-B2)."""
     db = f"sqlite:///{bench_folder / 'budget.db'}"
     done = run_ab(bench_folder, db, "--group", "budget", "--budget", "4m", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5",
                   *LOCKSTEP_SESSION)  # fmt: skip
@@ -83,6 +83,7 @@ def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open
     assert {"budget-A1", "budget-B1", "budget-A2", "budget-B2"} <= set(runs)
     assert len(store.measurements([runs["budget-A1"].run_id])) == 6, "the screening: 3 rounds of each case"
     assert "ab: part 2: " in done.stderr and "closest to deciding first" in done.stderr
+    assert "ab: test_steady[sat=inf-workers=1] round 1: B/A " in done.stderr, "cases named as pytest names them"
     assert "budget: 4.0 min, used " in done.stderr and "every case decided" in done.stderr
     cost = next(line for line in done.stderr.splitlines() if line.startswith("rounds: "))
     assert "of which compute" in cost and "start-up" in done.stderr

@@ -72,7 +72,7 @@ class Spent:
 
 
 def _undecided_line(result: CaseResult) -> str:
-    name = result.key.split("::", 1)[-1]
+    name = result.shown
     decision = result.decision
     if decision is None or decision.ci_low is None or decision.ci_high is None:
         return f"{name[:80]}: {plural(result.rounds, 'round')}"
@@ -126,7 +126,7 @@ def _next_part(
     chosen = allocate(cases, left)
     if not chosen:
         return None
-    names = [a.key.split("::", 1)[-1] for a in chosen]
+    names = [spent.results[a.key].shown for a in chosen]
     say(
         f"ab: part {spent.parts + 1}: {plural(len(chosen), 'open case')} closest to deciding first "
         f"({first_few(names, 2)}); {left / 60:.1f} min of the budget left"

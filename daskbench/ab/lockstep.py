@@ -73,6 +73,7 @@ class CaseResult:
     metric, why it stopped, its last verdict, and what its rounds cost."""
 
     key: str
+    name: str = ""  # what a person calls the case (its pytest name, as side A sent it)
     a: list[float] = field(default_factory=list)
     b: list[float] = field(default_factory=list)
     stopped: str = ""
@@ -84,6 +85,10 @@ class CaseResult:
     @property
     def rounds(self) -> int:
         return len(self.a)
+
+    @property
+    def shown(self) -> str:
+        return self.name or turns.shown_name(self.key)
 
     @property
     def decided(self) -> bool:
@@ -124,6 +129,7 @@ class Lockstep:
     rounds_said: bool = True  # a line per round; False: only the line that ends a case
     part: Part = field(default_factory=Part)
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # what side A calls each case (its pytest name)
     #: Seconds from starting the sessions to the end of the part, and in its cases' rounds.
     wall: float = 0.0
     in_rounds: float = 0.0
@@ -189,7 +195,10 @@ class Lockstep:
 
     def _plan(self, links: Mapping[str, Link]) -> list[str]:
         """The cases both sides have, in A's order; the rest is said once and not measured."""
-        plans = {name: [str(key) for key in (link.take() or {}).get("plan", [])] for name, link in links.items()}
+        messages = {name: link.take() or {} for name, link in links.items()}
+        plans = {name: [str(key) for key in message.get("plan", [])] for name, message in messages.items()}
+        found = messages["A"].get("names")
+        self.names = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
         common = [key for key in plans["A"] if key in set(plans["B"])]
         for name, keys in plans.items():
             alone = [key for key in keys if key not in common]
@@ -205,7 +214,7 @@ class Lockstep:
     def _case(self, key: str, links: Mapping[str, Link]) -> CaseResult:
         """Rounds of ``key`` until decided, at its target, out of rounds or out of time; then both sides move on."""
         prior = self.part.prior.get(key)
-        result = prior.carried() if prior is not None else CaseResult(key)
+        result = prior.carried() if prior is not None else CaseResult(key, self.names.get(key, ""))
         offset = result.rounds  # the sessions count this part's rounds from 0
         started, before = time.monotonic(), result.seconds
         result.stopped = self._out_of_time(result)
@@ -218,7 +227,7 @@ class Lockstep:
                     break
             if result.stopped:  # a side could not measure this round: said, and the case ends here
                 result.failed = True
-                self.say(f"ab: {key.split('::', 1)[-1][:60]}: {result.stopped}"[:120])
+                self.say(f"ab: {result.shown[:60]}: {result.stopped}"[:120])
                 break
             judging = time.monotonic()
             result.seconds = before + judging - started
@@ -318,8 +327,7 @@ def round_line(result: CaseResult, decision: Decision) -> str:
     interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
     minutes, seconds = divmod(int(result.seconds), 60)
     tail = f": {decision.verdict}, {result.stopped}" if result.stopped else ""
-    name = result.key.split("::", 1)[-1]
-    head = f"ab: {name[:60]} round {len(result.a)}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
+    head = f"ab: {result.shown[:60]} round {len(result.a)}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
     return (head + tail)[:120]
 
 

@@ -3,7 +3,8 @@
 ``daskbench ab`` (`daskbench.ab.lockstep`) starts one pytest session per side and talks to
 each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per line:
 
-    session -> ab   {"side": "A", "plan": [key, ...]}        after collection: the cases it has
+    session -> ab   {"side": "A", "plan": [key, ...],        after collection: the cases it has, and
+                     "names": {key: name}}                   what a person calls each (its pytest name)
     ab -> session   {"plan": [key, ...]}                     the cases both sides have, in order
     session -> ab   {"ready": key, "round": n}               before each measurement of a case
     ab -> session   {"go": true} | {"go": false}             measure now | this case is done
@@ -43,6 +44,11 @@ ENV_METRIC, ENV_BOUNDARY = "DASKBENCH_AB_METRIC", "DASKBENCH_AB_BOUNDARY"
 ENV_SHARE = MACHINE_SHARE_ENV
 
 
+def shown_name(key: str) -> str:
+    """A case key without its file, for a case whose side sent no name: ``test[params]#setting``."""
+    return key.split("::", 1)[-1]
+
+
 def case_key(module: str, test: str, params: Mapping[str, Any], spec_index: int) -> str:
     """The name of one case both sides agree on: the benchmark, its own parameters and the
     position of its cluster setting in the side's sweep (A's first setting pairs with B's first)."""
@@ -70,9 +76,10 @@ class Turns:
             raise DaskbenchError(f"cannot reach daskbench ab at {address} ({exc.strerror or exc})") from None
         return cls(environ.get(ENV_SIDE, "?"), sock.makefile("rw", encoding="utf-8", buffering=1))
 
-    def plan(self, keys: Sequence[str]) -> list[str]:
-        """Send this side's cases; returns the ones both sides have, in the order to run them."""
-        self._send({"side": self.side, "plan": list(keys)})
+    def plan(self, keys: Sequence[str], names: Mapping[str, str] | None = None) -> list[str]:
+        """Send this side's cases (and the name a person knows each by: its pytest name); returns the ones
+        both sides have, in the order to run them."""
+        self._send({"side": self.side, "plan": list(keys), "names": dict(names or {})})
         return [str(key) for key in self._receive().get("plan", [])]
 
     def wait(self, key: str, round_: int) -> bool:

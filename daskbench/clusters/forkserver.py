@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterable
 
 #: The Dask config key that chooses how a nanny starts its worker process.
@@ -44,6 +45,7 @@ LIBRARIES = (
     "scipy",
     "s3fs",
     "psutil",
+    "pytest",  # every benchmark module imports it, and the warm-up imports the benchmark's module
 )
 #: Packages whose functions run on the workers (collectors, workloads, this module's `import_all`): their
 #: modules the client has loaded are preloaded.
@@ -86,8 +88,11 @@ def use_forkserver(loaded: Iterable[str]) -> str:
     if not wanted() or not possible:
         return method()
     dask.config.set({METHOD_KEY: "forkserver"})  # read by every nanny at every worker start
-    context = utils.get_mp_context()  # distributed sets its own preload once; ours replaces it before the server starts
-    context.set_forkserver_preload(preload(loaded))
+    # distributed sets its own preload once, importing its optional packages here (pandas, pyarrow...) to
+    # see which exist; ours replaces it before the server starts, with what this process has loaded by then,
+    # so everything the warm-up will ask a fresh worker to import is already in the forked process
+    context = utils.get_mp_context()
+    context.set_forkserver_preload(preload([*loaded, *sys.modules]))
     return "forkserver"
 
 

@@ -16,6 +16,7 @@ import pytest
 from daskbench.ab.turns import Turns
 from daskbench.clusters import OpenCluster, backend_named
 from daskbench.clusters.common import busy_message, wait_until_idle
+from daskbench.clusters.forkserver import LIBRARIES
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement
@@ -261,15 +262,11 @@ class MeasureFixture:
         bench.extra_info.update(_extra_info(passed[-1]))
 
 
-#: Libraries a workload commonly uses; preloaded on workers only if the client imported them.
-_LIBRARIES = ("numpy", "pandas", "pyarrow", "dask.array", "dask.dataframe", "dask.bag", "xarray", "s3fs")
-
-
 def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
     """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
     module = getattr(node, "module", None)
     names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
-    names += [name for name in _LIBRARIES if name in sys.modules]
+    names += [name for name in LIBRARIES if name in sys.modules]  # what a forked worker has already
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 

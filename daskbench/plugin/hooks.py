@@ -153,7 +153,8 @@ def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list
         return
     config.stash[TURNS_KEY] = link
     keys = {item: sweep.case_key_of(item, session) for item in items if "measure" in getattr(item, "fixturenames", ())}
-    order = {key: index for index, key in enumerate(link.plan(list(keys.values())))}
+    names = {key: item.name for item, key in keys.items()}
+    order = {key: index for index, key in enumerate(link.plan(list(keys.values()), names))}
     dropped = [item for item, key in keys.items() if key not in order]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
