@@ -42,7 +42,7 @@ from daskbench import provenance
 from daskbench.cli import build_parser
 from daskbench.judge import confirmed
 from daskbench.judge.format import WIDTH
-from daskbench.model import Run
+from daskbench.model import Case, Run
 from daskbench.store import Store
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, git, machine_lock, make_case, standin_project
 
@@ -138,7 +138,8 @@ class Workspace:
 
 def _stand_in_store(db: str) -> tuple[Run, Run]:
     """Two finished runs of this machine (dask 2026.6.0, then this environment's versions) measuring the same
-    ocean and word-count cases, an A/B group of two rounds and a confirmation of the newer run."""
+    ocean and word-count cases, the older one baseline ``main``; an A/B group of two rounds and a confirmation
+    of the newer run."""
     store = Store(db)
     here = provenance.versions()
     older = {**here, "dask": "2026.6.0", "distributed": "2026.6.0"}
@@ -158,40 +159,26 @@ def _stand_in_store(db: str) -> tuple[Run, Run]:
         for case in cases:
             add_results(store, run, case, 2.0)
         runs.append(run)
+    store.set_baseline("main", [runs[0].run_id])  # as README's "Then:" sets it (options.md: pytest --compare main)
     for number in range(2):
         for offset, side in enumerate("AB"):
             tags = {"ab_group": GROUP, "ab_side": side, "ab_round": str(number)}
-            side_run = Run(
-                run_id=f"{GROUP}-{side}{number}",
-                label=f"{GROUP}-{side}{number}",
-                started_at=f"2026-11-22T10:0{2 * number + offset}:00+00:00",
-                ended_at=f"2026-11-22T10:0{2 * number + offset}:30+00:00",
-                host=provenance.host(),
-                tags=tags,
-            )
-            store.add_run(side_run)
-            add_results(store, side_run, cases[0], 2.0)
-    for offset, side in enumerate("AB"):  # what `daskbench confirm --candidate NEW` leaves, for the alert after it
-        group = f"confirm-{runs[1].run_id[:8]}"
-        pins = (("dask", older["dask"]),), (("dask", here.get("dask", "?")),)
-        side_run = Run(
-            run_id=f"{group}-{side}0",
-            label=f"{group}-{side}0",
-            started_at=f"2026-11-23T10:0{offset}:00+00:00",
-            ended_at=f"2026-11-23T10:0{offset}:30+00:00",
-            host=provenance.host(),
-            tags={
-                "ab_group": group,
-                "ab_side": side,
-                "ab_round": "0",
-                "ab_mode": "lockstep",
-                "ab_max_rounds": "3",
-                **confirmed.tags(runs[1].run_id, runs[0].run_id, *pins, {}),
-            },
-        )
-        store.add_run(side_run)
-        add_results(store, side_run, cases[0], 2.0)
+            _side_run(store, f"{GROUP}-{side}{number}", f"2026-11-22T10:0{2 * number + offset}", tags, cases[0])
+    group = f"confirm-{runs[1].run_id[:8]}"  # what `daskbench confirm --candidate NEW` leaves, for the alert after it
+    pins = (("dask", older["dask"]),), (("dask", here.get("dask", "?")),)
+    for offset, side in enumerate("AB"):
+        tags = {"ab_group": group, "ab_side": side, "ab_round": "0", "ab_mode": "lockstep", "ab_max_rounds": "3",
+                **confirmed.tags(runs[1].run_id, runs[0].run_id, *pins, {})}  # fmt: skip
+        _side_run(store, f"{group}-{side}0", f"2026-11-23T10:0{offset}", tags, cases[0])
     return runs[0], runs[1]
+
+
+def _side_run(store: Store, name: str, minute: str, tags: dict[str, str], case: Case) -> None:
+    """One finished side of an A/B group, started at ``minute`` (``2026-11-22T10:01``), measuring ``case``."""
+    run = Run(run_id=name, label=name, started_at=f"{minute}:00+00:00", ended_at=f"{minute}:30+00:00",
+              host=provenance.host(), tags=tags)  # fmt: skip
+    store.add_run(run)
+    add_results(store, run, case, 2.0)
 
 
 def _package_checkout(folder: Path) -> None:
@@ -255,7 +242,7 @@ def workspace(tmp_path: Path, github_api: str, s3_on_5555: None) -> Workspace:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, folder / name)
     (folder / ".venv").symlink_to(Path(sys.executable).parent.parent)
-    (folder / "results").mkdir()
+    (folder / "results").mkdir(exist_ok=True)
     old, new = _stand_in_store(f"sqlite:///{folder / 'results' / 'daskbench.db'}")
     with (folder / ".gitignore").open("a") as ignore:
         ignore.write("\nresults/\n.venv\n")
@@ -321,6 +308,7 @@ class Ran:
     code: int | None
     lines: list[str]
     stopped: bool  # stopped with Ctrl-C after its first progress line
+    before_stop: int  # how many lines it wrote before that (what the Ctrl-C caused is not its fault)
 
     def said(self) -> str:
         return f"$ {self.command}\n" + "\n".join(self.lines[-40:])
@@ -355,10 +343,11 @@ def run_command(command: str, space: Workspace) -> Ran:
     while process.poll() is None and not progressed.is_set() and time.monotonic() < deadline:
         time.sleep(0.1)
     stopped = process.poll() is None
+    before_stop = len(lines)
     if stopped:
         _stop(process)
     reader.join(timeout=10)
-    return Ran(command, process.returncode, lines, stopped and progressed.is_set())
+    return Ran(command, process.returncode, lines, stopped and progressed.is_set(), before_stop)
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -374,7 +363,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 def check(ran: Ran) -> None:
     """A measuring command reached its first progress line with no error before it, its own lines within 120
     columns; any other command ended with exit 0, no traceback, every line within 120 columns."""
-    text = "\n".join(ran.lines)
+    text = "\n".join(ran.lines[: ran.before_stop] if ran.stopped else ran.lines)
     assert "Traceback" not in text, ran.said()
     if LONG.search(ran.command) and ran.code is not None and not ran.stopped:
         assert ran.code == 0, f"ended before its first progress line, exit {ran.code}:\n{ran.said()}"
