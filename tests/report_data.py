@@ -185,6 +185,7 @@ def _passed(run_id: str, case: Case, repeat: int, rng: random.Random, factors: t
         peak_worker_memory_bytes=worker_peak, peak_worker_memory_fraction=round(worker_peak / MEMORY_LIMIT, 4),
         spilled_bytes=0, spill_count=0, task_count=1840 * n, bytes_transferred=int(0.6 * GIB) * (n - 1),
         worker_restarts=0, cost_usd=round(_cost(runtime, n), 6), rightsized_cost_usd=round(_cost(runtime, n) * 0.9, 6),
+        client_peak_memory_bytes=worker_peak // 4 + 200 * 2**20, client_peak_memory_above_idle_bytes=worker_peak // 8,
         timeline=timeline, extra={"instance": "c6i.large", "rightsized_instance": "c6i.large"},
     )  # fmt: skip
 
