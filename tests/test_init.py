@@ -364,7 +364,7 @@ def readme_install_lines() -> list[str]:
 
 def test_readme_install_lines_work_as_written(tmp_path: Path) -> None:
     """The lines run verbatim in bash with a fresh venv first on PATH and the clone where they say
-    (``~/daskbench``, a copy of this working tree): pip installs it, and init warns that CI cannot reach it.
+    (``~/daskbench``, a copy of this working tree): uv installs it, and init warns that CI cannot reach it.
 
     The fresh venv sees this venv's packages (a .pth file) so only daskbench itself is installed."""
     lines = readme_install_lines()
@@ -375,11 +375,12 @@ def test_readme_install_lines_work_as_written(tmp_path: Path) -> None:
     project.mkdir()
     subprocess.run([Path(sys.base_prefix) / "bin" / "python3", "-m", "venv", venv], check=True, timeout=120)
     (next((venv / "lib").glob("python3*/site-packages")) / "parent.pth").write_text(sysconfig.get_paths()["purelib"])
-    env = _env(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    # the venv activated, as a user's is (uv installs into the active one, VIRTUAL_ENV)
+    env = _env(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(venv))
     done = subprocess.run(["bash", "-euc", "\n".join(lines)], cwd=project, capture_output=True, text=True,
                           timeout=300, env=env)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Successfully installed daskbench" in done.stdout
+    assert "+ daskbench==" in done.stdout + done.stderr, done.stderr[-3000:]  # uv's line for what it installed
     assert f"warning: {LOCAL_WARNING}" in done.stderr.splitlines()
     checkout = (home / "daskbench").as_uri()
     assert f"python -m pip install 'daskbench @ {checkout}'" in (project / WORKFLOW).read_text()
