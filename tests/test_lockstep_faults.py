@@ -73,6 +73,17 @@ def test_a_side_whose_dask_does_not_import_is_one_line_naming_the_import_before_
     assert _no_runs(db)
 
 
+def _refused(folder: Path, db: Path, b_env: str) -> list[str]:
+    """``daskbench ab`` in ``folder`` with side B's variable ``b_env``, expected to end at once with exit 2:
+    its error lines."""
+    done = subprocess.run(
+        [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--b-env", b_env, *LOCKSTEP_SESSION],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    return _errors(done.stderr)
+
+
 def test_a_side_whose_session_fails_at_start_is_one_line_with_its_words_and_log_and_no_run_row(
     bench_folder: Path,
 ) -> None:
@@ -80,12 +91,7 @@ def test_a_side_whose_session_fails_at_start_is_one_line_with_its_words_and_log_
     one line, first, naming side B, pytest's own ERROR line and B's log; A is stopped before it measured,
     so neither side left a run row."""
     db = bench_folder / "fails-at-start.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--b-env", "DASKBENCH_TIMEOUT=soon",
-         *LOCKSTEP_SESSION], cwd=bench_folder, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    (line,) = _errors(done.stderr)
+    (line,) = _refused(bench_folder, db, "DASKBENCH_TIMEOUT=soon")
     assert "side B's session ended before it could measure (pytest exit 4: ERROR:" in line, line
     assert "DASKBENCH_TIMEOUT" in line and "its log: " in line and line.endswith("B.log")
     assert _no_runs(db)
@@ -95,12 +101,7 @@ def test_ab_where_there_is_no_benchmark_says_where_to_run_it(tmp_path: Path) -> 
     """A folder with no benchmark (pytest exit 5 on a side): one line saying to run it where the benchmarks
     are or to name them after --, not only pytest's exit code."""
     db = tmp_path / "none.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "daskbench", "ab", "--db", str(db), "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5",
-         *LOCKSTEP_SESSION], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    (line,) = _errors(done.stderr)
+    (line,) = _refused(tmp_path, db, "DASKBENCH_TEST_SLOWDOWN=1.5")
     assert "session found no benchmark to measure (pytest exit 5)" in line and "name them after --" in line, line
 
 
