@@ -154,7 +154,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         stopper.install()
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # pytest-xdist's hook: absent without the test tools
 def pytest_testnodedown(node: Any, error: object) -> None:
     """A worker interrupted on its own (a signal to it alone) stops the run: pytest-xdist would start another."""
     output = getattr(node, "workeroutput", None) or {}
