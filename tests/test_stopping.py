@@ -195,3 +195,13 @@ def test_a_signal_ends_the_xdist_run_within_seconds_and_leaves_no_process(tmp_pa
                     process.kill()
             except psutil.Error:
                 continue
+
+
+def test_the_harness_conftest_loads_without_pytest_xdist() -> None:
+    """README command 1 runs in a venv without the test tools: the stopping plugin's xdist hook is optional,
+    so collecting with pytest-xdist absent is no INTERNALERROR ("unknown hook 'pytest_testnodedown'")."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "--collect-only", "-q",
+         "tests/test_text.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0 and "INTERNALERROR" not in done.stdout, done.stdout[-2000:]
