@@ -18,9 +18,10 @@ from daskbench.model import Run
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
 
-#: Seconds one measurement took, its worker restart included, at about the nominal probe speed
-#: (docs/workloads-and-metrics.md: the default sweep of 42 measurements on this project's 2-core machine).
-DOCUMENTED_S = {"tiny": 12.0, "small": 18.0}
+#: Seconds one measurement took, its worker restart included, at about the nominal probe speed: the default
+#: sweep of 42 measurements on this project's 2-core machine (docs/measured.md): tiny 27 s on 2026-11-26
+#: (workers forked from a preloading server), small 741 s on 2026-11-22 (spawned workers; not measured since).
+DOCUMENTED_S = {"tiny": 0.65, "small": 18.0}
 #: How many of the newest finished runs of the same size teach the estimate (of the newest `LOOKED_AT` runs).
 HISTORY_RUNS, LOOKED_AT = 3, 20
 
@@ -52,7 +53,7 @@ def estimate(db: str, size: str, cpu_model: str) -> Estimate | None:
         return None
     scale = probe_seconds() / NOMINAL_S
     return Estimate(
-        documented * scale, f"{documented:.0f} s a measurement at {size} as documented, x{scale:.1f} by CPU probe"
+        documented * scale, f"{documented:g} s a measurement at {size} as documented, x{scale:.1f} by CPU probe"
     )
 
 
@@ -78,7 +79,8 @@ def _from_history(db: str, size: str, cpu_model: str) -> Estimate | None:
     if not each:
         return None
     middle = sorted(each)[len(each) // 2]
-    return Estimate(middle, f"{middle:.0f} s a measurement in the last {plural(len(each), 'run')} of {size} here")
+    shown = f"{middle:.1f}" if middle < 10 else f"{middle:.0f}"
+    return Estimate(middle, f"{shown} s a measurement in the last {plural(len(each), 'run')} of {size} here")
 
 
 def _seconds_each(store: Store, run: Run, size: str) -> float | None:
