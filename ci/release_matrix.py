@@ -37,6 +37,13 @@ SHOWN = ("numpy", "pandas", "pyarrow", "xarray", "bokeh", "dask-expr")
 TIMEOUT_S = 1800
 
 
+def say(line: str) -> None:
+    """Print ``line`` within 120 columns (continuations indented)."""
+    import textwrap
+
+    print("\n".join(textwrap.wrap(line, 120, subsequent_indent="    ", break_on_hyphens=False)) or "")
+
+
 def releases(asked: list[str]) -> list[str]:
     """The releases asked, else the floor, the middle of those dask and distributed both have, the newest."""
     if asked:
@@ -105,8 +112,8 @@ def main(argv: list[str]) -> int:
     asked, pytest_args = argv[:at], argv[at + 1 :]
     started = time.monotonic()
     chosen = releases(asked)
-    print(f"ci/release-matrix: {machine()}")
-    print(f"ci/release-matrix: dask/distributed {', '.join(chosen)} on python {sys.version.split()[0]}; case: "
+    say(f"ci/release-matrix: {machine()}")
+    say(f"ci/release-matrix: dask/distributed {', '.join(chosen)} on python {sys.version.split()[0]}; case: "
           f"{' '.join(pytest_args or CASE)} {' '.join(SUITE)}")  # fmt: skip
     failed = []
     with tempfile.TemporaryDirectory(prefix="release-matrix-") as scratch:
@@ -114,23 +121,23 @@ def main(argv: list[str]) -> int:
             try:
                 python, built, reused = environment(release)
             except DaskbenchError as error:
-                print(f"{release}: no environment: {error}")
+                say(f"{release}: no environment: {error}")
                 failed.append(release)
                 continue
             versions = envs.installed_versions(python, SHOWN)
             libs = ", ".join(f"{name} {version}" for name, version in versions.items() if version)
-            print(f"{release}: environment {'reused' if reused else 'built'} in {built:.0f} s: {libs}")
+            say(f"{release}: environment {'reused' if reused else 'built'} in {built:.0f} s: {libs}")
             db = f"sqlite:///{scratch}/{release}.db"
             code, seconds, last = measure(python, db, Path(scratch) / "data", pytest_args)
             rows = read_back(db)
-            print(f"{release}: pytest exit {code} in {seconds:.0f} s ({last})")
+            say(f"{release}: pytest exit {code} in {seconds:.0f} s ({last})")
             for row in rows:
-                print(f"{release}:   {row}")
+                say(f"{release}:   {row}")
             if code != 0 or not rows or any(not row.startswith("passed") for row in rows):
                 failed.append(release)
     minutes = (time.monotonic() - started) / 60
     verdict = f"FAILED on {', '.join(failed)}" if failed else "all passed"
-    print(f"ci/release-matrix: {verdict} ({len(chosen)} releases, {minutes:.1f} min; {machine()})")
+    say(f"ci/release-matrix: {verdict} ({len(chosen)} releases, {minutes:.1f} min; {machine()})")
     return 1 if failed else 0
 
 

@@ -376,7 +376,9 @@ def test_readme_install_lines_work_as_written(tmp_path: Path) -> None:
     subprocess.run([Path(sys.base_prefix) / "bin" / "python3", "-m", "venv", venv], check=True, timeout=120)
     (next((venv / "lib").glob("python3*/site-packages")) / "parent.pth").write_text(sysconfig.get_paths()["purelib"])
     # the venv activated, as a user's is (uv installs into the active one, VIRTUAL_ENV)
-    env = _env(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(venv))
+    # (pip sees this venv's uv through the .pth and installs none: its uv is on the PATH after the fresh venv's)
+    path = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
+    env = _env(HOME=str(home), PATH=path, VIRTUAL_ENV=str(venv))
     done = subprocess.run(["bash", "-euc", "\n".join(lines)], cwd=project, capture_output=True, text=True,
                           timeout=300, env=env)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -152,7 +152,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     try:
         outcome = runner.run(plan)
     except KeyboardInterrupt:
-        if runner.done or stored:
+        if runner.done or stored or _has_steps(store, name):  # a step tagged just as Ctrl-C came counts too
             say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
         else:  # nothing of it is stored: --resume would find no such bisection
             say(f"bisect: interrupted before any step finished. Start it again: daskbench bisect --group {name} ...")
@@ -275,3 +275,11 @@ def _commit_maker(args: argparse.Namespace, repo: Path, options: dict[str, Any])
         return str(envs.build(spec, say=say, inherit=args.inherit, **options))
 
     return python_of
+
+
+def _has_steps(store: Store, name: str) -> bool:
+    """Whether the store holds a finished step of bisection ``name`` (its runs tagged)."""
+    try:
+        return bool(bisect.stored_steps(store, name))
+    except DaskbenchError:
+        return False

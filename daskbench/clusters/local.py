@@ -19,9 +19,10 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
 
     from distributed import Client, LocalCluster
 
-    from daskbench.clusters.forkserver import METHOD_KEY, use_forkserver
+    from daskbench.clusters.forkserver import METHOD_KEY, method, use_forkserver
 
     keep_restarted_workers()
+    previous = method()
     if METHOD_KEY not in spec.config:  # a --config sweep of the method is the user's choice
         use_forkserver(list(sys.modules))
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
@@ -34,7 +35,27 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
         "silence_logs": logging.ERROR,
     }
     cluster = LocalCluster(**{**options, **kwargs})
+    _restore_on_close(cluster, previous)
     return Client(cluster), cluster
+
+
+def _restore_on_close(cluster: Any, previous: str) -> None:
+    """Give Dask's worker start method back its value when this cluster closes: the nannies read it at every
+    worker (re)start, so it stays set while the cluster lives, but clusters the process starts after it
+    (someone else's, in the same process) spawn their workers as they would have."""
+    import dask
+
+    from daskbench.clusters.forkserver import METHOD_KEY
+
+    close = cluster.close
+
+    def closed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return close(*args, **kwargs)
+        finally:
+            dask.config.set({METHOD_KEY: previous})
+
+    cluster.close = closed
 
 
 def keywords(target: str) -> list[str] | None:
