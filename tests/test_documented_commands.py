@@ -93,6 +93,19 @@ def _markers_before(lines: list[str], index: int) -> tuple[tuple[str, str], ...]
     return tuple(found)
 
 
+def _joined(lines: list[str]) -> list[str]:
+    """The block's lines stripped, a line ending in a backslash joined to the next as the shell joins them."""
+    found, pending = [], ""
+    for line in lines:
+        whole = f"{pending} {line.strip()}".strip() if pending else line.strip()
+        if whole.endswith("\\"):
+            pending = whole[:-1].rstrip()
+            continue
+        pending = ""
+        found.append(whole)
+    return [*found, pending] if pending else found
+
+
 def documented_blocks() -> list[Block]:
     """Every ```bash block and every table row with an inline command, of every page."""
     blocks = []
@@ -101,7 +114,7 @@ def documented_blocks() -> list[Block]:
         lines = text.splitlines()
         for match in FENCE.finditer(text):
             start = text.count("\n", 0, match.start())
-            commands = tuple(line.strip() for line in match[1].splitlines() if line.strip() and line.strip()[0] != "#")
+            commands = tuple(line for line in _joined(match[1].splitlines()) if line and line[0] != "#")
             blocks.append(Block(page.name, start + 1, commands, _markers_before(lines, start)))
         for number, line in enumerate(lines):
             if line.startswith("|"):
