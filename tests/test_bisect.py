@@ -81,7 +81,9 @@ def test_bisect_names_the_release_that_planted_the_slowdown_within_four_steps(fo
     steps = [line for line in found.stdout.splitlines() if line.startswith("step ")]
     assert 2 <= len(steps) <= 4, found.stdout
     assert steps[0].startswith("step 0  standin 1.7  regressed")
-    assert all(any(f"  {word}  " in line for word in ("regressed", "unchanged", "improved")) for line in steps)
+    # each later step says its verdict: against the floor, or like the bad end or the good end (a large change)
+    words = ("  regressed  ", "  unchanged  ", "  improved  ", "  bad (above ", "  good (below ")
+    assert all(any(word in line for word in words) for line in steps), found.stdout
     assert "first bad release: standin 1.5" in found.stdout
     assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
     assert "Traceback" not in found.stderr
