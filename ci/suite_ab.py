@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from daskbench.ab.sessions import session_command
+
 TOP = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 DASKBENCH = [PYTHON, "-m", "daskbench"]
@@ -42,6 +44,8 @@ pytestmark = pytest.mark.benchmark
 def test_trivial(measure, i):
     assert measure(lambda: da.ones(1000, chunks=100).sum(), name="trivial", params={{"i": i}}) == 1000
 """
+#: The cluster both sessions measure on: one local worker, saturation inf.
+ONE_WORKER = ("--workers", "1", "--saturation", "inf")
 #: The planted case: its test, the sweep id it is planted in, and the slowdown.
 PLANTED_TEST, PLANTED_ID, PLANTED = "test_tree_sum_std", "sat=inf-workers=1", 1.20
 PLANT = '''
@@ -102,23 +106,7 @@ def plain(cases: int, work: Path) -> None:
     db = f"sqlite:///{work / 'plain.db'}"
     began = time.monotonic()
     done = subprocess.run(
-        [
-            PYTHON,
-            "-m",
-            "pytest",
-            "-m",
-            "benchmark",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "test_trivial.py",
-            "--workers",
-            "1",
-            "--saturation",
-            "inf",
-            "--db",
-            db,
-        ],
+        session_command(PYTHON, db, "ci-suite-ab", ["test_trivial.py", *ONE_WORKER]),
         cwd=work,
         capture_output=True,
         text=True,
@@ -162,27 +150,12 @@ def planted_seconds(repo: Path, work: Path) -> float:
     """A fifth of the planted case's runtime on base: median of 3 measurements."""
     db = f"sqlite:///{work / 'probe.db'}"
     subprocess.run(
-        [
+        session_command(
             PYTHON,
-            "-m",
-            "pytest",
-            "-m",
-            "benchmark",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--size",
-            "tiny",
-            "--repeat",
-            "3",
-            "--workers",
-            "1",
-            "--saturation",
-            "inf",
-            "--db",
             db,
-            f"benchmarks/test_arrays.py::{PLANTED_TEST}",
-        ],
+            "ci-suite-ab",
+            ["--size", "tiny", "--repeat", "3", *ONE_WORKER, f"benchmarks/test_arrays.py::{PLANTED_TEST}"],
+        ),
         cwd=repo,
         check=True,
         capture_output=True,
