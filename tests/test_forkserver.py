@@ -29,10 +29,12 @@ if __name__ == "__main__":
         import multiprocessing, os, sys
         return {"ppid": os.getppid(), "pid": os.getpid(), "omp": os.environ.get("OMP_NUM_THREADS"),
                 "pandas": "pandas" in sys.modules, "hashseed": os.environ.get("PYTHONHASHSEED"),
+                "late": os.environ.get("PROBE_LATE"),
                 "missing": [name for name in wanted if name not in sys.modules]}
 
     seen = []
-    for _ in range(2):
+    for turn in range(2):
+        os.environ["PROBE_LATE"] = str(turn)  # set after the server started, as a benchmark's setenv
         client.restart()
         client.wait_for_workers(1)
         seen += list(client.run(facts).values())
@@ -59,6 +61,13 @@ def test_a_local_clusters_restarted_workers_are_forked_from_a_server_with_the_li
     assert first["ppid"] == second["ppid"] != found["client"], "forked by the server, not by the nanny's process"
     assert all(w["pandas"] for w in found["workers"]), "pandas was imported by the server, not by each worker"
     assert all(w["omp"] == "1" and w["hashseed"] for w in found["workers"]), "the nanny's pre-spawn environment"
+
+
+def test_a_forked_worker_sees_the_variables_the_client_set_after_the_server_started() -> None:
+    """A spawned worker inherits the client's environment of its start; a forked one gets the changes since."""
+    for start in ("forkserver", "spawn"):
+        found = probe(DASKBENCH_WORKER_START=start)
+        assert [w["late"] for w in found["workers"]] == ["0", "1"], (start, found["workers"])
 
 
 def test_a_forked_worker_has_every_library_the_client_has_once_the_cluster_started() -> None:

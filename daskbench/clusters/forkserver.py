@@ -15,7 +15,10 @@ memory fresh. A release of distributed without `distributed.utils.get_mp_context
 reads the method once at import, so it keeps spawning; so does a user's explicit
 ``--config distributed.worker.multiprocessing-method=...`` (or a method other than spawn in their Dask
 config) and ``DASKBENCH_WORKER_START=spawn``. The method used is recorded on every measurement
-(``extra["worker_start"]``).
+(``extra["worker_start"]``). A spawned worker inherits the environment of the moment it starts, a forked one
+that of the server's start: the variables set or changed since (`environ_changes`) are handed to each
+worker by its nanny (clusters/local.py), as Dask hands on ``distributed.nanny.environ``; a variable
+removed since is still there in a forked worker.
 
 `import_all` is what a measurement's warm-up runs on the workers: it lives here, in a module that imports
 nothing heavy and that the server preloads, so the warm-up itself costs a restarted worker no import.
@@ -47,6 +50,8 @@ LIBRARIES = (
     "psutil",
     "pytest",  # every benchmark module imports it, and the warm-up imports the benchmark's module
 )
+#: This process's environment when the server was set up (the server starts with it), or None before.
+_ENVIRON_AT_START: dict[str, str] | None = None
 #: Packages whose functions run on the workers (collectors, workloads, this module's `import_all`): their
 #: modules the client has loaded are preloaded.
 ON_WORKERS = ("daskbench.metrics", "daskbench.workloads", "daskbench.clusters.forkserver")
@@ -93,7 +98,17 @@ def use_forkserver(loaded: Iterable[str]) -> str:
     # so everything the warm-up will ask a fresh worker to import is already in the forked process
     context = utils.get_mp_context()
     context.set_forkserver_preload(preload([*loaded, *sys.modules]))
+    global _ENVIRON_AT_START
+    if _ENVIRON_AT_START is None:  # the server, once started, lives as long as this process
+        _ENVIRON_AT_START = dict(os.environ)
     return "forkserver"
+
+
+def environ_changes() -> dict[str, str]:
+    """The variables this process set or changed since the server was set up (none before, or when spawning)."""
+    if _ENVIRON_AT_START is None:
+        return {}
+    return {name: value for name, value in os.environ.items() if _ENVIRON_AT_START.get(name) != value}
 
 
 def import_all(modules: tuple[str, ...]) -> list[str]:

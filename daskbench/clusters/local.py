@@ -23,8 +23,9 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
 
     keep_restarted_workers()
     previous = method()
+    forked = False
     if METHOD_KEY not in spec.config:  # a --config sweep of the method is the user's choice
-        use_forkserver(list(sys.modules))
+        forked = use_forkserver(list(sys.modules)) == "forkserver"
     memory = spec.memory_per_worker or default_memory_per_worker(spec.n_workers, spec.threads_per_worker)
     options: dict[str, Any] = {
         "n_workers": spec.n_workers,
@@ -34,9 +35,26 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
         "dashboard_address": ":0",
         "silence_logs": logging.ERROR,
     }
+    if forked:
+        options["worker_class"] = _nanny_handing_on_the_environment()
     cluster = LocalCluster(**{**options, **kwargs})
     _restore_on_close(cluster, previous)
     return Client(cluster), cluster
+
+
+def _nanny_handing_on_the_environment() -> type:
+    """A nanny that gives each worker it starts the variables this process set since the fork server started
+    (a benchmark's ``monkeypatch.setenv``): a forked worker inherits the server's environment, not ours."""
+    from distributed import Nanny
+
+    from daskbench.clusters.forkserver import environ_changes
+
+    class ForkedNanny(Nanny):  # type: ignore[misc]
+        async def instantiate(self) -> Any:
+            self.env.update(environ_changes())
+            return await super().instantiate()
+
+    return ForkedNanny
 
 
 def _restore_on_close(cluster: Any, previous: str) -> None:
