@@ -5,7 +5,7 @@ measuring both. Branch ``head`` makes ``work()`` 1.3x slower; branch ``fix`` (on
 ``fix``'s tree is ``main``'s: a measured A/A (of ``work`` alone, to save time). Both measured runs talk to the loopback stand-in for GitHub
 (`ci.github_server`), the second after the first, so the comment is created once and then edited. The
 benchmark file refuses to run with a GitHub token in its environment: the sessions run the pull request's
-code and never get it. ``--max-rounds 6 --floor 1.2`` (a planted 1.3x still reaches past it) lets
+code and never get it. ``--max-rounds 10 --floor 1.2`` (a planted 1.3x still reaches past it) lets
 the cases decide in a few rounds even on a busy machine; a measurement costs about 3 s (restart, warm-up).
 """
 
@@ -96,7 +96,7 @@ def _pr(project: Path, env: dict[str, str], *args: str, selected: tuple[str, ...
     ``selected``: more pytest arguments. ``as_documented``: in the form the docs show, ``pr [OPTIONS] BASE
     HEAD -- PYTEST_ARGS`` (``--`` right after the sides); else the options follow the sides."""
     flags = ["--cache-dir", str(project.parent / "cache"), "--db", f"sqlite:///{project.parent / 'pr.db'}",
-             "--max-rounds", "6", "--floor", "1.2"]  # fmt: skip
+             "--max-rounds", "10", "--floor", "1.2"]  # fmt: skip
     ordered = [*flags, *args[2:], *args[:2]] if as_documented else [*args, *flags]
     command = [sys.executable, "-m", "daskbench", "pr", *ordered, *SESSION, *selected]
     return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300, env=env)
