@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -25,6 +26,7 @@ from bokeh.embed.bundle import bundle_for_objs_and_resources
 from bokeh.model import Model
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
+from bokeh.settings import settings
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -252,9 +254,25 @@ def drawn_later(script: str, section: str) -> str:
 
 def embedded_later(roots: Mapping[str, Model], section: str) -> tuple[str, dict[str, str]]:
     """One section's charts as one Bokeh document: its embed script made inert (`drawn_later`, run in turn by
-    static.js) and each chart's div, by key."""
-    script, divs = components(_one_document(roots))
+    static.js) and each chart's div, by key. Bokeh's document checks are skipped here (a sixth of the time,
+    and they only log): tests/test_report.py runs them on the story report's charts instead."""
+    with _unchecked():
+        script, divs = components(_one_document(roots))
     return drawn_later(script, section), divs
+
+
+@contextmanager
+def _unchecked() -> Iterator[None]:
+    """Bokeh's document validation off for the block (unless it is off already), then as it was."""
+    setting = settings.perform_document_validation
+    if not setting():
+        yield
+        return
+    setting.set_value(False)
+    try:
+        yield
+    finally:
+        setting.unset_value()
 
 
 def _one_document(roots: Mapping[str, Model]) -> dict[str, Model]:
