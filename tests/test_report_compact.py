@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from daskbench import catalog
+from daskbench.cli import main
 from daskbench.report import page, render_report
 from daskbench.report.svg import Frame, Series, chart, extent
 from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, Element, ReportStore, build_report_store, parse_html
@@ -91,6 +93,16 @@ def test_a_report_over_the_case_limit_is_compact_by_default(
 ) -> None:
     monkeypatch.setattr(page, "COMPACT_CASES", 5)
     assert len(_scripts(render_report(story.store))) == 2
+
+
+def test_report_charts_flag_chooses_the_form(story: ReportStore, tmp_path: Path) -> None:
+    """``daskbench report --charts compact`` draws a short report compact; ``interactive`` keeps Bokeh."""
+    counts = {}
+    for form in ("compact", "interactive"):
+        out = tmp_path / f"{form}.html"
+        assert main(["report", "--db", story.url, "--charts", form, "-o", str(out)]) == 0
+        counts[form] = len(_scripts(out.read_text(encoding="utf-8")))
+    assert counts["compact"] == 2 and counts["interactive"] > 2  # BokehJS and a chart script per section
 
 
 def test_store_text_in_svg_stays_text(tmp_path: pytest.TempPathFactory) -> None:
