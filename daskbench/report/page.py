@@ -126,7 +126,12 @@ def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], 
 COMPACT_CASES = 100
 #: The compact form's groups: heading and caption (the memory and change captions are the interactive form's).
 COMPACT_GROUPS = {
-    "memory": GROUPS["memory"],
+    "memory": (
+        "Memory over time",
+        "Cluster memory (sum over workers) during the compute phase of the median repeat, one line per "
+        "worker-saturation (solid: candidate, dashed: baseline); the dashed red line is the cluster's memory limit "
+        "(named in the title when it is far above the traces); a cross marks where a failed repeat stopped.",
+    ),
     "change": GROUPS["change"],
     "history": (
         "History",

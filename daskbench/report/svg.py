@@ -187,11 +187,13 @@ class Bar:
 
 
 #: Height of one row of `hbars` and the width its labels take, in px.
-ROW, LABEL_WIDTH = 18.0, 230.0
+ROW, LABEL_WIDTH = 18.0, 260.0
+#: The most characters of a row label `hbars` shows (the bar's tooltip has it whole).
+LABEL_CHARS = 50
 
 
 def hbars(rows: Sequence[Bar], *, x: tuple[float, float], band: tuple[float, float], label: str, title: str,
-          width: float = 560.0, unit: str = "%") -> str:  # fmt: skip
+          width: float = 600.0, unit: str = "%") -> str:  # fmt: skip
     """One bar per row on a shared axis ``x``, with the grey ``band`` (where a change does not count)."""
     height = ROW * len(rows) + 34
     left, right = LABEL_WIDTH, width - 10
@@ -209,7 +211,8 @@ def hbars(rows: Sequence[Bar], *, x: tuple[float, float], band: tuple[float, flo
         y = top + ROW * i
         start, end = sorted((px(0.0), px(row.value)))
         tip = f"<title>{escape(row.title or row.label)}</title>"
-        out.append(_text(left - 4, y + 12, row.label[:44], "end"))
+        shown = row.label if len(row.label) <= LABEL_CHARS else row.label[: LABEL_CHARS - 1] + "…"
+        out.append(_text(left - 4, y + 12, shown, "end"))
         out.append(
             f'<rect x="{_n(start)}" y="{_n(y + 3)}" width="{_n(max(end - start, 0.5))}" height="12" '
             f'fill="{row.color}" fill-opacity="0.85">{tip}</rect>'
