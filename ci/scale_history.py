@@ -283,9 +283,11 @@ def measure_store(db: str, history: Path, out: Path, commands: Sequence[str]) ->
 
 #: When the page first painted its content (headline and tables: they come before any chart), in ms.
 PAINTED = """() => (performance.getEntriesByName("first-contentful-paint")[0] || {}).startTime || null"""
-#: Every chart slot of a report holds a drawn Bokeh view with a size.
-ALL_DRAWN = """() => document.body.dataset.charts === "all" && [...document.querySelectorAll(".chart [data-root-id]")]
-  .every(el => el.firstElementChild && el.firstElementChild.getBoundingClientRect().width > 0)"""
+#: Every chart slot of a report holds a drawn Bokeh view, or (a long report's compact form) an SVG, with a size.
+ALL_DRAWN = """() => document.body.dataset.charts === "all" && [...document.querySelectorAll(".chart")].every(el => {
+  const root = el.querySelector("[data-root-id]");
+  const shown = root ? root.firstElementChild : el.querySelector("svg.mini");
+  return shown && shown.getBoundingClientRect().width > 0; })"""
 
 
 def browser_times(report: Path) -> tuple[float, float, int]:

@@ -185,3 +185,38 @@ def test_tradeoff_summary_leads_and_matches_show_json(report: Visit) -> None:
 def _saturation_key(text: str) -> str:
     """A saturation as show --format json spells it (``inf``, ``1.1``)."""
     return "inf" if text == "inf" else str(float(text))
+
+
+#: Every chart slot of a compact report: its visible SVGs' sizes, and the metric each visible trend chart shows.
+COMPACT = """() => [...document.querySelectorAll(".chart")].map(slot => [...slot.querySelectorAll("svg.mini")]
+  .filter(svg => svg.getBoundingClientRect().width > 0)
+  .map(svg => [svg.getBoundingClientRect().width, svg.getBoundingClientRect().height, svg.dataset.metric || ""]))"""
+
+
+def test_a_compact_report_draws_every_chart_at_once_without_errors(browser: object, tmp_path: Path) -> None:
+    """The compact form (static SVG): offline, no console errors and no requests; the page marks every chart
+    drawn at once, each slot shows its SVG with a size, and the metric switch shows the cost trend charts only."""
+    from daskbench.report import render_report
+
+    written, _ = shared_report()
+    path = tmp_path / "compact.html"
+    path.write_text(render_report(written.store, compact=True), encoding="utf-8")
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri())
+    page.wait_for_function("() => document.body.dataset.charts === 'all'", timeout=60_000)
+    slots = page.evaluate(COMPACT)
+    assert len(slots) == 3 * (2 + 2 + 6)  # per section: memory on 1 and 2 workers, 2 change charts, 6 cases
+    assert all(slot and all(w > 100 and h > 50 for w, h, _ in slot) for slot in slots)
+    trends = [svg for slot in slots for svg in slot if svg[2]]
+    assert len(trends) == 18 and {metric for _, _, metric in trends} == {"runtime_s"}
+    page.click(metric_switch("cost_usd"))
+    trends = [svg for slot in page.evaluate(COMPACT) for svg in slot if svg[2]]
+    assert len(trends) == 18 and {metric for _, _, metric in trends} == {"cost_usd"}
+    assert errors == [] and requests == [path.as_uri()]
+    context.close()

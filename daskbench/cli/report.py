@@ -24,6 +24,8 @@ from daskbench.store import Store, runstatus
 from daskbench.text import format_bytes
 
 DEFAULT_OUTPUT = "results/report.html"
+#: --charts: the report's compact form forced on, off, or by the number of cases (`report.page.COMPACT_CASES`).
+CHARTS = {"auto": None, "interactive": False, "compact": True}
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +45,13 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         type=output_path,
         default=DEFAULT_OUTPUT,
+    )
+    parser.add_argument(
+        "--charts",
+        choices=tuple(CHARTS),
+        default="auto",
+        help="interactive (Bokeh) or compact (static SVG: written and drawn in seconds, for hundreds of cases) "
+        "charts; auto: compact above 100 cases (default: %(default)s)",
     )
     add_db_option(parser)
     parser.set_defaults(func=cmd_report)
@@ -68,7 +77,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from daskbench.report import write_report  # bokeh and jinja: only when a report is written
 
     store, chosen = open_store(args), selection(args)
-    path = write_report(store, args.output, chosen)
+    path = write_report(store, args.output, chosen, compact=CHARTS[args.charts])
     print(f"wrote {path} ({format_bytes(path.stat().st_size)})")
     if not (chosen.candidate or chosen.baseline or chosen.history or chosen.ab_group):
         _say_if_unfinished(store)

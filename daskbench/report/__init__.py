@@ -24,16 +24,22 @@ __all__ = ["SharedScripts", "render_report", "write_report"]
 
 
 def render_report(
-    store: Store, selection: Selection | None = None, *, shared: SharedScripts | None = None, **fields: Any
+    store: Store,
+    selection: Selection | None = None,
+    *,
+    shared: SharedScripts | None = None,
+    compact: bool | None = None,
+    **fields: Any,
 ) -> str:
     """The HTML of the report on what ``selection`` compares (or a `Selection` of ``fields``:
     ``candidate=``, ``baseline=``, ``history=``, ``ab_group=``...; by default the latest run against
     ``main``); an A/B group's verdicts come from its per-round ratios, listed in the notes. A page of a
-    site refers to BokehJS in the site's ``shared`` scripts instead of inlining it."""
+    site refers to BokehJS in the site's ``shared`` scripts instead of inlining it. ``compact``: the section
+    charts as static SVG (by default when the report has more than `page.COMPACT_CASES` cases)."""
     chosen = selection or Selection(**fields)
     with store.snapshot():  # the comparison and what the page draws read one run list
         data = gather(store, compare(store, chosen), history_window=chosen.history)
-    return render_page(data, shared)
+    return render_page(data, shared, compact=compact)
 
 
 def write_report(
@@ -42,10 +48,11 @@ def write_report(
     selection: Selection | None = None,
     *,
     shared: SharedScripts | None = None,
+    compact: bool | None = None,
     **fields: Any,
 ) -> Path:
     """Render the report and write it to ``output`` (parent folders are created); returns the path."""
-    html = render_report(store, selection, shared=shared, **fields)
+    html = render_report(store, selection, shared=shared, compact=compact, **fields)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

@@ -161,7 +161,7 @@ def _highest(renderers: Sequence[Model]) -> float:
 def change_figure(section: Section, metric: str) -> figure:
     """Percent change of ``metric`` against the baseline, one bar per case, whiskers = the CI."""
     labels = [view.label for view in section.cases]
-    rows = [_change_row(view, metric) for view in section.cases]
+    rows = [change_row(view, metric) for view in section.cases]
     source = ColumnDataSource(
         {
             "case": labels,
@@ -201,14 +201,14 @@ def change_figure(section: Section, metric: str) -> figure:
         source,
     )
     draw(fig, VSpan(x="x", line_color="#444444", line_width=1), {"x": [0]})
-    fig.x_range = _change_range(rows, _floor(section, metric))
-    _floor_band(fig, _floor(section, metric))
+    fig.x_range = _change_range(rows, section_floor(section, metric))
+    _floor_band(fig, section_floor(section, metric))
     fig.add_tools(HoverTool(tooltips=[("case", "@case"), ("verdict", "@verdict"), ("change", "@pct{+0.0}%")]))
     fig.ygrid.grid_line_color = None
     return fig
 
 
-def _change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, str, str]:
+def change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, str, str]:
     """(percent, CI low, CI high, colour, verdict, status text) for one bar; 0-length when none."""
     outcome = view.verdicts.get(CASE_VERDICT)
     verdict = view.verdicts.get(metric)
@@ -231,7 +231,7 @@ def _change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, 
     )
 
 
-def _floor(section: Section, metric: str) -> float:
+def section_floor(section: Section, metric: str) -> float:
     floors = [v.floor for view in section.cases if (v := view.verdicts.get(metric)) is not None and v.floor]
     return max(floors) if floors else stats.default_floor(metric)
 

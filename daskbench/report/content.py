@@ -129,7 +129,7 @@ def gather(store: Store, comparison: Comparison, *, history_window: int | None =
     candidate = group_measurements(store.measurements([comparison.candidate_run.run_id]), "fingerprint")
     fingerprints = sorted(candidate)  # sections only for what the candidate ran (missing cases: the table)
     cases = store.cases(fingerprints)
-    runs, per_case = _recent_measurements(store, comparison, window)
+    runs, per_case = _recent_measurements(store, comparison, window, fingerprints)
     roles = _roles(comparison)
     baseline = _baseline_measurements(store, comparison, per_case, roles)
     verdicts = _verdicts_by_case(comparison.verdicts)
@@ -248,19 +248,37 @@ def _verdicts_by_case(verdicts: Iterable[Verdict]) -> dict[str, dict[str, Verdic
 
 
 def _recent_measurements(
-    store: Store, comparison: Comparison, window: int
+    store: Store, comparison: Comparison, window: int, fingerprints: Sequence[str]
 ) -> tuple[dict[str, Run], dict[str, dict[str, list[Measurement]]]]:
-    """Runs up to the candidate from like hosts, and per case its last ``window`` of them, oldest first."""
+    """Runs up to the candidate from like hosts, and per case of ``fingerprints`` its last ``window`` of them,
+    oldest first. The runs are chosen newest first from their outcomes alone (`Store.outcomes`, a batch of
+    runs at a time, at most three windows back), then only the chosen measurements are decoded: the cost
+    follows the window and the cases, not the history's length."""
     cand = comparison.candidate_run
     recent = [run for run in store.runs() if run.started_at <= cand.started_at and same_host(run, cand)]
-    runs = {run.run_id: run for run in [*recent[: window * 3], cand]}  # newest first; enough unless most skip a case
-    per_case: dict[str, dict[str, list[Measurement]]] = {}
-    for m in store.measurements(list(runs)):
-        per_case.setdefault(m.fingerprint, {}).setdefault(m.run_id, []).append(m)
-    order = {run_id: (run.started_at, run_id) for run_id, run in runs.items()}
-    return runs, {
-        fp: dict(sorted(per_run.items(), key=lambda item: order[item[0]])[-window:]) for fp, per_run in per_case.items()
+    ordered = [cand, *(run for run in recent if run.run_id != cand.run_id)][: window * 3 + 1]  # newest first
+    runs = {run.run_id: run for run in ordered}
+    chosen: dict[str, list[str]] = {fp: [] for fp in fingerprints}  # newest first
+    ids: list[int] = []
+    wanted, start, batch = set(fingerprints), 0, window + 1
+    while wanted and start < len(ordered):
+        run_ids = [run.run_id for run in ordered[start : start + batch]]
+        start, batch = start + batch, 2 * batch
+        found: dict[tuple[str, str], list[int]] = {}
+        for row in store.outcomes(run_ids, wanted):
+            found.setdefault((row.fingerprint, row.run_id), []).append(row.id)
+        for run_id in run_ids:
+            for fp in wanted:
+                if (fp, run_id) in found and len(chosen[fp]) < window:
+                    chosen[fp].append(run_id)
+                    ids += found[(fp, run_id)]
+        wanted = {fp for fp in wanted if len(chosen[fp]) < window}
+    per_case: dict[str, dict[str, list[Measurement]]] = {
+        fp: {run_id: [] for run_id in reversed(chosen[fp])} for fp in chosen
     }
+    for m in store.measurements(ids=ids):
+        per_case[m.fingerprint][m.run_id].append(m)
+    return runs, {fp: per_run for fp, per_run in per_case.items() if per_run}
 
 
 def _roles(comparison: Comparison) -> dict[str, str]:

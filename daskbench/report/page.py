@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -25,6 +26,7 @@ from bokeh.embed.bundle import bundle_for_objs_and_resources
 from bokeh.model import Model
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
+from bokeh.settings import settings
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -34,6 +36,7 @@ from daskbench.judge.format import comparison_to_json
 from daskbench.report import tables
 from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure
+from daskbench.report.compact import compact_charts
 from daskbench.report.content import ReportData, Section
 from daskbench.report.rightsizing import frontier_figure, task_memory_figure
 from daskbench.report.style import Palette, note_if_empty
@@ -118,6 +121,37 @@ def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], 
     return groups, roots
 
 
+#: A report of more cases than this draws its section charts in the compact form (`daskbench.report.compact`):
+#: static SVG, written in seconds and drawn as the page is parsed, instead of a dozen Bokeh charts per section.
+COMPACT_CASES = 100
+#: The compact form's groups: heading and caption (the memory and change captions are the interactive form's).
+COMPACT_GROUPS = {
+    "memory": (
+        "Memory over time",
+        "Cluster memory (sum over workers) during the compute phase of the median repeat, one line per "
+        "worker-saturation (solid: candidate, dashed: baseline); the dashed red line is the cluster's memory limit "
+        "(named in the title when it is far above the traces); a cross marks where a failed repeat stopped.",
+    ),
+    "change": GROUPS["change"],
+    "history": (
+        "History",
+        "Each case over its recent runs, one small chart per case (this report has many cases, so its charts are "
+        "static): the shaded band is the baseline median ± max(3 MADs, floor), its median dotted; the diamond is "
+        "the candidate (red: regressed, green: improved), red and green dots are runs above and below the band, "
+        "crosses failed runs; hover a mark for its run. The metric switch above "
+        "chooses the metric. The settings, time breakdown and per-task memory charts are drawn for reports of "
+        f"at most {COMPACT_CASES} cases (select fewer, e.g. one workload's runs).",
+    ),
+}
+
+
+def compact_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], dict[str, str]]:
+    """The compact form of a section's charts, grouped under headings, and their SVG by key."""
+    found = compact_charts(section, palette)
+    groups = [ChartGroup(*COMPACT_GROUPS[kind], tuple(charts)) for kind, charts in found.items()]
+    return groups, {key: svg for charts in found.values() for key, svg in charts.items()}
+
+
 def _keys(roots: Mapping[str, object], prefix: str) -> tuple[str, ...]:
     return tuple(key for key in roots if key.startswith(prefix))
 
@@ -156,8 +190,11 @@ def script_json(value: Any) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def render_page(data: ReportData, shared: SharedScripts | None = None) -> str:
-    """The whole report as one self-contained HTML string (BokehJS in ``shared`` files when given)."""
+def render_page(data: ReportData, shared: SharedScripts | None = None, *, compact: bool | None = None) -> str:
+    """The whole report as one self-contained HTML string (BokehJS in ``shared`` files when given); its section
+    charts in the compact form (static SVG) when ``compact``, by default when it has over `COMPACT_CASES` cases."""
+    if compact is None:
+        compact = sum(len(section.cases) for section in data.sections) > COMPACT_CASES
     sizes = sorted({view.n_workers for section in data.sections for view in section.cases})
     palette = Palette(data.saturations, sizes)
     sections: list[tuple[Section, list[ChartGroup]]] = []
@@ -165,6 +202,11 @@ def render_page(data: ReportData, shared: SharedScripts | None = None) -> str:
     scripts: list[str] = []
     divs: dict[str, str] = {}
     for section in data.sections:
+        if compact:
+            groups, svgs = compact_groups(section, palette)
+            sections.append((section, groups))
+            divs |= svgs
+            continue
         groups, section_roots = chart_groups(section, palette)
         sections.append((section, groups))
         roots |= section_roots
@@ -217,9 +259,25 @@ def drawn_later(script: str, section: str) -> str:
 
 def embedded_later(roots: Mapping[str, Model], section: str) -> tuple[str, dict[str, str]]:
     """One section's charts as one Bokeh document: its embed script made inert (`drawn_later`, run in turn by
-    static.js) and each chart's div, by key."""
-    script, divs = components(_one_document(roots))
+    static.js) and each chart's div, by key. Bokeh's document checks are skipped here (a sixth of the time,
+    and they only log): tests/test_report.py runs them on the story report's charts instead."""
+    with _unchecked():
+        script, divs = components(_one_document(roots))
     return drawn_later(script, section), divs
+
+
+@contextmanager
+def _unchecked() -> Iterator[None]:
+    """Bokeh's document validation off for the block (unless it is off already), then as it was."""
+    setting = settings.perform_document_validation
+    if not setting():
+        yield
+        return
+    setting.set_value(False)
+    try:
+        yield
+    finally:
+        setting.unset_value()
 
 
 def _one_document(roots: Mapping[str, Model]) -> dict[str, Model]:

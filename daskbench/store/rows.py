@@ -155,12 +155,15 @@ def tasks_by_measurement(
 def metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict[str, float | int]]:
     """Metric values per measurement id; names this version does not declare are left in the store."""
     found: dict[int, dict[str, float | int]] = {}
+    integer: dict[str, bool | None] = {}  # per name: rounded, kept as float, or None (undeclared)
     for row in rows:
-        if catalog.is_declared(row["name"]):
+        name = row["name"]
+        if name not in integer:
+            integer[name] = catalog.get(name).integer if catalog.is_declared(name) else None
+        kind = integer[name]
+        if kind is not None:
             value = row["value"]
-            found.setdefault(row["measurement_id"], {})[row["name"]] = (
-                round(value) if catalog.get(row["name"]).integer else float(value)
-            )
+            found.setdefault(row["measurement_id"], {})[name] = round(value) if kind else float(value)
     return found
 
 
