@@ -4,6 +4,7 @@ turns with planted phases, parts with planted rounds; every figure below can be 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import pytest
@@ -148,3 +149,31 @@ def test_the_steps_of_a_bisection_add_up_though_each_measures_the_same_case() ->
         total.add(step)
     assert total.cost.compute == pytest.approx(19.0) and total.cost.turns == 8
     assert total.cost.wall == pytest.approx(23.0)
+
+
+def test_a_busy_machine_is_said_under_the_cost_line_and_a_quiet_one_is_not() -> None:
+    """Load averages read at the turns: 1.3 on 2 cores is the comparison alone (nothing said); 4.8 (other work
+    beside it) is said, with the mean load and the cores; none read (a platform without it) says nothing."""
+    quiet, busy, unread = RoundCost(), RoundCost(), RoundCost()
+    for load in (1.1, 1.5):
+        quiet.add_turn(turn(1.0), wall=1.4, load=load)
+    for load in (4.4, 5.2):
+        busy.add_turn(turn(1.0), wall=1.4, load=load)
+    assert quiet.busy_line(cores=2) is None and unread.busy_line(cores=2) is None
+    line = busy.busy_line(cores=2)
+    assert line is not None and line.startswith("the machine was busy: load average 4.8 on 2 cores during the rounds")
+    assert "quiet machine" in line
+    assert (quiet + busy).busy_line(cores=2) is not None  # mean 3.05 > 2.5
+    assert busy.busy_line(cores=8) is None  # 4.8 on 8 cores: room left beside the comparison
+
+
+def test_spent_lines_carry_the_busy_machine_line_and_the_pr_comment_says_so() -> None:
+    from daskbench.ab.pr import measured_text
+
+    cost = RoundCost()
+    load = (os.cpu_count() or 1) + 3.0  # three cores' worth of other work, on any machine
+    for _ in range(2):
+        cost.add_turn(turn(1.0), wall=1.4, load=load)
+    spent = Spent(replaced=cost)
+    assert any(line.startswith("the machine was busy") for line in spent.lines())
+    assert "measured on a busy machine" in measured_text(spent)

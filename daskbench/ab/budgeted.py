@@ -65,6 +65,8 @@ class Spent:
     def lines(self) -> list[str]:
         """The cost line, and with a budget what it bought: parts, minutes used, what stayed undecided."""
         lines = [self.cost.line(self.startup)]
+        if busy := self.cost.busy_line():
+            lines.append(busy)
         if self.budget is not None:
             open_ = self.undecided()
             left = f"; undecided: {plural(len(open_), 'case')}" if open_ else "; every case decided"

@@ -10,13 +10,32 @@ its whole turn was (``busy``: measured, stored, its progress line written). `Rou
 
 The compute is what the benchmark asked to be timed (the ``compute`` phase, graph build included when
 there is one); everything else in the rounds' wall time is what a round costs beyond it.
+
+The machine's 1-minute load average is read at every turn too. Beside other work (another suite, a CI job),
+lockstep A/A comparisons on this project's 2-core machine called unchanged code changed far more often than
+their 5% (docs/measured.md, "What a verdict costs"): a session can stay slower than its twin for a whole
+comparison, which no number of rounds averages away. So when the load stayed above what the comparison
+itself makes, `busy_line` says so under the cost line.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+#: The load a lockstep comparison makes by itself (one side computes while the other waits; clients,
+#: scheduler, restarts): 1.1-1.4 measured alone on 2 cores. Beyond the cores plus half a core more, others work.
+OWN_LOAD_MARGIN = 0.5
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def _seconds(value: Any) -> float:
@@ -35,9 +54,12 @@ class RoundCost:
     warmup: float = 0.0
     collectors: float = 0.0
     busy: float = 0.0  # the sides' whole turns, as each side timed them
+    load: float = 0.0  # the 1-minute load average read at each turn's end, summed over `loads` reads
+    loads: int = 0
 
-    def add_turn(self, done: Mapping[str, Any], wall: float) -> None:
-        """One side's turn: its "done" message (phases, busy) and the wall time the controller saw."""
+    def add_turn(self, done: Mapping[str, Any], wall: float, load: float | None = None) -> None:
+        """One side's turn: its "done" message (phases, busy), the wall time the controller saw, and the load
+        average then (read here when not given)."""
         found = done.get("phases")
         phases: Mapping[str, Any] = found if isinstance(found, dict) else {}
         self.turns += 1
@@ -47,6 +69,10 @@ class RoundCost:
         self.warmup += _seconds(phases.get("warmup"))
         self.collectors += _seconds(phases.get("collectors"))
         self.busy += _seconds(done.get("busy")) or max(wall, 0.0)
+        load = load_average() if load is None else load
+        if load is not None:
+            self.load += load
+            self.loads += 1
 
     def add_wall(self, seconds: float) -> None:
         """The controller's own time between turns (judging a round, saying it)."""
@@ -80,4 +106,16 @@ class RoundCost:
         return (
             f"rounds: {self.wall:.0f} s of which compute {self.compute:.0f} s{share}; a measurement: "
             f"{', '.join(parts)}{started}"
+        )
+
+    def busy_line(self, cores: int | None = None) -> str | None:
+        """``the machine was busy: load average 4.8 on 2 cores during the rounds ...`` when the mean load read
+        at the turns exceeded the cores and `OWN_LOAD_MARGIN`; None on a quiet machine or before any turn."""
+        cores = cores or os.cpu_count() or 1
+        if not self.loads or self.load / self.loads <= cores + OWN_LOAD_MARGIN:
+            return None
+        return (
+            f"the machine was busy: load average {self.load / self.loads:.1f} on {cores} cores during the rounds "
+            "(a comparison alone makes about 1.3): beside other work, a side can stay slower than its twin for a "
+            "whole comparison, and unchanged code be called changed; run it again on a quiet machine to be sure"
         )
