@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from daskbench.errors import DaskbenchError
-from daskbench.metrics.probe import NOMINAL_S, probe_seconds
+from daskbench.metrics.probe import probe_seconds
 from daskbench.model import Run
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
 
-#: Seconds one measurement took, its worker restart included, at about the nominal probe speed: the default
-#: sweep of 42 measurements on this project's 2-core machine (docs/measured.md): tiny 27 s on 2026-11-26
-#: (workers forked from a preloading server), small 741 s on 2026-11-22 (spawned workers; not measured since).
-DOCUMENTED_S = {"tiny": 0.65, "small": 18.0}
+#: (Seconds one measurement took, its worker restart included; the CPU probe then): the default sweep of 42
+#: measurements on this project's 2-core machine (docs/measured.md), workers forked from a preloading server:
+#: tiny 27 s and small 690 s on 2026-11-26 (741 s on 2026-11-22 with spawned workers), the probe at 22 ms.
+DOCUMENTED = {"tiny": (0.65, 0.022), "small": (16.4, 0.022)}
 #: How many of the newest finished runs of the same size teach the estimate (of the newest `LOOKED_AT` runs).
 HISTORY_RUNS, LOOKED_AT = 3, 20
 
@@ -48,13 +48,12 @@ def estimate(db: str, size: str, cpu_model: str) -> Estimate | None:
     found = _from_history(db, size, cpu_model)
     if found is not None:
         return found
-    documented = DOCUMENTED_S.get(size)
+    documented = DOCUMENTED.get(size)
     if documented is None:
         return None
-    scale = probe_seconds() / NOMINAL_S
-    return Estimate(
-        documented * scale, f"{documented:g} s a measurement at {size} as documented, x{scale:.1f} by CPU probe"
-    )
+    seconds, probe_then = documented
+    scale = probe_seconds() / probe_then  # this machine's speed now against the documenting machine's then
+    return Estimate(seconds * scale, f"{seconds:g} s a measurement at {size} as documented, x{scale:.1f} by CPU probe")
 
 
 def _from_history(db: str, size: str, cpu_model: str) -> Estimate | None:
