@@ -64,8 +64,9 @@ class Spent:
 
     def lines(self) -> list[str]:
         """The cost line, and with a budget what it bought: parts, minutes used, what stayed undecided."""
-        lines = [self.cost.line(self.startup)]
-        if busy := self.cost.busy_line():
+        cost = self.cost  # summed over every result: once
+        lines = [cost.line(self.startup)]
+        if busy := cost.busy_line():
             lines.append(busy)
         if self.budget is not None:
             open_ = self.undecided()

@@ -178,9 +178,10 @@ def measure(plan: PrPlan, say: Say) -> Spent:
 
 def measured_text(spent: Spent) -> str:
     """``within a budget of 20 min: used 18.4 min in 3 parts, 2 cases undecided; compute 74% of the rounds``."""
-    share = spent.cost.share
+    cost = spent.cost  # summed over every result: once
+    share = cost.share
     said = [f"compute {share:.0%} of the rounds' time"] if share is not None else []
-    if spent.cost.busy_line():
+    if cost.busy_line():
         said.append("measured on a busy machine (see the run's log): a verdict is surer on a quiet one")
     compute = "; ".join(said)
     if spent.budget is None:

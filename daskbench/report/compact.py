@@ -64,11 +64,11 @@ def trend_chart(view: CaseView, metric: str, color: str) -> str:
     values = [unit(p.values.get(metric)) for p in points]
     band = view.bands.get(metric)
     spans = [] if band is None else _band_spans(unit, band.low, band.median, band.high, color)
-    fallback = _fallback(values, spans)
+    fallback, edges = _fallback(values, spans), band_edges(spans)
     marks = [
         mark
         for x, value, point in zip(xs, values, points, strict=True)
-        if (mark := _trend_mark(x, value, point, unit, color, band_edges(spans), fallback, kind)) is not None
+        if (mark := _trend_mark(x, value, point, unit, color, edges, fallback, kind)) is not None
     ]
     line = [(x, v if p.outcome == "passed" else None) for x, v, p in zip(xs, values, points, strict=True)]
     ys = [v for v in values if v is not None] + [s.low for s in spans] + [s.high for s in spans]
