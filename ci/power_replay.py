@@ -8,6 +8,10 @@ decides at the same look or earlier (an interval inside the narrower band is ins
 and a regression called with the lower floor is called or found unchanged with the higher one), so
 its stopping point lies inside the rounds that were measured.
 
+Only each comparison's first pair of sessions is replayed, judged as one pair alone would be (no repeat of
+a change in fresh sessions, `daskbench.judge.repeat`): set beside calibrate's own table (which has the
+repeats), the A/A rows show how many false alarms the repeats caught.
+
 ``--discard N`` drops each comparison's first N rounds of every arm before judging (warm-up
 measurements discarded), and the warm-up table compares the A/A log ratios of the first rounds with the
 rest: whether a first round is noisier than a later one, from rounds already measured.
@@ -68,7 +72,10 @@ def replay(rounds: Sequence[tuple[float, float]], floor: float, max_rounds: int)
 
 def table(store: Store, groups: list[str], floor: float, metric: str, discard: int = 0) -> list[str]:
     dropped = f", first {discard} rounds discarded" if discard else ""
-    lines = [f"floor {floor:.2f}, metric {metric}{dropped}: arm, called, median rounds, comparisons"]
+    lines = [
+        f"floor {floor:.2f}, metric {metric}{dropped}, first pair of sessions alone: arm, called, median rounds, "
+        "comparisons"
+    ]
     for arm, planted in ARMS:
         found = [replay(pairs(store, g, arm, metric, discard), floor, MAX_ROUNDS) for g in groups]
         found = [f for f in found if f[1] >= 1]

@@ -81,3 +81,17 @@ def test_a_case_at_its_most_rounds_gets_no_more() -> None:
 def test_an_open_case_checks_itself() -> None:
     with pytest.raises(ValueError, match="floor >= 1"):
         OpenCase("x", (), 1.0, 30, 0.9)
+
+
+def test_a_repeat_not_begun_is_projected_from_its_first_reading_from_round_zero() -> None:
+    """A 1.10x first reading (5 rounds, spread 0.02) waiting for its repeat: the repeat is expected to decide at
+    a look of its own from 3 rounds on, not after the first reading's 5 (and not as an unknown case would)."""
+    logs = tuple(math.log(r) for r in (1.12, 1.08, 1.10, 1.11, 1.09))
+    fresh = OpenCase("c", logs, 1.0, 30, 1.05, done=0)
+    continued = OpenCase("c", logs, 1.0, 30, 1.05)
+    unknown = OpenCase("c", (), 1.0, 30, 1.05)
+    found = rounds_to_decide(fresh)
+    assert found is not None and 3 <= found <= 5
+    assert (rounds_to_decide(continued) or 0) > 5
+    assert (rounds_to_decide(unknown) or 99) > found
+    assert allocate([fresh], 600.0)[0].rounds == found

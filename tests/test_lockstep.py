@@ -56,6 +56,29 @@ def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_uncha
     assert "part 1" in done.stderr and sorted(run.label for run in runs) == ["slow-A1", "slow-B1"]
 
 
+def test_a_small_change_counts_only_once_a_fresh_pair_of_sessions_repeats_it(
+    bench_folder: Path, quiet_machine: None
+) -> None:
+    """B sleeps 1.12x longer: part 1 finds it, within 1.20x of 1, so it stops "to repeat"; part 2, a new
+    pair of sessions for that case alone, measures it from its own first round and agrees. The verdict read
+    back from the store (`compare --group`) is the same: regressed, both readings in its note; the steady case,
+    unchanged in part 1, is not measured again."""
+    db = f"sqlite:///{bench_folder / 'repeat.db'}"
+    done = run_ab(bench_folder, db, "--group", "rep", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.12", *LOCKSTEP_SESSION)
+    said = done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.returncode == 1, said
+    assert "regressed here, to repeat in fresh sessions" in done.stderr, said
+    assert "ab: part 2: 1 change to repeat in a fresh pair of sessions (test_sleepy" in done.stderr, said
+    assert "(repeat 3): B/A" in done.stderr, said
+    verdicts = runtime_verdicts(done.stdout)
+    assert verdicts["sleepy"]["verdict"] == "regressed" and 1.05 < float(verdicts["sleepy"]["ratio"]) < 1.2
+    assert "repeated in a fresh pair of sessions" in str(verdicts["sleepy"]["note"])
+    assert verdicts["steady"]["verdict"] == "unchanged"
+    runs = Store(db).runs()
+    assert sorted(run.label for run in runs) == ["rep-A1", "rep-A2", "rep-B1", "rep-B2"]
+    assert {run.tags["ab_repeat_within"] for run in runs} == {"1.2"}
+
+
 def test_sides_told_apart_only_by_a_variable_a_flag_overrides_are_refused() -> None:
     """--b-env DASKBENCH_SATURATION=inf with --saturation 1.1 after --: both sides would run 1.1."""
     sides = {"A": Side("A"), "B": Side("B", env={"DASKBENCH_SATURATION": "inf"})}

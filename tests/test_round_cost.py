@@ -12,6 +12,7 @@ import pytest
 from daskbench.ab.budgeted import Spent, run_parts
 from daskbench.ab.cost import RoundCost
 from daskbench.ab.lockstep import CaseResult, Part, _value
+from daskbench.judge import repeat
 from daskbench.judge.sequential import Question
 
 
@@ -79,14 +80,21 @@ class Planted:
                 continue
             prior = part.prior.get(key)
             result = prior.carried() if prior is not None else CaseResult(key)
-            target = part.targets.get(key, part.rounds or self.question.max_rounds)
-            while result.rounds < min(target, len(ratios)) and not result.decided:
+            offset, target = result.rounds, part.targets.get(key, part.rounds)
+            while result.rounds < len(ratios) and not result.settled and result.plan_rounds < self.question.max_rounds:
+                if (target is not None and result.rounds >= target) or _repeat_waits(result, offset):
+                    break
                 result.b.append(ratios[result.rounds])
                 result.a.append(1.0)
                 result.seconds += self.seconds_per_round
-                result.decision = self.question.decide(result.a, result.b)
+                result.judged = repeat.judge(self.question, result.parts())
             found.append(result)
         return found
+
+
+def _repeat_waits(result: CaseResult, offset: int) -> bool:
+    """Whether its change verdict, reached in this part, waits for a fresh pair of sessions (as `Lockstep`)."""
+    return result.judged is not None and result.judged.repeating and result.judged.first > offset
 
 
 def test_a_budget_screens_every_case_then_gives_rounds_only_to_the_open_ones() -> None:
@@ -111,6 +119,49 @@ def test_without_a_budget_a_comparison_is_one_part_of_every_case_until_decided()
     spent = run_parts(planted, question, budget=None, say=lambda line: None)
     assert len(planted.parts) == 1 and planted.parts[0].rounds is None and spent.budget is None
     assert len(spent.lines()) == 1
+
+
+#: A 1.10x change, per-round spread about 0.03: regressed within a few rounds, its interval inside 1.20x.
+SMALL = [1.12, 1.07, 1.10, 1.13, 1.08, 1.11, 1.09, 1.10, 1.12, 1.08, 1.10, 1.11, 1.09, 1.10, 1.12, 1.08]
+
+
+def test_a_small_change_is_repeated_in_a_part_of_its_own_and_counts_once_both_agree() -> None:
+    """Without a budget: part 1 decides the 1.10x (and the 2x, whose interval clears 1.20x); only the 1.10x
+    gets part 2, fresh sessions, where it is judged from its own first round and agrees."""
+    question = Question(1.05, 30)
+    planted = Planted({"big": [2.0, 2.02, 1.98, 2.0], "small": SMALL + SMALL}, 1.0, question)
+    said: list[str] = []
+    spent = run_parts(planted, question, budget=None, say=said.append)
+    assert len(planted.parts) == 2 and list(planted.parts[1].only or []) == ["small"]
+    small = spent.results["small"]
+    assert small.starts and small.judged is not None and small.judged.first == small.starts[0]
+    assert small.decision is not None and small.decision.verdict == "regressed"
+    assert "repeated in a fresh pair of sessions" in small.decision.note
+    assert spent.results["big"].rounds == 3 and spent.results["big"].decision.verdict == "regressed"
+    assert said == ["ab: part 2: 1 change to repeat in a fresh pair of sessions (small)"]
+
+
+def test_a_change_the_fresh_sessions_do_not_see_ends_inconclusive_and_is_listed() -> None:
+    """The first pair reads 1.10x (decided at the look of 5 rounds), the fresh pair 1.00x (spread 0.01): the
+    sessions disagree; no more rounds."""
+    question = Question(1.05, 30)
+    same = [1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01]
+    planted = Planted({"small": SMALL[:5] + same}, 1.0, question)
+    spent = run_parts(planted, question, budget=None, say=lambda line: None)
+    small = spent.results["small"]
+    assert small.judged is not None and small.judged.first == 5
+    assert small.settled and not small.decided and small.decision is not None
+    assert small.decision.verdict == "inconclusive" and "the sessions disagree" in small.decision.note
+    assert len(planted.parts) == 2 and [r.key for r in spent.undecided()] == ["small"]
+
+
+def test_within_a_budget_a_repeat_gets_rounds_counted_from_its_own_start() -> None:
+    question = Question(1.05, 30)
+    planted = Planted({"small": SMALL + SMALL}, 1.0, question)
+    spent = run_parts(planted, question, budget=600.0, say=lambda line: None)
+    small = spent.results["small"]
+    assert small.decision is not None and small.decision.verdict == "regressed" and small.judged is not None
+    assert small.rounds > small.judged.first >= 3 and len(small.starts) >= 2
 
 
 def test_what_a_spent_budget_left_undecided_is_listed_with_its_interval() -> None:

@@ -49,7 +49,16 @@ class Spent:
         return total
 
     def undecided(self) -> list[CaseResult]:
+        """The cases measured without a verdict: still open, or their pairs of sessions disagreed."""
         return [r for r in self.results.values() if not r.decided and not r.failed]
+
+    def open(self, question: Question, max_seconds: float) -> list[CaseResult]:
+        """The cases that may still take rounds: not settled, their plan not at its most rounds, within time."""
+        return [
+            r
+            for r in self.results.values()
+            if not r.settled and not r.failed and r.plan_rounds < question.max_rounds and r.seconds < max_seconds
+        ]
 
     def add(self, other: Spent) -> None:
         """Another comparison's (a bisection's next step): its cases under their own keys' last values; the
@@ -89,7 +98,10 @@ def _undecided_line(result: CaseResult) -> str:
 
 
 def log_ratios(result: CaseResult) -> tuple[float, ...]:
-    return tuple(math.log(b / a) for a, b in zip(result.a, result.b, strict=True) if a > 0 and b > 0)
+    """The log ratios of its current plan's rounds (its repeat's, when it is being repeated)."""
+    skip = result.rounds - result.plan_rounds
+    pairs = zip(result.a[skip:], result.b[skip:], strict=True)
+    return tuple(math.log(b / a) for a, b in pairs if a > 0 and b > 0)
 
 
 def run_parts(
@@ -99,8 +111,9 @@ def run_parts(
     say: Callable[[str], None],
     max_seconds: float = math.inf,
 ) -> Spent:
-    """Run the comparison: one part without a ``budget`` (seconds), else a screening part and parts for the
-    open cases until the budget ends. ``start(part)`` makes the lockstep runner of one part."""
+    """Run the comparison: one part without a ``budget`` (seconds), and one more for the change verdicts to
+    repeat in fresh sessions (`daskbench.judge.repeat`); with one, a screening part and parts for the open
+    cases (repeats among them) until the budget ends. ``start(part)`` makes the lockstep runner of one part."""
     began = time.monotonic()
     deadline = began + budget if budget is not None else None
     spent = Spent(budget=budget)
@@ -112,8 +125,23 @@ def run_parts(
         spent.parts += 1
         spent.startup += runner.startup
         spent.wall = time.monotonic() - began
-        part = _next_part(spent, question, deadline, max_seconds, say) if deadline is not None else None
+        if deadline is not None:
+            part = _next_part(spent, question, deadline, max_seconds, say)
+        else:
+            part = _repeat_part(spent, question, max_seconds, say)
     return spent
+
+
+def _repeat_part(spent: Spent, question: Question, max_seconds: float, say: Callable[[str], None]) -> Part | None:
+    """Without a budget: a part for the cases whose change verdict waits for its repeat; None when none does."""
+    waiting = [r for r in spent.open(question, max_seconds) if r.repeating and r.plan_rounds == 0]
+    if not waiting:
+        return None
+    say(
+        f"ab: part {spent.parts + 1}: {plural(len(waiting), 'change')} to repeat in a fresh pair of sessions "
+        f"({first_few([r.shown for r in waiting], 2)})"
+    )
+    return Part(spent.parts, only=[r.key for r in waiting], prior=dict(spent.results))
 
 
 def _next_part(
@@ -122,15 +150,10 @@ def _next_part(
     """The next part: the open cases the budget left can decide, cheapest first; None when there is none."""
     startup = spent.startup / max(spent.parts, 1)  # a part's start-up, as the parts so far took
     left = deadline - time.monotonic() - startup
-    open_ = [r for r in spent.undecided() if r.rounds < question.max_rounds and r.seconds < max_seconds]
+    open_ = spent.open(question, max_seconds)
     if left <= 0 or not open_:
         return None
-    cases = [
-        OpenCase(
-            r.key, log_ratios(r), r.seconds / max(r.rounds, 1), question.max_rounds, question.floor, question.boundary
-        )
-        for r in open_
-    ]
+    cases = [_open_case(r, question) for r in open_]
     chosen = allocate(cases, left)
     if not chosen:
         return None
@@ -139,8 +162,24 @@ def _next_part(
         f"ab: part {spent.parts + 1}: {plural(len(chosen), 'open case')} closest to deciding first "
         f"({first_few(names, 2)}); {left / 60:.1f} min of the budget left"
     )
-    targets: Mapping[str, int] = {a.key: a.rounds for a in chosen}
+    # a repeat's rounds are counted from its own start
+    targets: Mapping[str, int] = {
+        a.key: a.rounds + spent.results[a.key].rounds - spent.results[a.key].plan_rounds for a in chosen
+    }
     return Part(spent.parts, only=list(targets), targets=targets, prior=dict(spent.results), deadline=deadline)
+
+
+def _open_case(result: CaseResult, question: Question) -> OpenCase:
+    """What `allocate` needs of an open case; a repeat not begun is projected from its first reading."""
+    per_round = result.seconds / max(result.rounds, 1)
+    fresh = result.repeating and result.plan_rounds == 0
+    logs = (
+        tuple(math.log(b / a) for a, b in zip(result.a, result.b, strict=True) if a > 0 and b > 0)
+        if fresh
+        else log_ratios(result)
+    )
+    done = 0 if fresh else None
+    return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done)
 
 
 def run_group(
@@ -167,7 +206,9 @@ def run_group(
 
     def start(part: Part) -> Lockstep:
         number = first_part + part.number
-        shared = turns.session_env(group, number, question.max_rounds, question.metric, question.boundary)
+        shared = turns.session_env(
+            group, number, question.max_rounds, question.metric, question.boundary, question.repeat_within
+        )
 
         def command(side: Side) -> list[str]:
             session = pytest_command(side.python, db, f"{group}-{side.name}{number + 1}", pytest_args)

@@ -28,8 +28,8 @@ import numpy as np
 
 from daskbench.ab import turns
 from daskbench.ab.arms import ARMS, SIDE_ENV
-from daskbench.ab.budgeted import Spent
-from daskbench.ab.lockstep import Lockstep, pytest_command
+from daskbench.ab.budgeted import Spent, run_parts
+from daskbench.ab.lockstep import Lockstep, Part, pytest_command
 from daskbench.ab.sessions import Side
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_group, group_rounds
@@ -189,26 +189,34 @@ class Calibration:
         return len(comparison_groups(self.store, self.group))
 
     def _comparison(self, number: int) -> None:
+        """One comparison: its parts (a change verdict is repeated in a fresh pair of sessions), its runs tagged."""
         name = f"{self.group}.{number}"
         sides = {side: Side(side, sys.executable, {SIDE_ENV: side}) for side in ("A", "B")}
-        shared = turns.session_env(name, 0, self.max_rounds)
-        runner = Lockstep(
-            sides,
-            command=lambda side: pytest_command(
-                side.python, self.db, f"{name}-{side.name}", [str(BENCH_FILE), *self.pytest_args]
-            ),
-            environment=lambda side: {**os.environ, **side.env, **shared},
-            question=Question(self.floor, self.max_rounds),
-            max_seconds=self.max_seconds,
-            log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
-            say=self.say,
-            rounds_said=False,  # a line per arm when it stops
-        )
-        for result in runner.run():
-            self.spent.results[f"{name}::{result.key}"] = result
-        self.spent.parts += 1
-        self.spent.startup += runner.startup
-        self.spent.wall += runner.wall
+        question = Question(self.floor, self.max_rounds)
+
+        def start(part: Part) -> Lockstep:
+            shared = turns.session_env(name, part.number, self.max_rounds, repeat_within=question.repeat_within)
+            suffix = str(part.number + 1) if part.number else ""  # the first part keeps its old labels
+            return Lockstep(
+                sides,
+                command=lambda side: pytest_command(
+                    side.python, self.db, f"{name}-{side.name}{suffix}", [str(BENCH_FILE), *self.pytest_args]
+                ),
+                environment=lambda side: {**os.environ, **side.env, **shared},
+                question=question,
+                max_seconds=self.max_seconds,
+                log_dir=Path(tempfile.mkdtemp(prefix="daskbench-calibrate-")),
+                say=self.say,
+                rounds_said=False,  # a line per arm when it stops
+                part=part,
+            )
+
+        spent = run_parts(start, question, None, self.say, self.max_seconds)
+        for key, result in spent.results.items():
+            self.spent.results[f"{name}::{key}"] = result
+        self.spent.parts += spent.parts
+        self.spent.startup += spent.startup
+        self.spent.wall += spent.wall
         for run in self._runs_of(name):
             self.store.tag_run(run.run_id, {CALIBRATE_GROUP: self.group, CALIBRATE_ROUND: str(number)})
 

@@ -18,6 +18,7 @@ whole suite that way. Every turn's cost is added up (`daskbench.ab.cost.RoundCos
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import select
@@ -34,7 +35,8 @@ from daskbench.ab import turns
 from daskbench.ab.cost import RoundCost
 from daskbench.ab.sessions import Side, ended, log_cause, session_command, stop_session
 from daskbench.errors import DaskbenchError
-from daskbench.judge import sequential
+from daskbench.judge import repeat, sequential
+from daskbench.judge.repeat import Judged
 from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
 from daskbench.text import first_few, plural
@@ -87,7 +89,8 @@ class Link:
 @dataclass
 class CaseResult:
     """One case's rounds so far (this part's and earlier parts'): the pairs of values of the question's
-    metric, why it stopped, its last verdict, and what its rounds cost."""
+    metric, the round each later part began at (``starts``), why it stopped, its last verdict (``judged``:
+    `daskbench.judge.repeat`), and what its rounds cost."""
 
     key: str
     name: str = ""  # what a person calls the case (its pytest name, as side A sent it)
@@ -96,7 +99,8 @@ class CaseResult:
     stopped: str = ""
     seconds: float = 0.0  # wall time of its rounds, all parts
     cost: RoundCost = field(default_factory=RoundCost)
-    decision: Decision | None = None
+    starts: list[int] = field(default_factory=list)
+    judged: Judged | None = None
     failed: bool = False  # a side could not measure it: no more rounds
 
     @property
@@ -108,12 +112,38 @@ class CaseResult:
         return self.name or turns.shown_name(self.key)
 
     @property
+    def decision(self) -> Decision | None:
+        return self.judged.decision if self.judged is not None else None
+
+    @property
     def decided(self) -> bool:
+        """Whether its verdict is a decision (regressed, unchanged, improved)."""
         return self.decision is not None and sequential.is_decided(self.decision)
 
+    @property
+    def settled(self) -> bool:
+        """Whether it needs no more rounds: decided, or its pairs of sessions disagreed."""
+        return self.judged is not None and self.judged.settled
+
+    @property
+    def repeating(self) -> bool:
+        """Whether it waits for (or is in) the repeat of a change verdict in a fresh pair of sessions."""
+        return self.judged is not None and self.judged.repeating and not self.judged.settled
+
+    @property
+    def plan_rounds(self) -> int:
+        """The rounds of its current sequential plan: the repeat's when repeating, else all."""
+        return self.rounds - self.judged.first if self.repeating and self.judged is not None else self.rounds
+
+    def parts(self) -> list[tuple[list[float], list[float]]]:
+        """Its rounds part by part (each part one pair of sessions)."""
+        edges = [0, *self.starts, self.rounds]
+        return [(self.a[i:j], self.b[i:j]) for i, j in itertools.pairwise(edges) if j > i]
+
     def carried(self) -> CaseResult:
-        """A copy to carry into the next part (its reason to stop cleared)."""
-        return replace(self, a=list(self.a), b=list(self.b), stopped="", cost=self.cost + RoundCost())
+        """A copy to carry into the next part (its reason to stop cleared, the part's first round noted)."""
+        starts = [*self.starts, self.rounds] if self.rounds and self.rounds not in self.starts else list(self.starts)
+        return replace(self, a=list(self.a), b=list(self.b), starts=starts, stopped="", cost=self.cost + RoundCost())
 
 
 @dataclass(frozen=True)
@@ -260,10 +290,10 @@ class Lockstep:
             result.seconds = before + judging - started
             result.a.append(values["A"])
             result.b.append(values["B"])
-            result.decision = self.question.decide(result.a, result.b)
-            result.stopped = self._why_stop(result, result.decision)
+            result.judged = repeat.judge(self.question, result.parts())
+            result.stopped = self._why_stop(result, offset)
             if self.rounds_said or result.stopped:
-                self.say(round_line(result, result.decision))
+                self.say(round_line(result, result.judged.decision))
             result.cost.add_wall(time.monotonic() - judging)
         result.seconds = before + time.monotonic() - started
         self.in_rounds += result.seconds - before
@@ -295,13 +325,18 @@ class Lockstep:
             return 0.0
         return value
 
-    def _why_stop(self, result: CaseResult, decision: Decision) -> str:
-        most = self.question.max_rounds
+    def _why_stop(self, result: CaseResult, offset: int) -> str:
+        """Why ``result`` (whose rounds before ``offset`` came from earlier parts) gets no more rounds here."""
+        most, judged = self.question.max_rounds, result.judged
         if self.exact:
             return f"{most} rounds, as asked" if result.rounds >= most else ""
-        if sequential.is_decided(decision):
+        if result.decided:
             return f"decided after {result.rounds} rounds"
-        if result.rounds >= most:
+        if judged is not None and judged.settled:
+            return f"the sessions disagree after {result.rounds} rounds"
+        if judged is not None and judged.repeating and judged.first > offset:
+            return "to repeat in fresh sessions"
+        if result.plan_rounds >= most:
             return f"not decided: --max-rounds {most} reached"
         if result.seconds >= self.max_seconds:
             return f"not decided: --max-time reached after {result.rounds} rounds"
@@ -368,8 +403,13 @@ def round_line(result: CaseResult, decision: Decision) -> str:
     shown = f"{decision.ratio:.3f}" if decision.ratio is not None else "-"
     interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
     minutes, seconds = divmod(int(result.seconds), 60)
-    tail = f": {decision.verdict}, {result.stopped}" if result.stopped else ""
-    head = f"ab: {result.shown[:60]} round {len(result.a)}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
+    judged, verdict = result.judged, str(decision.verdict)
+    if judged is not None and judged.repeating and not judged.settled and judged.first_verdict:
+        verdict = f"{judged.first_verdict} here"  # a first reading, not a verdict yet
+    tail = f": {verdict}, {result.stopped}" if result.stopped else ""
+    repeats = result.rounds - judged.first if judged is not None and judged.repeating else 0
+    again = f" (repeat {repeats})" if repeats > 0 else ""
+    head = f"ab: {result.shown[:60]} round {len(result.a)}{again}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
     return (head + tail)[:120]
 
 

@@ -40,6 +40,9 @@ ENV_PART, ENV_MAX_ROUNDS = "DASKBENCH_AB_PART", "DASKBENCH_AB_MAX_ROUNDS"
 #: The question the controller asks of each case: the metric whose rounds decide, and a bisection step's
 #: boundary (tagged on the runs, so `compare_group` judges the group later as it was judged then).
 ENV_METRIC, ENV_BOUNDARY = "DASKBENCH_AB_METRIC", "DASKBENCH_AB_BOUNDARY"
+#: Within what factor of 1 a change verdict is repeated in fresh sessions (`daskbench.judge.repeat`), tagged
+#: likewise; a group without it (older, or ``--rounds N``) pools its rounds.
+ENV_REPEAT = "DASKBENCH_AB_REPEAT_WITHIN"
 #: How many clusters share this machine while the sessions run (each side's auto memory is a share).
 ENV_SHARE = MACHINE_SHARE_ENV
 
@@ -125,12 +128,19 @@ class Turns:
 
 
 def session_env(
-    group: str, part: int, max_rounds: int, metric: str = "runtime_s", boundary: float | None = None
+    group: str,
+    part: int,
+    max_rounds: int,
+    metric: str = "runtime_s",
+    boundary: float | None = None,
+    repeat_within: float | None = None,
 ) -> dict[str, str]:
     """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
-    the group, the part, the most rounds, the question (metric, boundary), and that two clusters share
-    this machine."""
+    the group, the part, the most rounds, the question (metric, boundary, repeat), and that two clusters
+    share this machine."""
     asked = {ENV_METRIC: metric, **({ENV_BOUNDARY: repr(boundary)} if boundary is not None else {})}
+    if repeat_within is not None:
+        asked[ENV_REPEAT] = repr(repeat_within)
     return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2", **asked}
 
 
@@ -147,4 +157,5 @@ def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
         "ab_max_rounds": environ.get(ENV_MAX_ROUNDS, ""),
         **({"ab_metric": environ[ENV_METRIC]} if environ.get(ENV_METRIC) else {}),
         **({"ab_boundary": environ[ENV_BOUNDARY]} if environ.get(ENV_BOUNDARY) else {}),
+        **({"ab_repeat_within": environ[ENV_REPEAT]} if environ.get(ENV_REPEAT) else {}),
     }

@@ -54,7 +54,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
-from daskbench.judge.sequential import ROUNDS_LIMIT, Question
+from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
 from daskbench.model import Run
 from daskbench.store import Store
 
@@ -226,7 +226,11 @@ def _lockstep(
     --budget, a screening of every case and parts for the open ones until the budget ends)."""
     part = len(group_rounds(store, group))
     metric = metric_of(args)
-    question = Question(floors.get(metric, stats.default_floor(metric)), args.rounds or args.max_rounds, metric=metric)
+    floor = floors.get(metric, stats.default_floor(metric))
+    exact = args.rounds is not None  # --rounds N: N rounds, as asked, pooled (a change is not repeated)
+    question = Question(
+        floor, args.rounds or args.max_rounds, metric=metric, repeat_within=None if exact else REPEAT_WITHIN
+    )
     budget = budget_seconds(args) if args.rounds is None else None
     within = f"; budget {budget / 60:g} min for all cases" if budget is not None else ""
     decides = f"; {metric} decides when a case stops" if metric != "runtime_s" else ""
@@ -245,7 +249,7 @@ def _lockstep(
         say=say,
         budget=budget,
         first_part=part,
-        exact=args.rounds is not None,
+        exact=exact,
     )
     _tag_sides(store, group, sides)
     return spent

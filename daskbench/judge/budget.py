@@ -35,7 +35,9 @@ DEFAULT_SPREAD = 0.10
 
 @dataclass(frozen=True)
 class OpenCase:
-    """A case not decided yet: its per-round log ratios so far, what a round of it costs, how it is judged."""
+    """A case not decided yet: its per-round log ratios so far, what a round of it costs, how it is judged;
+    ``done`` the rounds its plan has (default: its log ratios; a repeat in fresh sessions not begun has 0,
+    and is projected from the first reading's log ratios)."""
 
     key: str
     log_ratios: tuple[float, ...]
@@ -43,6 +45,11 @@ class OpenCase:
     max_rounds: int
     floor: float
     boundary: float | None = None  # a bisection step's boundary (`sequential.classify_against`), else the floor
+    done: int | None = None
+
+    @property
+    def have(self) -> int:
+        return len(self.log_ratios) if self.done is None else self.done
 
     def __post_init__(self) -> None:
         if self.seconds_per_round < 0 or self.max_rounds < 1 or self.floor < 1.0:
@@ -65,12 +72,11 @@ def spread(log_ratios: Sequence[float], fallback: float = DEFAULT_SPREAD) -> flo
 def rounds_to_decide(case: OpenCase, fallback: float = DEFAULT_SPREAD) -> int | None:
     """The first look after the rounds ``case`` has at which, if its mean and spread held, its interval
     would be decided; None when no look up to its most rounds would decide it."""
-    n = len(case.log_ratios)
-    mean = float(np.mean(case.log_ratios)) if n else 0.0
+    mean = float(np.mean(case.log_ratios)) if case.log_ratios else 0.0
     sd = spread(case.log_ratios, fallback)
     budget = spending(case.max_rounds)
     for rounds in looks(case.max_rounds):
-        if rounds <= n or rounds < 2:
+        if rounds <= case.have or rounds < 2:
             continue
         half = student_t_ppf(1.0 - budget[rounds] / 2.0, rounds - 1) * sd / math.sqrt(rounds)
         if case.decided_at(math.exp(mean - half), math.exp(mean + half)):
@@ -94,7 +100,7 @@ def allocate(cases: Sequence[OpenCase], seconds_left: float, fallback: float = D
     its most rounds, if the budget still has room for it (estimates err; its rounds are not lost)."""
     planned: list[tuple[float, int, Allotment]] = []
     for order, case in enumerate(cases):
-        have = len(case.log_ratios)
+        have = case.have
         if have >= case.max_rounds:
             continue
         target = rounds_to_decide(case, fallback)

@@ -57,6 +57,9 @@ MIN_ROUNDS = 3
 MAX_ROUNDS = 30
 #: The most rounds any comparison may be given (``--rounds``, ``--max-rounds``, ``--rounds-cap``).
 ROUNDS_LIMIT = 200
+#: A change verdict whose interval's nearer end lies within this factor of 1 is repeated in a fresh pair of
+#: sessions before it counts (`daskbench.judge.repeat`): a session's own bias was measured up to about 0.91x.
+REPEAT_WITHIN = 1.20
 #: The grid of looks before the last: about 1.2x apart, so the spent alpha is not spread thin.
 _GRID = (3, 4, 5, 6, 8, 10, 12, 15, 18, 22, 26, 30, 36, 42, 50, 60, 72, 86, 100, 120, 150, 180, 200)
 
@@ -145,16 +148,20 @@ def classify_against(low: float, high: float, boundary: float, floor: float) -> 
 class Question:
     """What a comparison asks of each case's rounds: is ``metric`` changed beyond ``floor`` (the floor
     band, `classify`), or, for a bisection step, is it like the bad end or the good one (``boundary``,
-    `classify_against`); at most ``max_rounds`` rounds (the plan the error is spent over)."""
+    `classify_against`); at most ``max_rounds`` rounds (the plan the error is spent over); a change verdict
+    within ``repeat_within`` of 1 repeated in fresh sessions (`daskbench.judge.repeat`; None: never)."""
 
     floor: float
     max_rounds: int = MAX_ROUNDS
     boundary: float | None = None
     metric: str = "runtime_s"
+    repeat_within: float | None = REPEAT_WITHIN
 
     def __post_init__(self) -> None:
         if self.floor < 1.0 or self.max_rounds < 1 or (self.boundary is not None and self.boundary <= 1.0):
             raise ValueError(f"Question: floor >= 1, max_rounds >= 1 and a boundary above 1 needed ({self})")
+        if self.repeat_within is not None and self.repeat_within <= 1.0:
+            raise ValueError(f"Question: repeat_within above 1 needed ({self})")
 
     def decide(self, a_rounds: Sequence[float], b_rounds: Sequence[float]) -> Decision:
         """The sequential verdict of the rounds so far."""

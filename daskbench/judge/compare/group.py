@@ -3,12 +3,13 @@ the run tags that mark its runs."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import sequential, stats
+from daskbench.judge import repeat, sequential, stats
 from daskbench.judge.compare.comparison import Against, finish
 from daskbench.judge.compare.verdicts import (
     Decide,
@@ -81,6 +82,7 @@ class _GroupShape:
     pairs: tuple[tuple[str, str], ...]  # (A run id, B run id) per session round or lockstep part
     max_rounds: int | None
     boundary: tuple[str, float] | None = None  # a bisection step's question: (metric, boundary)
+    repeat_within: float | None = None  # change verdicts repeated in fresh sessions (`daskbench.judge.repeat`)
 
     @classmethod
     def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
@@ -88,7 +90,8 @@ class _GroupShape:
         limit = newest.get("ab_max_rounds", "")
         pairs = tuple((a.run_id, b.run_id) for a, b in zip(by_side["A"], by_side["B"], strict=True))
         lockstep = newest.get("ab_mode") == "lockstep"
-        return cls(lockstep, pairs, int(limit) if limit.isdigit() else None, _boundary(newest))
+        within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
+        return cls(lockstep, pairs, int(limit) if limit.isdigit() else None, _boundary(newest), within)
 
     def label(self, group: str) -> str:
         if self.lockstep:
@@ -102,21 +105,39 @@ def _rounds_rule(
     """The value pairs of each round: per lockstep repeat both sides measured, or per session
     round the median of each side's passing repeats."""
     a_runs, b_runs = (group_measurements(ms, "run_id") for ms in (a_side, b_side))
+    sizes: dict[str, list[int]] = {}  # per metric: the rounds of each part (each a pair of sessions)
 
     def per_round(metric: str) -> tuple[list[float], list[float]]:
         a_vals, b_vals = [], []
+        sizes[metric] = []
         for a_run, b_run in shape.pairs:
             a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
-            for a, b in _lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric):
-                a_vals.append(a)
-                b_vals.append(b)
+            found = _lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
+            sizes[metric].append(len(found))
+            a_vals += [a for a, _ in found]
+            b_vals += [b for _, b in found]
         return a_vals, b_vals
 
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
         boundary = shape.boundary[1] if shape.boundary is not None and shape.boundary[0] == metric else None
-        return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary)
+        if shape.repeat_within is None or metric not in sizes or sum(sizes[metric]) != len(a) or not a:
+            return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary)
+        most = max(shape.max_rounds or len(a), 1)
+        question = sequential.Question(rules.floors[metric], most, boundary, metric, shape.repeat_within)
+        edges = list(itertools.accumulate(sizes[metric], initial=0))
+        parts = [(a[i:j], b[i:j]) for i, j in itertools.pairwise(edges) if j > i]
+        return repeat.with_rounds(repeat.judge(question, parts), a, b)
 
     return per_round, decide
+
+
+def _number(text: str) -> float | None:
+    """A tag's number above 1 (a repeat's factor), else None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 1.0 else None
 
 
 def _boundary(tags: Mapping[str, str]) -> tuple[str, float] | None:

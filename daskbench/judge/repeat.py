@@ -1,0 +1,138 @@
+"""A change verdict repeated in a fresh pair of sessions before it counts.
+
+The sequential rule (`daskbench.judge.sequential`) holds its 5% when the rounds of a comparison are
+independent. In lockstep they come from one pair of sessions, alive for the whole comparison, and a
+session can carry a bias of its own for its whole life: measured on this project's 2-core machine, A/A
+comparisons run beside other test suites (load 4-5) called 6 of 29 changed, and in one of them side B was
+faster in 25 of 30 rounds (0.91x) while the CPU probes matched; the comparisons' means spread 1.8x what
+their rounds allowed, with no autocorrelation between rounds. No number of rounds from the same pair of
+sessions sees such a bias: only other sessions do.
+
+So a change verdict whose interval comes within `REPEAT_WITHIN` of 1 (a bias as large as any measured
+could have made it) is only the first of two: the case is measured again in a fresh pair of sessions
+(new processes, new cluster) with its own sequential plan, from its first round, and
+
+- when the repeat decides the same change, the verdict stands (its ratio from all the rounds, its
+  interval the span of both pairs' intervals: what either pair of sessions allows);
+- when the repeat decides otherwise (unchanged, or the other way), the pairs of sessions disagree: the
+  case ends ``inconclusive``, both readings in its note, and is measured no further;
+- until the repeat decides, the case is ``inconclusive``, its first reading in the note.
+
+A false alarm then needs two independent pairs of sessions to be wrong the same way: with the 21%
+measured beside other suites, about 21% x 10% = 2%; on a quiet machine far less than 5%. A true change
+pays the repeat's rounds and one session start. A change whose interval clears `REPEAT_WITHIN` (a
+bisection's 25x, a planted 1.5x) is not repeated: no bias measured comes near it.
+
+Rounds come in parts (`parts`: each part one pair of sessions, in order). The first reading pools the
+parts up to the first part whose end decides it (a suite within a budget gives a case rounds in several
+parts before it decides); the repeat pools every later part. Pure: numbers in, a `Judged` out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from daskbench.judge.sequential import REPEAT_WITHIN, Question, is_decided
+from daskbench.judge.stats import Decision
+
+Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B values), round by round
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a case's rounds say: its ``decision``; ``settled`` when it needs no more rounds; ``first`` the
+    rounds of its first reading (all its rounds when not repeated); ``repeating`` when that reading is a
+    change to repeat (every round after ``first`` must come from fresh sessions), ``first_verdict`` its verdict."""
+
+    decision: Decision
+    settled: bool = False
+    first: int = 0
+    repeating: bool = False
+    first_verdict: str = ""
+
+
+def needs_repeat(decision: Decision, within: float = REPEAT_WITHIN) -> bool:
+    """Whether a change verdict's interval comes within ``within`` of 1 (so a session's bias could explain it)."""
+    if decision.verdict == "regressed":
+        return decision.ci_low is None or decision.ci_low < within
+    if decision.verdict == "improved":
+        return decision.ci_high is None or decision.ci_high > 1.0 / within
+    return False
+
+
+def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
+    """The verdict of a case's rounds, part by part (each part one pair of sessions), as the module says;
+    ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group)."""
+    a: list[float] = []
+    b: list[float] = []
+    used = 0  # the parts of the first reading
+    while used < len(parts) and not (a and is_decided(question.decide(a, b))):
+        a += parts[used][0]
+        b += parts[used][1]
+        used += 1
+    if not a:
+        return Judged(Decision("inconclusive", method="sequential", note="no round measured yet"))
+    first = question.decide(a, b)
+    within = question.repeat_within
+    if within is None or not needs_repeat(first, within):
+        return Judged(first, settled=is_decided(first), first=len(a))
+    again_a = [value for part in parts[used:] for value in part[0]]
+    again_b = [value for part in parts[used:] for value in part[1]]
+    if not again_a:
+        note = f"{first.verdict} {reading(first)} in one pair of sessions; repeated in a fresh pair before it counts"
+        return Judged(_open(first, note), first=len(a), repeating=True, first_verdict=first.verdict)
+    again = question.decide(again_a, again_b)
+    if not is_decided(again):
+        note = f"{first.verdict} {reading(first)} in the first pair of sessions; its repeat in a fresh pair so far"
+        return Judged(_open(again, note), first=len(a), repeating=True, first_verdict=first.verdict)
+    both = _both(first, again, a + again_a, b + again_b)
+    if again.verdict != first.verdict:
+        note = (
+            f"the sessions disagree: {first.verdict} {reading(first)} in the first pair, {again.verdict} "
+            f"{reading(again)} in a fresh pair; a difference between sessions, not between A and B"
+        )
+        return Judged(_open(both, note), settled=True, first=len(a), repeating=True, first_verdict=first.verdict)
+    note = f"repeated in a fresh pair of sessions: {reading(first)} in the first, {reading(again)} in the second"
+    return Judged(replace(both, note=note), settled=True, first=len(a), repeating=True, first_verdict=first.verdict)
+
+
+def reading(decision: Decision) -> str:
+    """``1.08x (1.01-1.16), 12 rounds``-style: a decision's ratio and interval."""
+    ratio = f"{decision.ratio:.2f}x" if decision.ratio is not None else "-"
+    if decision.ci_low is None or decision.ci_high is None:
+        return ratio
+    return f"{ratio} ({decision.ci_low:.2f}-{decision.ci_high:.2f})"
+
+
+def _open(decision: Decision, note: str) -> Decision:
+    """Not a verdict yet (or none: the sessions disagree), the figures of ``decision`` kept."""
+    return replace(decision, verdict="inconclusive", note=note)
+
+
+def _both(first: Decision, again: Decision, a: Sequence[float], b: Sequence[float]) -> Decision:
+    """The first verdict with the ratio of all the rounds and the span of both intervals (what either pair of
+    sessions allows)."""
+    logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+    lows = [d.ci_low for d in (first, again) if d.ci_low is not None]
+    highs = [d.ci_high for d in (first, again) if d.ci_high is not None]
+    low, high = (min(lows), max(highs)) if lows and highs else (None, None)
+    ratio = math.exp(sum(logs) / len(logs))
+    if low is not None and high is not None:
+        ratio = min(max(ratio, low), high)
+    return replace(first, ratio=ratio, ci_low=low, ci_high=high)
+
+
+def with_rounds(judged: Judged, a: Sequence[float], b: Sequence[float]) -> Decision:
+    """The decision as ``compare --group`` shows it: how many rounds, the note, every round's ratio B/A."""
+    decision = judged.decision
+    if decision.verdict != "inconclusive":
+        said = f"decided after {len(a)} rounds"
+    elif judged.settled:
+        said = f"not decided: the sessions disagree after {len(a)} rounds"
+    else:
+        said = f"not decided after {len(a)} rounds"
+    per_round = ", ".join(f"{y / x:.3f}" for x, y in zip(a, b, strict=True) if x > 0)
+    parts = (said, decision.note, f"per-round ratios {per_round}")
+    return replace(decision, note="; ".join(part for part in parts if part))
