@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,36 @@ def test_calibrate_runs_real_lockstep_comparisons_and_tags_them(tmp_path: Path) 
     cases = store.cases()
     arms = {cases[m.fingerprint].params["arm"] for m in store.measurements([runs[0].run_id]) if m.ok}
     assert arms == {"aa", "x1.50"}
+
+
+def test_a_change_repeated_in_fresh_sessions_is_called_once_and_its_minutes_count_both_parts(store: Store) -> None:
+    """The 1.10x arm, measuring 1.12x (noise 1%), is regressed in part 1 within 1.20x of 1, so part 2 (fresh sessions, 40 s after
+    the first part began) repeats it: called, in 12 rounds; its minutes are both parts' spans plus part 2's
+    start-up (10 s from its runs' start to its first measurement), not the time between the parts."""
+    rng = random.Random(3)
+    spec = ClusterSpec("local", 1, 1, 2**30, 1.1)
+    cases = {arm: Case("calibration", {"arm": arm, "factor": f}, spec) for arm, f in (("aa", 1.0), ("x1.10", 1.12))}
+    for case in cases.values():
+        store.add_case(case)
+    start = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    for part, arms, began in ((0, ("aa", "x1.10"), 0.0), (1, ("x1.10",), 40.0)):
+        tags = {"ab_group": "r.0", "ab_round": str(part), "ab_mode": "lockstep", "ab_max_rounds": "30",
+                "ab_repeat_within": "1.2", CALIBRATE_GROUP: "r", CALIBRATE_ROUND: "0"}  # fmt: skip
+        at = start + timedelta(seconds=began)
+        runs = {side: make_run(tags={**tags, "ab_side": side}, started_at=at.isoformat()) for side in "AB"}
+        for run in runs.values():
+            store.add_run(run)
+        offset = 10.0 if part else 0.0
+        for index, arm in enumerate(arms):
+            for repeat in range(6):
+                for side, run in runs.items():
+                    runtime = (cases[arm].params["factor"] if side == "B" else 1.0) * (1 + rng.uniform(-0.01, 0.01))
+                    when = at + timedelta(seconds=offset + 12 * index + 2 * repeat + (side == "B"))
+                    store.add_measurement(Measurement.of(run_id=run.run_id, fingerprint=cases[arm].fingerprint,
+                                                         repeat=repeat, outcome="passed", runtime_s=runtime,
+                                                         recorded_at=when.isoformat()))  # fmt: skip
+    rows = {row.arm: row for row in power_rows(store, "r").rows}
+    assert rows["x1.10"].called == 1.0 and rows["x1.10"].median_rounds == 12
+    assert rows["aa"].called == 0.0 and rows["aa"].median_rounds == 6
+    # part 1: 11 s of its own (12 s to 23 s); part 2: 10 s start-up + 11 s; plus a measurement (0 s here) each
+    assert rows["x1.10"].median_minutes == pytest.approx((11 + 10 + 11) / 60)

@@ -119,14 +119,22 @@ def _row(arm: str, planted: float, found: Sequence[tuple[Verdict, float]]) -> Ar
 
 
 def _minutes_per_arm(store: Store, group: str) -> dict[str, float]:
-    """Minutes from an arm's first to its last measurement in one comparison (both sides)."""
-    runs = [run.run_id for sides in group_rounds(store, group).values() for run in sides.values()]
+    """Minutes an arm took in one comparison: in each part (pair of sessions) that measured it, from its first
+    to its last measurement (both sides) and one measurement more; a later part (a repeat in fresh sessions)
+    adds its start-up, from its runs' start to its first measurement."""
     cases = store.cases()
-    times: dict[str, list[float]] = {}
-    for m in store.measurements(runs):
-        arm = str(cases[m.fingerprint].params.get("arm"))
-        times.setdefault(arm, []).append(_seconds(m))
-    return {arm: (max(t) - min(t) + _mean_measurement(store, runs)) / 60 for arm, t in times.items()}
+    minutes: dict[str, float] = {}
+    for number, sides in enumerate(group_rounds(store, group).values()):
+        runs = [run.run_id for run in sides.values()]
+        times: dict[str, list[float]] = {}
+        for m in store.measurements(runs):
+            times.setdefault(str(cases[m.fingerprint].params.get("arm")), []).append(_seconds(m))
+        began = min(datetime.fromisoformat(run.started_at).timestamp() for run in sides.values())
+        startup = min(min(t) for t in times.values()) - began if number and times else 0.0
+        each = _mean_measurement(store, runs)
+        for arm, t in times.items():
+            minutes[arm] = minutes.get(arm, 0.0) + (max(t) - min(t) + each + startup) / 60
+    return minutes
 
 
 def _seconds(m: Measurement) -> float:
