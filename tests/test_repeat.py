@@ -33,7 +33,7 @@ def test_a_small_change_waits_for_its_repeat_and_says_so() -> None:
     assert (judged.settled, judged.repeating, judged.first) == (False, True, 5)
     assert judged.decision.verdict == "inconclusive"
     assert judged.decision.ci_low is not None and 1.0 < judged.decision.ci_low < REPEAT_WITHIN
-    assert "regressed 1.10x" in judged.decision.note and "repeated in a fresh pair" in judged.decision.note
+    assert "regressed 1.10x" in judged.decision.note and "once a fresh pair repeats it" in judged.decision.note
 
 
 def test_the_repeat_is_judged_from_its_own_first_round_and_both_agreeing_count() -> None:

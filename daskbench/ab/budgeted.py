@@ -97,9 +97,10 @@ def _undecided_line(result: CaseResult) -> str:
     return f"{name[:80]}: {ratio} ({decision.ci_low:.2f}-{decision.ci_high:.2f}), {plural(result.rounds, 'round')}"
 
 
-def log_ratios(result: CaseResult) -> tuple[float, ...]:
-    """The log ratios of its current plan's rounds (its repeat's, when it is being repeated)."""
-    skip = result.rounds - result.plan_rounds
+def log_ratios(result: CaseResult, skip: int | None = None) -> tuple[float, ...]:
+    """The log ratios of its rounds after the first ``skip`` (default: its current plan's, its repeat's when it
+    is being repeated)."""
+    skip = result.rounds - result.plan_rounds if skip is None else skip
     pairs = zip(result.a[skip:], result.b[skip:], strict=True)
     return tuple(math.log(b / a) for a, b in pairs if a > 0 and b > 0)
 
@@ -173,11 +174,7 @@ def _open_case(result: CaseResult, question: Question) -> OpenCase:
     """What `allocate` needs of an open case; a repeat not begun is projected from its first reading."""
     per_round = result.seconds / max(result.rounds, 1)
     fresh = result.repeating and result.plan_rounds == 0
-    logs = (
-        tuple(math.log(b / a) for a, b in zip(result.a, result.b, strict=True) if a > 0 and b > 0)
-        if fresh
-        else log_ratios(result)
-    )
+    logs = log_ratios(result, 0 if fresh else None)
     done = 0 if fresh else None
     return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done)
 

@@ -81,7 +81,7 @@ def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
     again_a = [value for part in parts[used:] for value in part[0]]
     again_b = [value for part in parts[used:] for value in part[1]]
     if not again_a:
-        note = f"{first.verdict} {reading(first)} in one pair of sessions; repeated in a fresh pair before it counts"
+        note = f"{first.verdict} {reading(first)} in one pair of sessions; it counts once a fresh pair repeats it"
         return Judged(_open(first, note), first=len(a), repeating=True, first_verdict=first.verdict)
     again = question.decide(again_a, again_b)
     if not is_decided(again):
