@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 import pytest
 
 from daskbench.ab.budgeted import Spent, run_parts
 from daskbench.ab.cost import RoundCost
-from daskbench.ab.lockstep import CaseResult, Part, _value
+from daskbench.ab.lockstep import CaseResult, Part, _value, round_line
 from daskbench.judge import repeat
 from daskbench.judge.sequential import Question
 
@@ -110,7 +111,7 @@ def test_a_budget_screens_every_case_then_gives_rounds_only_to_the_open_ones() -
     assert spent.results["big"].rounds == 3 and spent.results["big"].decision.verdict == "regressed"
     assert spent.results["aa"].decided and spent.results["aa"].decision.verdict == "unchanged"
     assert spent.parts == 2 and spent.undecided() == []
-    assert spent.lines()[1].startswith("budget: 10.0 min, used 0.0 min in 2 parts; every case decided")
+    assert re.match(r"budget: 10\.0 min, used \d+\.\d min in 2 parts; every case decided", spent.lines()[1])
 
 
 def test_without_a_budget_a_comparison_is_one_part_of_every_case_until_decided() -> None:
@@ -228,3 +229,20 @@ def test_spent_lines_carry_the_busy_machine_line_and_the_pr_comment_says_so() ->
     spent = Spent(replaced=cost)
     assert any(line.startswith("the machine was busy") for line in spent.lines())
     assert "measured on a busy machine" in measured_text(spent)
+
+
+def test_a_round_line_says_a_first_reading_then_the_repeat_plainly() -> None:
+    """At its first reading a case reads "regressed here, to repeat in fresh sessions"; a repeat still open
+    at its most rounds reads inconclusive, its rounds counted as repeats."""
+    question = Question(1.05, 30)
+    result = CaseResult("c", a=[1.0] * 5, b=SMALL[:5])
+    result.judged = repeat.judge(question, result.parts())
+    result.stopped = "to repeat in fresh sessions"
+    assert round_line(result, result.judged.decision).endswith(": regressed here, to repeat in fresh sessions")
+    result = result.carried()
+    result.a += [1.0] * 4
+    result.b += [1.2, 0.8, 1.1, 0.9]
+    result.judged = repeat.judge(question, result.parts())
+    result.stopped = "not decided: --max-rounds 30 reached"
+    line = round_line(result, result.judged.decision)
+    assert " round 9 (repeat 4): " in line and line.endswith(": inconclusive, not decided: --max-rounds 30 reached")

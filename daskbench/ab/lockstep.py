@@ -404,7 +404,7 @@ def round_line(result: CaseResult, decision: Decision) -> str:
     interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
     minutes, seconds = divmod(int(result.seconds), 60)
     judged, verdict = result.judged, str(decision.verdict)
-    if judged is not None and judged.repeating and not judged.settled and judged.first_verdict:
+    if judged is not None and judged.repeating and result.rounds == judged.first and judged.first_verdict:
         verdict = f"{judged.first_verdict} here"  # a first reading, not a verdict yet
     tail = f": {verdict}, {result.stopped}" if result.stopped else ""
     repeats = result.rounds - judged.first if judged is not None and judged.repeating else 0
