@@ -1,7 +1,7 @@
 """How the store talks to its database: whether a URL names a SQLite file, SQLite's pragmas and write locks, retries while another
 writer holds the lock, a read-only look at a SQLite file, why a store cannot be written (SQLite's
 error name, the file system's read-only flag and free space, the user's permissions), one-statement
-insert-or-ignore, and a driver error's first line."""
+insert-or-ignore, the planner's statistics refreshed after a bulk load, and a driver error's first line."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
@@ -248,6 +248,15 @@ def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) ->
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(key))
     raise DaskbenchError(f"daskbench stores support SQLite and PostgreSQL, not {conn.dialect.name}; pass another --db")
+
+
+def refresh_statistics(conn: Connection, tables: Iterable[sa.Table]) -> None:
+    """After a bulk load, the planner's statistics of ``tables`` taken again: on PostgreSQL ``ANALYZE`` (until
+    autovacuum gets to it, a freshly imported table is planned as the few rows it held before, and reads of
+    a window of history scan whole tables); SQLite plans by its indexes alone and keeps no statistics here."""
+    if conn.dialect.name == "postgresql":
+        for table in tables:
+            conn.exec_driver_sql(f"ANALYZE {table.name}")  # names of the store's own tables
 
 
 def first_line(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
-from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
+from daskbench.store.engine import first_line, insert_or_ignore, refresh_statistics, retry_busy
 from daskbench.store.merge import BATCH, MERGERS, rows_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
@@ -37,6 +37,7 @@ from daskbench.store.schema import (
     cases,
     measurement_flags,
     measurements,
+    metadata,
     metric_values,
     run_events,
     run_tags,
@@ -419,7 +420,8 @@ class RowExchange(Database):
     def merge_rows(self, rows: Callable[[], Iterable[tuple[str, Mapping[str, Any]]]]) -> dict[str, tuple[int, int]]:
         """Insert the rows this store lacks, in one transaction, so rows that do not fit (a measurement of a
         run neither has) change nothing; ``rows()`` gives (kind, row) parents first (a retry calls it again),
-        merged a batch of one kind at a time (`merge.BATCH`). Returns (added, skipped) per kind."""
+        merged a batch of one kind at a time (`merge.BATCH`), then the planner's statistics taken again when
+        rows were added (`engine.refresh_statistics`). Returns (added, skipped) per kind."""
         counts: dict[str, tuple[int, int]] = {}
         batch: list[Mapping[str, Any]]
 
@@ -441,4 +443,7 @@ class RowExchange(Database):
                     flush(conn, kind, batch)
         except IntegrityError as exc:
             raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
+        if any(added for added, _ in counts.values()):
+            with self._tx() as conn:
+                refresh_statistics(conn, metadata.sorted_tables)
         return counts
