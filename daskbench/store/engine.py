@@ -250,6 +250,30 @@ def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) ->
     raise DaskbenchError(f"daskbench stores support SQLite and PostgreSQL, not {conn.dialect.name}; pass another --db")
 
 
+def middle_values(conn: Connection, pairs: sa.Select[Any]) -> sa.Select[Any]:
+    """Per ``key`` of ``pairs`` (a query of columns ``key`` and ``value``), the lower and upper middle of its
+    values in order (the same one for an odd count) as ``key, low, high``, picked by the database: on
+    PostgreSQL an ordered ``array_agg`` per key (each key's values sorted alone; ranking every row at once with
+    window functions sorted them all together, on disk); elsewhere ``row_number`` and ``count`` windows."""
+    found = pairs.subquery()
+    if conn.dialect.name == "postgresql":
+        ordered = postgresql.array_agg(postgresql.aggregate_order_by(found.c.value, found.c.value))
+        n = sa.func.count()
+        return sa.select(found.c.key, ordered[(n + 1) // 2], ordered[(n + 2) // 2]).group_by(found.c.key)
+    ranked = sa.select(
+        found.c.key,
+        found.c.value,
+        sa.func.row_number().over(partition_by=found.c.key, order_by=found.c.value).label("k"),
+        sa.func.count().over(partition_by=found.c.key).label("n"),
+    ).subquery()
+    middle = ranked.c.k.in_([(ranked.c.n + 1) // 2, (ranked.c.n + 2) // 2])
+    return (
+        sa.select(ranked.c.key, sa.func.min(ranked.c.value), sa.func.max(ranked.c.value))
+        .where(middle)
+        .group_by(ranked.c.key)
+    )
+
+
 def refresh_statistics(conn: Connection, tables: Iterable[sa.Table]) -> None:
     """After a bulk load, the planner's statistics of ``tables`` taken again: on PostgreSQL ``ANALYZE`` (until
     autovacuum gets to it, a freshly imported table is planned as the few rows it held before, and reads of

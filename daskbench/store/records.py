@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
-from daskbench.store.engine import first_line, insert_or_ignore, refresh_statistics, retry_busy
+from daskbench.store.engine import first_line, insert_or_ignore, middle_values, refresh_statistics, retry_busy
 from daskbench.store.merge import BATCH, MERGERS, rows_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
@@ -331,29 +331,18 @@ class MeasurementRecords(Database):
     def metric_medians(self, run_ids: Sequence[str], name: str) -> dict[str, float]:
         """Per run, the median of one metric's non-zero values over its measurements (any outcome), as
         `statistics.median` takes it (even counts: the mean of the middle two), picked by the database:
-        the one or two middle rows of each run come back, not every value."""
-        ranked = (
-            sa.select(
-                measurements.c.run_id,
-                metric_values.c.value,
-                sa.func.row_number()
-                .over(partition_by=measurements.c.run_id, order_by=metric_values.c.value)
-                .label("k"),
-                sa.func.count().over(partition_by=measurements.c.run_id).label("n"),
-            )
+        the one or two middle values of each run come back (`engine.middle_values`), not every value."""
+        pairs = (
+            sa.select(measurements.c.run_id.label("key"), metric_values.c.value.label("value"))
             .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
             .where(metric_values.c.name == name, metric_values.c.value != 0)
         )
-        middle: dict[str, list[float]] = {}
+        medians: dict[str, float] = {}
         with self._tx() as conn:
             for chunk in in_chunks(run_ids):
-                found = ranked.where(measurements.c.run_id.in_(chunk)).subquery()
-                middle_rows = sa.select(found.c.run_id, found.c.value).where(
-                    found.c.k.in_([(found.c.n + 1) // 2, (found.c.n + 2) // 2])
-                )
-                for run_id, value in conn.execute(middle_rows):
-                    middle.setdefault(run_id, []).append(float(value))
-        return {run_id: sum(values) / len(values) for run_id, values in middle.items()}
+                query = middle_values(conn, pairs.where(measurements.c.run_id.in_(chunk)))
+                medians.update((run_id, (float(low) + float(high)) / 2) for run_id, low, high in conn.execute(query))
+        return medians
 
 
 def _read_measurements(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[Measurement]:
