@@ -62,6 +62,8 @@ def test_postgresql_takes_the_same_median_cpu_probe_as_machine_speed(postgres_ur
     expected = {run_id: machine.speed(store.measurements([run_id])) for run_id in ids}
     assert store.metric_medians(ids, "cpu_probe_s") == {k: v for k, v in expected.items() if v is not None}
     assert expected == {"median-0": 0.04, "median-1": 0.05, "median-2": None}
+    everyone = store.metric_medians(None, "cpu_probe_s")  # every run of the store, in one query
+    assert {run_id: everyone[run_id] for run_id in ids if run_id in everyone} == {"median-0": 0.04, "median-1": 0.05}
 
 
 def test_a_postgresql_store_of_schema_5_gets_the_indexes_runs_reads_through(postgres_url: str) -> None:
