@@ -17,9 +17,9 @@ Schema history (``schema_meta.schema_version``); each version after 1 has a migr
       one place, and a fifth of the store smaller. Already indexed by their keys: metric values by
       measurement elsewhere, run tags by run, flags by measurement, events by run, task memory by run.
   6 - on PostgreSQL, whose indexes hold no row id, schema 5's measurement indexes hold the measurement's id
-      too (``INCLUDE (id)``, as SQLite's hold its rowid), and the CPU probe of each measurement is indexed by
-      itself (a partial index of ``metric_values``): ``runs`` takes every run's machine speed from indexes
-      alone, not from every metric value of the store. Nothing changes on SQLite.
+      too (``INCLUDE (id)``, as SQLite's hold its rowid), so a window's measurements are chosen from the
+      index alone. Nothing changes on SQLite. (A partial index of each measurement's CPU probe, for ``runs``,
+      was tried and left out: it made an import into PostgreSQL a fifth slower.)
 
 Why the project's own migrations rather than an Alembic environment: every store carries its version in
 ``schema_meta`` since schema 1, migrations run inside the opening's lock and transaction (SQLite's write
@@ -94,15 +94,6 @@ metric_values = sa.Table(
     sa.Column("value", sa.Float, nullable=False),
     sqlite_with_rowid=False,
 )  # fmt: skip
-#: The metric whose value `Store.metric_medians` takes for every run (the machine's speed, ``daskbench runs``).
-PROBE_METRIC = "cpu_probe_s"
-#: On PostgreSQL only (schema 6): each measurement's CPU probe, read from the index alone; SQLite reads the
-#: probe through its ``WITHOUT ROWID`` order of metric values and is not given this copy.
-PROBE_INDEX = sa.DDL(
-    "CREATE INDEX ix_metric_values_cpu_probe ON metric_values (measurement_id) INCLUDE (value) "
-    f"WHERE name = '{PROBE_METRIC}'"
-).execute_if(dialect="postgresql")
-sa.event.listen(metric_values, "after_create", PROBE_INDEX)
 run_tags = sa.Table(
     "run_tags", metadata,
     sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), primary_key=True),
@@ -206,14 +197,13 @@ def _to_v5(conn: Connection) -> None:
 
 
 def _to_v6(conn: Connection) -> None:
-    """Schema 6: on PostgreSQL, schema 5's measurement indexes made again with the id in them, and each
-    measurement's CPU probe indexed (`PROBE_INDEX`), as a fresh store has them; nothing on SQLite."""
+    """Schema 6: on PostgreSQL, schema 5's measurement indexes made again with the id in them, as a fresh
+    store has them; nothing on SQLite."""
     if conn.dialect.name != "postgresql":
         return
     for index in measurements.indexes:
         conn.execute(sa.text(f"DROP INDEX IF EXISTS {index.name}"))
         index.create(conn)
-    conn.execute(sa.text(str(PROBE_INDEX.statement)))
 
 
 #: The indexes schema 5 added, as a fresh store has them.
