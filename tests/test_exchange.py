@@ -221,3 +221,25 @@ def test_an_import_into_postgresql_merges_in_batches_with_each_measurements_valu
     mine = {(m.run_id, m.fingerprint, m.repeat): (m.metrics, m.flags) for m in target.measurements()}
     theirs = {(m.run_id, m.fingerprint, m.repeat): (m.metrics, m.flags) for m in Store(source_url).measurements()}
     assert mine == theirs
+
+
+def test_an_import_into_postgresql_leaves_the_planner_statistics_of_what_it_added(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """PostgreSQL plans by statistics autovacuum takes only later: an import that added rows analyzes the
+    store's tables itself, so the commands run next read a window of history through the indexes."""
+    source_url = f"sqlite:///{tmp_path / 'source.db'}"
+    _fill(source_url, "stats", 2)
+    path = tmp_path / "all.jsonl"
+    assert main(["export", "-o", str(path), "--db", source_url]) == 0
+    target = Store(postgres_url)
+    with target.engine.connect() as conn:
+        conn.exec_driver_sql("DROP TABLE IF EXISTS measurement_flags, task_memory, metric_values, measurements, "
+                             "run_tags, run_events, baselines, cases, runs, schema_meta")  # fmt: skip
+        conn.commit()
+    target = Store(postgres_url)
+    exchange.import_file(target, path)
+    query = "SELECT relname FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL"
+    with target.engine.connect() as conn:
+        analyzed = {name for (name,) in conn.exec_driver_sql(query)}
+    assert {"runs", "measurements", "metric_values", "run_events", "cases"} <= analyzed

@@ -132,3 +132,4 @@ def test_the_database_takes_the_same_median_cpu_probe_as_machine_speed(store: St
     expected = {run_id: machine.speed(store.measurements([run_id])) for run_id in ids}
     assert medians == {run_id: value for run_id, value in expected.items() if value is not None}
     assert medians == pytest.approx({"run000-nightly": 0.04, "run001-nightly": 0.05})
+    assert store.metric_medians(None, "cpu_probe_s") == medians  # every run of the store, in one query

@@ -45,7 +45,7 @@ def test_a_version_1_store_is_upgraded_to_the_current_schema(v1_store: str) -> N
     """Opening runs every migration; the metric columns are gone and metric_values holds their values."""
     assert _schema_version(v1_store) == 1
     Store(v1_store).close()
-    assert _schema_version(v1_store) == SCHEMA_VERSION == 5
+    assert _schema_version(v1_store) == SCHEMA_VERSION == 6
     inspector = sa.inspect(sa.create_engine(v1_store))
     columns = {column["name"] for column in inspector.get_columns("measurements")}
     assert "runtime_s" not in columns and "peak_memory_bytes" not in columns

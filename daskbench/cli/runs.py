@@ -88,7 +88,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     runs = store.runs(limit=args.limit)
     ids = [run.run_id for run in runs]
     status, counts = runstatus.statuses(store, runs), store.outcome_counts(ids)
-    speeds = store.metric_medians(ids, "cpu_probe_s")  # `machine.speed`, taken by the database: nothing decoded
+    # `machine.speed`, taken by the database (nothing decoded); for every run at once when every run is listed
+    speeds = store.metric_medians(ids if args.limit is not None else None, "cpu_probe_s")
     summaries = [
         run_summary(run, counts.get(run.run_id, {}), speeds.get(run.run_id), status[run.run_id]) for run in runs
     ]

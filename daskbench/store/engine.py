@@ -1,7 +1,7 @@
 """How the store talks to its database: whether a URL names a SQLite file, SQLite's pragmas and write locks, retries while another
 writer holds the lock, a read-only look at a SQLite file, why a store cannot be written (SQLite's
 error name, the file system's read-only flag and free space, the user's permissions), one-statement
-insert-or-ignore, and a driver error's first line."""
+insert-or-ignore, the planner's statistics refreshed after a bulk load, and a driver error's first line."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
@@ -248,6 +248,39 @@ def insert_or_ignore(conn: Connection, table: sa.Table, key: tuple[str, ...]) ->
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(key))
     raise DaskbenchError(f"daskbench stores support SQLite and PostgreSQL, not {conn.dialect.name}; pass another --db")
+
+
+def middle_values(conn: Connection, pairs: sa.Select[Any]) -> sa.Select[Any]:
+    """Per ``key`` of ``pairs`` (a query of columns ``key`` and ``value``), the lower and upper middle of its
+    values in order (the same one for an odd count) as ``key, low, high``, picked by the database: on
+    PostgreSQL an ordered ``array_agg`` per key (each key's values sorted alone; ranking every row at once with
+    window functions sorted them all together, on disk); elsewhere ``row_number`` and ``count`` windows."""
+    found = pairs.subquery()
+    if conn.dialect.name == "postgresql":
+        ordered = postgresql.array_agg(postgresql.aggregate_order_by(found.c.value, found.c.value))
+        n = sa.func.count()
+        return sa.select(found.c.key, ordered[(n + 1) // 2], ordered[(n + 2) // 2]).group_by(found.c.key)
+    ranked = sa.select(
+        found.c.key,
+        found.c.value,
+        sa.func.row_number().over(partition_by=found.c.key, order_by=found.c.value).label("k"),
+        sa.func.count().over(partition_by=found.c.key).label("n"),
+    ).subquery()
+    middle = ranked.c.k.in_([(ranked.c.n + 1) // 2, (ranked.c.n + 2) // 2])
+    return (
+        sa.select(ranked.c.key, sa.func.min(ranked.c.value), sa.func.max(ranked.c.value))
+        .where(middle)
+        .group_by(ranked.c.key)
+    )
+
+
+def refresh_statistics(conn: Connection, tables: Iterable[sa.Table]) -> None:
+    """After a bulk load, the planner's statistics of ``tables`` taken again: on PostgreSQL ``ANALYZE`` (until
+    autovacuum gets to it, a freshly imported table is planned as the few rows it held before, and reads of
+    a window of history scan whole tables); SQLite plans by its indexes alone and keeps no statistics here."""
+    if conn.dialect.name == "postgresql":
+        for table in tables:
+            conn.exec_driver_sql(f"ANALYZE {table.name}")  # names of the store's own tables
 
 
 def first_line(exc: BaseException) -> str:

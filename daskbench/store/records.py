@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daskbench.errors import DaskbenchError
 from daskbench.model import WRONG_RESULT, Case, Measurement, Run, now_iso, read_outcome
-from daskbench.store.engine import first_line, insert_or_ignore, retry_busy
+from daskbench.store.engine import first_line, insert_or_ignore, middle_values, refresh_statistics, retry_busy
 from daskbench.store.merge import BATCH, MERGERS, rows_of
 from daskbench.store.opening import Database
 from daskbench.store.rows import (
@@ -37,6 +37,7 @@ from daskbench.store.schema import (
     cases,
     measurement_flags,
     measurements,
+    metadata,
     metric_values,
     run_events,
     run_tags,
@@ -327,32 +328,23 @@ class MeasurementRecords(Database):
                         del shown["passed"]
         return counts
 
-    def metric_medians(self, run_ids: Sequence[str], name: str) -> dict[str, float]:
+    def metric_medians(self, run_ids: Sequence[str] | None, name: str) -> dict[str, float]:
         """Per run, the median of one metric's non-zero values over its measurements (any outcome), as
         `statistics.median` takes it (even counts: the mean of the middle two), picked by the database:
-        the one or two middle rows of each run come back, not every value."""
-        ranked = (
-            sa.select(
-                measurements.c.run_id,
-                metric_values.c.value,
-                sa.func.row_number()
-                .over(partition_by=measurements.c.run_id, order_by=metric_values.c.value)
-                .label("k"),
-                sa.func.count().over(partition_by=measurements.c.run_id).label("n"),
-            )
+        the one or two middle values of each run come back (`engine.middle_values`), not every value.
+        ``run_ids`` None: every run of the store, in one query (not one per `in_chunks` of their ids)."""
+        pairs = (
+            sa.select(measurements.c.run_id.label("key"), metric_values.c.value.label("value"))
             .join(metric_values, metric_values.c.measurement_id == measurements.c.id)
             .where(metric_values.c.name == name, metric_values.c.value != 0)
         )
-        middle: dict[str, list[float]] = {}
+        medians: dict[str, float] = {}
         with self._tx() as conn:
-            for chunk in in_chunks(run_ids):
-                found = ranked.where(measurements.c.run_id.in_(chunk)).subquery()
-                middle_rows = sa.select(found.c.run_id, found.c.value).where(
-                    found.c.k.in_([(found.c.n + 1) // 2, (found.c.n + 2) // 2])
-                )
-                for run_id, value in conn.execute(middle_rows):
-                    middle.setdefault(run_id, []).append(float(value))
-        return {run_id: sum(values) / len(values) for run_id, values in middle.items()}
+            for chunk in [None] if run_ids is None else in_chunks(run_ids):
+                of_runs = [] if chunk is None else [measurements.c.run_id.in_(chunk)]
+                query = middle_values(conn, pairs.where(*of_runs))
+                medians.update((run_id, (float(low) + float(high)) / 2) for run_id, low, high in conn.execute(query))
+        return medians
 
 
 def _read_measurements(conn: Connection, where: Sequence[sa.ColumnElement[bool]]) -> list[Measurement]:
@@ -419,7 +411,8 @@ class RowExchange(Database):
     def merge_rows(self, rows: Callable[[], Iterable[tuple[str, Mapping[str, Any]]]]) -> dict[str, tuple[int, int]]:
         """Insert the rows this store lacks, in one transaction, so rows that do not fit (a measurement of a
         run neither has) change nothing; ``rows()`` gives (kind, row) parents first (a retry calls it again),
-        merged a batch of one kind at a time (`merge.BATCH`). Returns (added, skipped) per kind."""
+        merged a batch of one kind at a time (`merge.BATCH`), then the planner's statistics taken again when
+        rows were added (`engine.refresh_statistics`). Returns (added, skipped) per kind."""
         counts: dict[str, tuple[int, int]] = {}
         batch: list[Mapping[str, Any]]
 
@@ -441,4 +434,7 @@ class RowExchange(Database):
                     flush(conn, kind, batch)
         except IntegrityError as exc:
             raise DaskbenchError(f"rows that do not fit the store ({first_line(exc)}); nothing merged") from None
+        if any(added for added, _ in counts.values()):
+            with self._tx() as conn:
+                refresh_statistics(conn, metadata.sorted_tables)
         return counts
