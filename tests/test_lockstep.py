@@ -38,7 +38,7 @@ def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_uncha
     bench_folder: Path, quiet_machine: None
 ) -> None:
     """B, a second interpreter, runs the sleepy case 1.5x slower: regressed within a few rounds;
-    steady: unchanged; one run per side, each tagged with its interpreter and labelled with the part the
+    steady: unchanged; one run per side (a pair more if the change was repeated), each tagged with its interpreter and labelled with the part the
     progress names ("part 1": slow-A1, slow-B1). Measured time decides: on a quiet machine (`quiet_machine`)."""
     python_b = _second_interpreter(bench_folder)
     db = f"sqlite:///{bench_folder / 'slow.db'}"
@@ -53,7 +53,8 @@ def test_lockstep_finds_the_planted_slowdown_and_leaves_the_untouched_case_uncha
     runs = Store(db).runs()
     assert {run.tags["ab_side"]: run.tags["ab_python"] for run in runs} == {"A": sys.executable, "B": str(python_b)}
     assert {run.tags["ab_mode"] for run in runs} == {"lockstep"}
-    assert "part 1" in done.stderr and sorted(run.label for run in runs) == ["slow-A1", "slow-B1"]
+    labels = sorted(run.label for run in runs)  # a second pair only if a noisy hour left 1.5x's interval within 1.20x
+    assert "part 1" in done.stderr and labels in (["slow-A1", "slow-B1"], ["slow-A1", "slow-A2", "slow-B1", "slow-B2"])
 
 
 def test_a_small_change_counts_only_once_a_fresh_pair_of_sessions_repeats_it(
