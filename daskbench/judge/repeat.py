@@ -35,7 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from daskbench.judge.sequential import REPEAT_WITHIN, Question, is_decided
+from daskbench.judge.sequential import REPEAT_WITHIN, Question, is_decided, ratios_text
 from daskbench.judge.stats import Decision
 
 Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B values), round by round
@@ -134,6 +134,5 @@ def with_rounds(judged: Judged, a: Sequence[float], b: Sequence[float]) -> Decis
         said = f"not decided: the sessions disagree after {len(a)} rounds"
     else:
         said = f"not decided after {len(a)} rounds"
-    per_round = ", ".join(f"{y / x:.3f}" for x, y in zip(a, b, strict=True) if x > 0)
-    parts = (said, decision.note, f"per-round ratios {per_round}")
+    parts = (said, decision.note, ratios_text(a, b))
     return replace(decision, note="; ".join(part for part in parts if part))

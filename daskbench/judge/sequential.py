@@ -214,9 +214,14 @@ def rounds_decision(
     shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
     most = max(max_rounds or len(a_rounds), len(a_rounds))
     decision = sequential_decision(a_rounds, b_rounds, floor, most, boundary)
-    per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True) if a > 0)
-    parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, f"per-round ratios {per_round}")
+    parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, ratios_text(a_rounds, b_rounds))
     return replace(decision, note="; ".join(part for part in parts if part))
+
+
+def ratios_text(a_rounds: Sequence[float], b_rounds: Sequence[float]) -> str:
+    """``per-round ratios 1.020, 0.990``: every round's ratio B/A, as a verdict's note ends."""
+    per_round = ", ".join(f"{b / a:.3f}" for a, b in zip(a_rounds, b_rounds, strict=True) if a > 0)
+    return f"per-round ratios {per_round}"
 
 
 def rounds_text(rounds: int, most: int, decided: bool) -> str:
