@@ -68,14 +68,15 @@ def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
     ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group)."""
     a: list[float] = []
     b: list[float] = []
+    first: Decision | None = None
     used = 0  # the parts of the first reading
-    while used < len(parts) and not (a and is_decided(question.decide(a, b))):
+    while used < len(parts) and not (first is not None and is_decided(first)):
         a += parts[used][0]
         b += parts[used][1]
         used += 1
-    if not a:
+        first = question.decide(a, b) if a else None
+    if first is None:
         return Judged(Decision("inconclusive", method="sequential", note="no round measured yet"))
-    first = question.decide(a, b)
     within = question.repeat_within
     if within is None or not needs_repeat(first, within):
         return Judged(first, settled=is_decided(first), first=len(a))
