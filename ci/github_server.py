@@ -84,7 +84,7 @@ class FakeGitHub:
     def handle(self, method: str, url: str, body: dict[str, Any] | None, token: str) -> Reply:
         parsed = urlparse(url)
         with self.lock:
-            call = {"method": method, "path": parsed.path, "query": parsed.query, "body": body}
+            call = {"method": method, "path": parsed.path, "query": parsed.query, "body": body, "token": bool(token)}
             self.calls.append(call)
             if self.log:
                 with self.log.open("a") as out:

@@ -4,6 +4,10 @@ Issues (list open by label, create, comment, close) for the nightly's alerts; a 
 comments (list, create, edit) and a commit's status for ``daskbench pr``. The token goes in a header
 only, never into a message or a log.
 
+A redirect is followed only to the same scheme, host and port, the method and body sent again (GitHub moves a
+renamed repository's calls so), at most `REDIRECTS` times; one to another host is never followed, so the token
+never leaves the host it was meant for, and is named as the redirect it is (`redirect_line`).
+
 GitHub's answers are told apart, each one line with its fix (`answer_line`): a bad token (401), a missing
 permission (403), no such repository, issue or pull request (404), a request refused as invalid (422,
 GitHub's own words shown), the rate limit used up (429, or 403 with no requests left: its reset time said,
@@ -18,6 +22,7 @@ import json
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +48,8 @@ BACKOFF_S = 1.0
 #: The longest wait for GitHub's rate limit (``Retry-After``, ``X-RateLimit-Reset``) the call makes itself;
 #: a longer one ends the command with one line saying when the limit resets.
 WAIT_LIMIT_S = 10.0
+#: Redirects to the same host followed for one call (a renamed repository needs one).
+REDIRECTS = 3
 #: Seconds one request may take.
 TIMEOUT_S = 30.0
 #: How much of GitHub's own message (or of a body that is not JSON) a line shows.
@@ -112,7 +119,7 @@ class GitHub:
         rate-limit wait (`ATTEMPTS` in all); GitHub's JSON answer (None when empty). One line for the rest."""
         waited: list[float] = []
         while True:
-            answer = self._send(method, path, body, last=len(waited) + 1 == ATTEMPTS)
+            answer = self._follow(method, path, body, last=len(waited) + 1 == ATTEMPTS)
             if answer is not None and 200 <= answer.status < 300:
                 return self._json(method, path, answer)
             pause = self._pause(answer, len(waited))
@@ -122,10 +129,30 @@ class GitHub:
             time.sleep(pause or 0.0)
             waited.append(pause or 0.0)
 
-    def _send(self, method: str, path: str, body: Mapping[str, Any] | None, *, last: bool) -> Answer | None:
-        """One request: its answer, or None when the connection broke mid-answer (and may be retried)."""
+    def _follow(self, method: str, path: str, body: Mapping[str, Any] | None, *, last: bool) -> Answer | None:
+        """`_send` to ``path``, then to where a redirect points while it stays on the API's host (at most
+        `REDIRECTS` times); a redirect to another host is one line and is never sent the token."""
+        url = f"{self.base}/repos/{self.repo}{path}"
+        for _ in range(REDIRECTS + 1):
+            answer = self._send(method, path, url, body, last=last)
+            if answer is None or not 300 <= answer.status < 400 or "location" not in answer.headers:
+                return answer
+            target = urllib.parse.urljoin(url, answer.headers["location"])
+            if _origin(target) != _origin(self.base):
+                raise DaskbenchError(redirect_line(f"GitHub API {method} {path}", answer.status, target, self.base))
+            url = target
+        raise DaskbenchError(
+            f"GitHub API {method} {path} was redirected more than {REDIRECTS} times (last to "
+            f"{_shown_url(url)}); check --github OWNER/REPO and {API_ENV}"
+        )
+
+    def _send(
+        self, method: str, path: str, url: str, body: Mapping[str, Any] | None, *, last: bool
+    ) -> Answer | None:
+        """One request to ``url`` (never following a redirect): its answer, or None when the connection broke
+        mid-answer (and may be retried)."""
         request = urllib.request.Request(
-            f"{self.base}/repos/{self.repo}{path}",
+            url,
             data=json.dumps(body).encode() if body is not None else None,
             method=method,
             headers={
@@ -136,7 +163,7 @@ class GitHub:
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with _OPENER.open(request, timeout=TIMEOUT_S) as response:
                 return Answer(response.status, response.reason, _lower(response.headers), response.read())
         except urllib.error.HTTPError as exc:
             return Answer(exc.code, str(exc.reason), _lower(exc.headers), _read(exc))
@@ -233,6 +260,49 @@ class GitHub:
 
     def close(self, number: int) -> None:
         self.call("PATCH", f"/issues/{number}", {"state": "closed", "state_reason": "completed"})
+
+
+class _Unfollowed(urllib.request.HTTPRedirectHandler):
+    """Hands every redirect back as the answer it is (`GitHub._follow` decides), so urllib never re-sends the
+    token to where a redirect points."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_Unfollowed)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port of ``url`` (the port its scheme implies when none is written)."""
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), _port(parts) or default
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without its query or any user information, cut to fit a line (a redirect's target is text
+    from elsewhere)."""
+    parts = urllib.parse.urlsplit(url)
+    port = _port(parts)
+    shown = f"{parts.scheme}://{parts.hostname or ''}{f':{port}' if port else ''}{parts.path}"
+    return _cut("".join(ch if ch.isprintable() else "?" for ch in shown))
+
+
+def _port(parts: urllib.parse.SplitResult) -> int | None:
+    """The port written in ``parts``; None when none is, or it is not a number."""
+    try:
+        return parts.port
+    except ValueError:
+        return None
+
+
+def redirect_line(call: str, status: int, target: str, base: str) -> str:
+    """One line for a redirect off the API's host: where it pointed, that the token was not sent there."""
+    return (
+        f"{call} answered {status}, a redirect to another host ({_shown_url(target)}); daskbench sends GITHUB_TOKEN "
+        f"only to {_shown_url(base)} and did not follow it: check {API_ENV} (or a proxy) and --github OWNER/REPO"
+    )
 
 
 def _lower(headers: Any) -> dict[str, str]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, Misbehaviour
+from ci.github_server import FakeGitHub, Misbehaviour, serve
 from daskbench import github as gh
 from daskbench.cli import main
 from tests.helpers import GITHUB_TEST_TOKEN, git, standin_project
@@ -209,3 +210,65 @@ def test_pr_publishing_against_a_failing_github_is_one_line_and_exit_2(
     _, err = capsys.readouterr()
     assert f"answered 500 Internal Server Error {gh.ATTEMPTS} times" in err and "Traceback" not in err
     assert github.comments == {}
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[tuple[FakeGitHub, str]]:
+    """A second stand-in on another port: another host, as far as a token is concerned; and its URL."""
+    fake = FakeGitHub()
+    server = serve(fake)
+    yield fake, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_to_another_host_never_gets_the_token_and_is_named(
+    github: FakeGitHub, elsewhere: tuple[FakeGitHub, str], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    status: int,
+) -> None:  # fmt: skip
+    """``alert --github``: the API answers a redirect to another host; nothing is sent there (no token, no
+    request at all), and the one line names the redirect and where it pointed, exit 2."""
+    other, url = elsewhere
+    github.misbehave.append(Misbehaviour(status, b"", {"Location": f"{url}/repos/owner/repo/issues"}))
+    code, err, _ = _alert(capsys, tmp_path)
+    line = _one_error(err)
+    assert code == 2 and other.calls == []
+    assert f"answered {status}, a redirect to another host ({url}/repos/owner/repo/issues)" in line
+    assert "did not follow it" in line and len(github.calls) == 1
+
+
+def test_pr_comment_redirected_to_another_host_sends_it_nothing(
+    github: FakeGitHub, elsewhere: tuple[FakeGitHub, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``pr --github``: the comment's POST answered 302 to another host: that host gets no request (the token
+    stays home), the line names the redirect, exit 2, and no comment is left anywhere."""
+    other, url = elsewhere
+    repo = tmp_path / "project"
+    repo.mkdir()
+    standin_project(repo, "0.1", 0.1)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the stand-in")
+    github.add_pull(7)
+    github.misbehave.append(Misbehaviour(302, b"", {"Location": f"{url}/steal"}, method="POST"))
+    args = ["pr", "main", "main", "--repo", str(repo), "--github", "owner/repo", "--pr", "7", "--no-report",
+            "--db", f"sqlite:///{tmp_path / 'pr.db'}", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert other.calls == [] and f"a redirect to another host ({url}/steal)" in err.splitlines()[-1]
+    assert GITHUB_TEST_TOKEN not in out + err and github.comments.get(7, []) == []
+
+
+def test_a_redirect_on_the_same_host_is_followed_with_its_method_and_body(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A renamed repository: GitHub answers 307 to the new name on its own host; the call is made again there,
+    the same method, body and token, and goes through (exit 0)."""
+    github.misbehave.append(
+        Misbehaviour(307, b"", {"Location": "/repos/owner/renamed/issues"}, method="POST", times=1)
+    )
+    code, err, _ = _alert(capsys, tmp_path)
+    posts = [call for call in github.calls if call["method"] == "POST"]
+    assert code == 0, err
+    assert [call["path"] for call in posts] == ["/repos/owner/repo/issues", "/repos/owner/renamed/issues"]
+    assert posts[1]["token"] and posts[1]["body"] == posts[0]["body"] and len(github.issues) == 1
