@@ -47,7 +47,7 @@ def burn_workload(side: int = SIDE) -> object:
     """``--work burn``: the calibration benchmark's graph, four tasks of a pure-Python loop holding the
     GIL (about 1 s in all at tiny), the worst case for the collectors' sampling threads; per-round
     log-ratio sd 0.110 against 0.126 for the matrix product, the same hour here (2026-11-23)."""
-    from daskbench.ab.bench_calibration import TASKS, UNITS, burn
+    from daskbench.calibrate.bench_calibration import TASKS, UNITS, burn
 
     return dask.delayed(sum)([dask.delayed(burn)(UNITS["tiny"]) for _ in range(TASKS)])
 

@@ -29,8 +29,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from daskbench.ab.bench_calibration import ARMS
-from daskbench.ab.calibrate import AA_ARM, comparison_groups
+from daskbench.calibrate.bench_calibration import ARMS
+from daskbench.calibrate.run import AA_ARM, comparison_groups
 from daskbench.judge.compare import group_rounds
 from daskbench.judge.sequential import MAX_ROUNDS, is_decided, looks, sequential_decision
 from daskbench.model import Measurement

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from daskbench.ab.sessions import session_command
+from daskbench.lockstep.sessions import session_command
 
 TOP = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable

@@ -146,9 +146,7 @@ class GitHub:
             f"{_shown_url(url)}); check --github OWNER/REPO and {API_ENV}"
         )
 
-    def _send(
-        self, method: str, path: str, url: str, body: Mapping[str, Any] | None, *, last: bool
-    ) -> Answer | None:
+    def _send(self, method: str, path: str, url: str, body: Mapping[str, Any] | None, *, last: bool) -> Answer | None:
         """One request to ``url`` (never following a redirect): its answer, or None when the connection broke
         mid-answer (and may be retried)."""
         request = urllib.request.Request(

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.ab.sessions import balanced_order, parse_env
 from daskbench.cli import main
 from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import compare_group, group_rounds
 from daskbench.judge.sequential import rounds_decision
+from daskbench.lockstep.sessions import balanced_order, parse_env
 from daskbench.store import Store
 
 #: The compute phase sleeps 0.4 s x $DASKBENCH_TEST_SLOWDOWN in a task: a slowdown planted on one side.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from daskbench import envs
-from daskbench.ab import bisect_plan
+from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, standin_wheel
 

@@ -151,6 +151,6 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
 def test_the_next_step_steps_around_the_candidates_that_did_not_build(
     low: int, high: int, skipped: set[int], expected: int | None
 ) -> None:
-    from daskbench.ab.bisect import _middle
+    from daskbench.bisect.search import _middle
 
     assert _middle(low, high, skipped) == expected

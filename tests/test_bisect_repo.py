@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.ab import bisect_plan
+from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, git, standin_commit
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.ab.calibrate import CALIBRATE_GROUP, CALIBRATE_ROUND, comparison_groups, format_power, power_rows
+from daskbench.calibrate.run import CALIBRATE_GROUP, CALIBRATE_ROUND, comparison_groups, format_power, power_rows
 from daskbench.model import Case, ClusterSpec, Measurement
 from daskbench.store import Store
 from tests.helpers import make_run

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from daskbench import alerts, envs, provenance
-from daskbench.ab import bisect, confirm
+from daskbench import alerts, confirm, envs, provenance
+from daskbench.bisect import search as bisect
 from daskbench.config import resolve
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected

@@ -264,9 +264,7 @@ def test_a_redirect_on_the_same_host_is_followed_with_its_method_and_body(
 ) -> None:
     """A renamed repository: GitHub answers 307 to the new name on its own host; the call is made again there,
     the same method, body and token, and goes through (exit 0)."""
-    github.misbehave.append(
-        Misbehaviour(307, b"", {"Location": "/repos/owner/renamed/issues"}, method="POST", times=1)
-    )
+    github.misbehave.append(Misbehaviour(307, b"", {"Location": "/repos/owner/renamed/issues"}, method="POST", times=1))
     code, err, _ = _alert(capsys, tmp_path)
     posts = [call for call in github.calls if call["method"] == "POST"]
     assert code == 0, err

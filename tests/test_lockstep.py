@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.ab.sessions import Side, check_sides_differ
-from daskbench.ab.turns import case_key
 from daskbench.errors import DaskbenchError
+from daskbench.lockstep.sessions import Side, check_sides_differ
+from daskbench.lockstep.turns import case_key
 from daskbench.store import Store
 from tests.helpers import LOCKSTEP_SESSION, run_ab, runtime_verdicts
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from daskbench.ab.lockstep import Lockstep
-from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import Question
+from daskbench.lockstep.engine import Lockstep
+from daskbench.lockstep.sessions import Side
 from daskbench.store import Store, runstatus
 from tests.helpers import LOCKSTEP_SESSION, daskbench_cli, wait_for
 
@@ -293,7 +293,7 @@ def test_a_session_whose_controller_went_away_measures_nothing_more_without_an_e
     then on is "no", so its remaining tests end quietly instead of erroring one by one."""
     import socket
 
-    from daskbench.ab.turns import Turns
+    from daskbench.lockstep.turns import Turns
 
     ours, theirs = socket.socketpair()
     theirs.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ci.github_server import FakeGitHub, serve
-from daskbench.ab import pr
+from daskbench import pr
 from daskbench.judge.compare import compare_group
 from daskbench.model import Verdict
 from daskbench.store import Store

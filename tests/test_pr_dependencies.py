@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench import envs
-from daskbench.ab import pr
+from daskbench import envs, pr
 from daskbench.envs.deps import changes
 from daskbench.errors import DaskbenchError
 

@@ -1,4 +1,4 @@
-"""What a comparison's rounds cost and how a budget spends them (`daskbench.ab.cost`, `daskbench.ab.budgeted`):
+"""What a comparison's rounds cost and how a budget spends them (`daskbench.lockstep.cost`, `daskbench.lockstep.parts`):
 turns with planted phases, parts with planted rounds; every figure below can be worked out by hand."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from daskbench.ab.budgeted import Spent, run_parts
-from daskbench.ab.cost import RoundCost
-from daskbench.ab.lockstep import CaseResult, Part, _value, round_line
 from daskbench.judge import repeat
 from daskbench.judge.sequential import Question
+from daskbench.lockstep.cost import RoundCost
+from daskbench.lockstep.engine import CaseResult, Part, _value, round_line
+from daskbench.lockstep.parts import Spent, run_parts
 
 
 def turn(compute: float, restart: float = 0.1, warmup: float = 0.02, collectors: float = 0.12, rest: float = 0.05):
@@ -220,7 +220,7 @@ def test_a_busy_machine_is_said_under_the_cost_line_and_a_quiet_one_is_not() -> 
 
 
 def test_spent_lines_carry_the_busy_machine_line_and_the_pr_comment_says_so() -> None:
-    from daskbench.ab.pr import measured_text
+    from daskbench.pr import measured_text
 
     cost = RoundCost()
     load = (os.cpu_count() or 1) + 3.0  # three cores' worth of other work, on any machine

@@ -2,7 +2,7 @@
 
 Two modes. **lockstep** (the default where it can run): one session per side, each with its
 cluster started once, measuring each case in turn (A B, B A, ...) until its verdict is decided
-(`daskbench.ab.lockstep`). **sessions**: one whole pytest session per side and round (ABBA), for a
+(`daskbench.lockstep.engine`). **sessions**: one whole pytest session per side and round (ABBA), for a
 cluster that cannot be measured twice at once: a running scheduler (``--cluster tcp://...``),
 whose worker-saturation both sides would set. ``--mode auto`` picks lockstep unless the cluster
 is a running scheduler, and says which it picked.
@@ -24,17 +24,6 @@ import sys
 from typing import Any
 
 from daskbench import envs
-from daskbench.ab.budgeted import Spent, run_group
-from daskbench.ab.sessions import (
-    GroupRunner,
-    Side,
-    check_side,
-    check_sides_differ,
-    new_group_name,
-    parse_env,
-    pytest_arguments,
-    side_tags,
-)
 from daskbench.cli.common import (
     add_build_options,
     add_db_option,
@@ -55,6 +44,17 @@ from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
+from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.sessions import (
+    GroupRunner,
+    Side,
+    check_side,
+    check_sides_differ,
+    new_group_name,
+    parse_env,
+    pytest_arguments,
+    side_tags,
+)
 from daskbench.model import Run
 from daskbench.store import Store
 

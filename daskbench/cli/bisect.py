@@ -3,7 +3,7 @@
 
 Every input is checked (the runs found, the pins parsed, the moving package's releases listed and both
 ends found on the index; or the checkout, both refs and their order) before anything is built or run;
-then `daskbench.ab.bisect.Bisection` runs the steps, each a lockstep A/B of the good environment against
+then `daskbench.bisect.search.Bisection` runs the steps, each a lockstep A/B of the good environment against
 the step's. Exit codes: 0 no regression between good and bad, 1 a first bad release (or commit) named,
 2 could not run, 3 a step stayed undecided at ``--rounds-cap`` (``--resume NAME`` continues), 130
 interrupted (finished steps are kept).
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs
-from daskbench.ab import bisect, bisect_plan
-from daskbench.ab.sessions import new_group_name, pytest_arguments
+from daskbench.bisect import plan as bisect_plan
+from daskbench.bisect import search as bisect
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
@@ -37,6 +37,7 @@ from daskbench.cli.common import (
 from daskbench.cli.rounds import add_budget_options, add_metric_option, budget_seconds, metric_of
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import ROUNDS_LIMIT
+from daskbench.lockstep.sessions import new_group_name, pytest_arguments
 from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural

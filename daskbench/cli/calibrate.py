@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from daskbench import provenance
-from daskbench.ab.calibrate import Calibration, format_power, power_rows
-from daskbench.ab.sessions import new_group_name, pytest_arguments
+from daskbench.calibrate.run import Calibration, format_power, power_rows
 from daskbench.cli.common import (
     add_db_option,
     add_floor_option,
@@ -27,6 +26,7 @@ from daskbench.cli.common import (
 )
 from daskbench.cli.rounds import add_budget_options
 from daskbench.judge import stats
+from daskbench.lockstep.sessions import new_group_name, pytest_arguments
 
 MAX_COMPARISONS = 500
 

@@ -3,7 +3,7 @@ against this one, for the suspect cases only.
 
 Judges the candidate as ``daskbench compare`` does (``--history N`` or ``--baseline NAME``), picks the
 last good run, rebuilds its versions of the packages that differ as an overlay over this interpreter
-(`daskbench.ab.confirm`), and runs the suspect workloads side by side until each is decided. Run it with
+(`daskbench.confirm`), and runs the suspect workloads side by side until each is decided. Run it with
 the interpreter the candidate ran in (``python -m daskbench confirm``): that is side B. Exit codes: 0
 nothing confirmed (or nothing suspect), 1 a regression confirmed side by side, 2 could not run, which
 includes "no other environment can be rebuilt" (then a re-run of the same environment is the fallback).
@@ -15,9 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from daskbench import alerts
-from daskbench.ab import confirm
-from daskbench.ab.sessions import new_group_name, pytest_arguments
+from daskbench import alerts, confirm
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
@@ -37,6 +35,7 @@ from daskbench.cli.rounds import add_budget_options, add_metric_option, metric_o
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
+from daskbench.lockstep.sessions import new_group_name, pytest_arguments
 from daskbench.text import plural
 
 

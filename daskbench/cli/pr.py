@@ -1,7 +1,7 @@
 """``daskbench pr BASE HEAD [-- pytest args]``: a pull request's base and head side by side, on one comment.
 
 Every input is checked (the checkout, both sides, ``--github``/``--pr`` and the token, the report URL,
-the index and the store) before anything is built or run; then `daskbench.ab.pr` builds one overlay
+the index and the store) before anything is built or run; then `daskbench.pr` builds one overlay
 environment per side holding that side's project (each from its own requirements when the sides declare
 different dependencies), runs one lockstep A/B group (base is side A, head side
 B), and prints the verdict table as Markdown (stdout; progress on stderr). With ``--github OWNER/REPO --pr N``
@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from daskbench import envs
-from daskbench.ab import pr
-from daskbench.ab.sessions import pytest_arguments
+from daskbench import envs, pr
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
@@ -40,6 +38,7 @@ from daskbench.cli.rounds import add_budget_options, budget_seconds
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
+from daskbench.lockstep.sessions import pytest_arguments
 from daskbench.store import Store
 
 #: Where the report goes unless -o says otherwise.

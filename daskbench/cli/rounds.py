@@ -22,7 +22,7 @@ def add_budget_options(
     """``--max-rounds`` and ``--max-time``: the budget of one ``what`` (a case; calibrate: an arm) of a command
     that decides by rounds (ab, bisect, calibrate, confirm, pr); ``rounds`` and ``minutes`` end their help.
     With ``whole`` (what the whole comparison is: "comparison", "bisection"), also ``--budget``: the time of
-    all of it, shared by its cases (`daskbench.ab.budgeted`); read it as seconds with `budget_seconds`."""
+    all of it, shared by its cases (`daskbench.lockstep.parts`); read it as seconds with `budget_seconds`."""
     if whole is not None:
         parser.add_argument(
             "--budget",

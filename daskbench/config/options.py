@@ -50,7 +50,7 @@ OTHER_ENV = frozenset({
     "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN", "DASKBENCH_ENV_CACHE",
     # ci/nightly's side-by-side confirmation (daskbench confirm) and the interpreter it runs in:
     "DASKBENCH_CONFIRM_ROUNDS", "DASKBENCH_CONFIRM_ARGS", "DASKBENCH_PYTHON",
-    # set by daskbench ab on its lockstep sessions (daskbench.ab.turns):
+    # set by daskbench ab on its lockstep sessions (daskbench.lockstep.turns):
     "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_GROUP", "DASKBENCH_AB_MAX_ROUNDS", "DASKBENCH_AB_PART",
     "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE", "DASKBENCH_AB_METRIC",
     "DASKBENCH_AB_BOUNDARY", "DASKBENCH_AB_REPEAT_WITHIN",

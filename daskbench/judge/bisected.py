@@ -1,6 +1,6 @@
 """What a stored bisection found: the tags ``daskbench bisect`` writes on its steps' runs, read back.
 
-A bisection (`daskbench.ab.bisect`) tags both runs of each step's lockstep group with the bisection's
+A bisection (`daskbench.bisect.search`) tags both runs of each step's lockstep group with the bisection's
 name, the step's number, candidate and verdict, and its two ends. `culprits` reads the steps of every
 bisection whose bad end is a given run and names its first bad candidate by the rule of a binary search:
 the bad end moves to each step found ``regressed`` and the good end to each step found unchanged, so the

@@ -1,6 +1,6 @@
 """What a stored side-by-side confirmation was: the tags ``daskbench confirm`` writes on its runs, read back.
 
-A confirmation (`daskbench.ab.confirm`) tags both runs of its lockstep group with the candidate run it
+A confirmation (`daskbench.confirm`) tags both runs of its lockstep group with the candidate run it
 confirms (`OF`), the good run whose environment was side A (`GOOD`), the versions of the packages that
 differ on each side (`PINS`, the good run's; `TONIGHT`, the candidate's; ``name==version`` joined by
 commas) and the floors it was judged with (`FLOORS`, JSON). `stored` reads one group back for the alert,

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from daskbench.ab.turns import Turns
 from daskbench.clusters import OpenCluster, backend_named
 from daskbench.clusters.common import busy_message, wait_until_idle
 from daskbench.clusters.forkserver import LIBRARIES
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
+from daskbench.lockstep.turns import Turns
 from daskbench.model import WRONG_RESULT, Case, Measurement
 from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
 from daskbench.plugin.pace import pace

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from daskbench import config as cfg
-from daskbench.ab import turns
 from daskbench.clusters import OpenCluster, backend_named, backend_of
 from daskbench.errors import DaskbenchError, StoreFault
+from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
 from daskbench.plugin import sweep
@@ -39,7 +39,7 @@ SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
 #: Whether any collected test (selected or not) uses a daskbench fixture.
 SEEN_KEY = pytest.StashKey[bool]()
-#: The link to ``daskbench ab`` in a lockstep session (`daskbench.ab.turns`).
+#: The link to ``daskbench ab`` in a lockstep session (`daskbench.lockstep.turns`).
 TURNS_KEY = pytest.StashKey[turns.Turns]()
 #: The test's `MeasureFixture`, so its report can mark a result the test itself found wrong.
 MEASURE_KEY = pytest.StashKey["MeasureFixture"]()

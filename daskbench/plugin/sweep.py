@@ -13,8 +13,8 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench import provenance
-from daskbench.ab.turns import case_key
 from daskbench.clusters.common import machine_share
+from daskbench.lockstep.turns import case_key
 from daskbench.model import ClusterSpec
 from daskbench.plugin import pace
 from daskbench.plugin.state import DaskbenchSession

@@ -5,7 +5,7 @@ machine, a slow disk. ``daskbench confirm`` (`daskbench.cli.confirm`) answers wh
 cases only: it picks the **last good run** (`good_run`: the newest run the comparison judged against
 that measured every suspect case and was not itself slow in them), rebuilds that run's environment as
 an overlay over this interpreter holding the good run's versions of the packages that differ
-(`make_plan`, `daskbench.envs`), and runs a lockstep A/B (`daskbench.ab.lockstep`) of it (side A)
+(`make_plan`, `daskbench.envs`), and runs a lockstep A/B (`daskbench.lockstep.engine`) of it (side A)
 against this interpreter (side B, tonight's), each case measured in turn until the sequential rule
 decides it. The group's runs carry the tags of `daskbench.judge.confirmed` (the candidate run, the good
 run and the two version sets), so ``daskbench alert --group GROUP`` and the report find the evidence.
@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from daskbench import envs
-from daskbench.ab import bisect_plan
-from daskbench.ab.budgeted import Spent, run_group
-from daskbench.ab.sessions import Side
+from daskbench.bisect import plan as bisect_plan
 from daskbench.errors import DaskbenchError
 from daskbench.judge import confirmed, sequential, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
+from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural, say

@@ -2,8 +2,8 @@
 selected cases slower.
 
 ``daskbench bisect --good G --bad B`` (`daskbench.cli.bisect`) runs a binary search over the candidates
-of a `daskbench.ab.bisect_plan.BisectPlan` (releases between the two ends on the index, or with ``--repo``
-the commits of a git checkout), whose every step is a lockstep A/B (`daskbench.ab.lockstep`) of the good
+of a `daskbench.bisect.plan.BisectPlan` (releases between the two ends on the index, or with ``--repo``
+the commits of a git checkout), whose every step is a lockstep A/B (`daskbench.lockstep.engine`) of the good
 environment (side A) against the step's (side B), each case measured in turn until the sequential rule
 decides it.
 
@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from daskbench import envs
-from daskbench.ab.bisect_plan import BisectPlan, Candidate, shortened
-from daskbench.ab.budgeted import Spent, run_group
-from daskbench.ab.sessions import Side
+from daskbench.bisect.plan import BisectPlan, Candidate, shortened
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
+from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import WIDTH, first_few, plural, say, wrap_line

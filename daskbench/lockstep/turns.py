@@ -1,6 +1,6 @@
 """A session's side of a lockstep A/B comparison: wait for its turn, say what it measured.
 
-``daskbench ab`` (`daskbench.ab.lockstep`) starts one pytest session per side and talks to
+``daskbench ab`` (`daskbench.lockstep.engine`) starts one pytest session per side and talks to
 each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per line:
 
     session -> ab   {"side": "A", "plan": [key, ...],        after collection: the cases it has, and
@@ -17,7 +17,7 @@ A key names a case the same way on both sides (`case_key`), so side B may run ot
 (another saturation, another dask) of the same benchmark. ``value`` is the measurement's runtime;
 ``metrics`` all its metrics (the controller may judge another one: ``--metric``), ``phases`` its phases
 (restart, warm-up, collectors, compute...) and ``busy`` the seconds the whole turn took on the session's side
-(stored and its progress line written): where a round's time went (`daskbench.ab.lockstep.RoundCost`).
+(stored and its progress line written): where a round's time went (`daskbench.lockstep.engine.RoundCost`).
 """
 
 from __future__ import annotations

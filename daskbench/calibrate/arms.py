@@ -1,5 +1,5 @@
 """The calibration arms (`ARMS`) and the variable naming a calibration session's side (`SIDE_ENV`), shared by
-``daskbench calibrate`` (`daskbench.ab.calibrate`) and the benchmarks it runs (`daskbench.ab.bench_calibration`),
+``daskbench calibrate`` (`daskbench.calibrate.run`) and the benchmarks it runs (`daskbench.calibrate.bench_calibration`),
 in a module of their own so the command's start-up imports neither pytest nor dask."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where a side-by-side comparison's time went: its rounds' compute against their wall time.
 
-Every turn of a lockstep comparison (`daskbench.ab.lockstep`) is one measurement by one side. The
+Every turn of a lockstep comparison (`daskbench.lockstep.engine`) is one measurement by one side. The
 controller times each from the moment it says "go" to the side's "done"; the side says what the
 measurement's phases took (restart, warm-up, collectors, compute: `Measurement.phases`) and how long
 its whole turn was (``busy``: measured, stored, its progress line written). `RoundCost` adds those up, so

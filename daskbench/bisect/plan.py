@@ -4,7 +4,7 @@ Releases (`make_plan`): the packages whose versions differ between the two ends 
 dask and distributed move together) and their releases between the two on the index
 (`daskbench.envs.available_versions`). Commits (`commit_plan`): the commits of a local git checkout after
 good up to bad, first-parent, each installed from its source tree (`daskbench.envs.exported`).
-`daskbench.ab.bisect` runs the search over a `BisectPlan`.
+`daskbench.bisect.search` runs the search over a `BisectPlan`.
 """
 
 from __future__ import annotations

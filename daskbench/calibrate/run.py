@@ -1,7 +1,7 @@
 """What this setup can detect, measured on it: ``daskbench calibrate``.
 
-`run_comparisons` runs N lockstep comparisons (`daskbench.ab.lockstep`) of the bundled
-calibration benchmarks (`daskbench.ab.bench_calibration`) on the user's own cluster settings:
+`run_comparisons` runs N lockstep comparisons (`daskbench.lockstep.engine`) of the bundled
+calibration benchmarks (`daskbench.calibrate.bench_calibration`) on the user's own cluster settings:
 side A and side B are this environment, and side B's tasks burn each arm's planted factor
 (1.05x, 1.10x, 1.20x, 1.50x the CPU; the ``aa`` arm plants nothing). Every arm of every
 comparison adds rounds until its verdict is decided, exactly as ``daskbench ab`` does.
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from daskbench.ab import turns
-from daskbench.ab.arms import ARMS, SIDE_ENV
-from daskbench.ab.budgeted import Spent, run_parts
-from daskbench.ab.lockstep import Lockstep, Part, pytest_command
-from daskbench.ab.sessions import Side
+from daskbench.calibrate.arms import ARMS, SIDE_ENV
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_group, group_rounds
 from daskbench.judge.sequential import Question
+from daskbench.lockstep import turns
+from daskbench.lockstep.engine import Lockstep, Part, pytest_command
+from daskbench.lockstep.parts import Spent, run_parts
+from daskbench.lockstep.sessions import Side
 from daskbench.model import Measurement, Run, Verdict
 from daskbench.store import Store
 

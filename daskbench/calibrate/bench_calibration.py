@@ -14,7 +14,7 @@ import os
 import dask
 import pytest
 
-from daskbench.ab.arms import ARMS, SIDE_ENV
+from daskbench.calibrate.arms import ARMS, SIDE_ENV
 
 pytestmark = pytest.mark.benchmark
 

@@ -1,7 +1,7 @@
 """A lockstep comparison in parts, and a whole suite within one budget (``--budget MINUTES``).
 
 Without a budget a comparison is one part: every case in turn until decided, at its most rounds or out of
-its time (`daskbench.ab.lockstep`). With one, the first part screens every case for `SCREEN_ROUNDS`
+its time (`daskbench.lockstep.engine`). With one, the first part screens every case for `SCREEN_ROUNDS`
 rounds (the sequential rule's first look: an effect plainly far from every floor is decided there), and
 each later part gives rounds to the cases still open, the cheapest to decide first
 (`daskbench.judge.budget.allocate`), until every case is decided, none can be given more, or the budget
@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daskbench.ab import turns
-from daskbench.ab.cost import RoundCost
-from daskbench.ab.lockstep import CaseResult, Lockstep, Part, pytest_command
-from daskbench.ab.sessions import Side
 from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
 from daskbench.judge.sequential import Question
+from daskbench.lockstep import turns
+from daskbench.lockstep.cost import RoundCost
+from daskbench.lockstep.engine import CaseResult, Lockstep, Part, pytest_command
+from daskbench.lockstep.sessions import Side
 from daskbench.text import first_few, plural
 
 

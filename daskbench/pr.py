@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog, envs
-from daskbench.ab.budgeted import Spent, run_group
-from daskbench.ab.sessions import Side
 from daskbench.errors import DaskbenchError
 from daskbench.github import STATUS_DESCRIPTION_LIMIT, GitHub
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.format import case_label, too_noisy
 from daskbench.judge.sequential import Question
+from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import first_few, markdown_code, markdown_text, plural, terminal_safe

@@ -2,7 +2,7 @@
 
 The controller (this module, inside ``daskbench ab``) starts a pytest session for side A and
 one for side B, each with its cluster started once, and a Unix socket between them and it
-(`daskbench.ab.turns` has the protocol). For every case both sides have, it lets them measure
+(`daskbench.lockstep.turns` has the protocol). For every case both sides have, it lets them measure
 alternately, A B then B A (ABBA, so a trend within a round hits both alike), seconds apart and
 never at the same time, and after each round reads the sequential verdict of the question asked
 (`daskbench.judge.sequential.Question`: a metric against the floor, or a bisection step's boundary): a
@@ -12,8 +12,8 @@ judges the group from the store.
 
 A comparison may come in parts (`Part`): a pair of sessions per part, each part measuring only some cases
 (``only``) up to a number of rounds each (``targets``), carrying on from the rounds earlier parts measured
-(``prior``) and stopping at the comparison's deadline: `daskbench.ab.budgeted` spends one budget over a
-whole suite that way. Every turn's cost is added up (`daskbench.ab.cost.RoundCost`).
+(``prior``) and stopping at the comparison's deadline: `daskbench.lockstep.parts` spends one budget over a
+whole suite that way. Every turn's cost is added up (`daskbench.lockstep.cost.RoundCost`).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog
-from daskbench.ab import turns
-from daskbench.ab.cost import RoundCost
-from daskbench.ab.sessions import Side, ended, log_cause, session_command, stop_session
 from daskbench.errors import DaskbenchError
 from daskbench.judge import repeat, sequential
 from daskbench.judge.repeat import Judged
 from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
+from daskbench.lockstep import turns
+from daskbench.lockstep.cost import RoundCost
+from daskbench.lockstep.sessions import Side, ended, log_cause, session_command, stop_session
 from daskbench.text import first_few, plural
 
 #: Seconds both sessions get to collect their tests and connect.

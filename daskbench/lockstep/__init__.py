@@ -1,0 +1,11 @@
+"""The lockstep engine: two environments measured against each other, in turn, until each case is decided.
+
+Every command that compares two sides runs on it: ``ab``, ``pr``, ``confirm``, ``bisect`` and ``calibrate``.
+
+- `engine`: one pytest session per side, alive for the whole comparison, measuring in turn (`Lockstep`);
+- `turns`: the session's end of that link (the protocol);
+- `sessions`: what a side is (`Side`: an interpreter and its environment variables), and the older mode,
+  whole sessions per side and round;
+- `parts`: a comparison in parts, and a whole suite within one budget (`run_group`);
+- `cost`: where the rounds' time went (`RoundCost`).
+"""
