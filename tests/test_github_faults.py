@@ -270,3 +270,16 @@ def test_a_redirect_on_the_same_host_is_followed_with_its_method_and_body(
     assert code == 0, err
     assert [call["path"] for call in posts] == ["/repos/owner/repo/issues", "/repos/owner/renamed/issues"]
     assert posts[1]["token"] and posts[1]["body"] == posts[0]["body"] and len(github.issues) == 1
+
+
+def test_a_422_names_the_commit_status_only_for_a_commit_status(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``alert`` sets no commit status, so its 422 says nothing of one; a 422 to ``POST /statuses/SHA`` says a
+    status needs the commit pushed."""
+    github.misbehave.append(Misbehaviour(422, b'{"message": "Validation Failed"}'))
+    code, err, _ = _alert(capsys, tmp_path)
+    assert code == 2 and "refused the request as invalid" in err and "commit" not in err
+    refused = gh.Answer(422, "Unprocessable Entity", {}, b'{"message": "No commit found for SHA"}')
+    line = gh.answer_line("GitHub API POST /statuses/" + "a" * 40, refused, [], time.time())
+    assert line.endswith("fix what it names (a commit status needs the commit pushed to GitHub)")
