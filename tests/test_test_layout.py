@@ -122,7 +122,7 @@ def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
             f"import {pkg}.github_server",
             f"from {pkg} import helpers",
             f'runpy.run_module("{pkg}.github_server")',
-            "from ci.wheel import write_wheel",
+            "from testing.wheel import write_wheel",
             f'"""A docstring that mentions {pkg}/helpers.py in prose."""',
         ]
     )
