@@ -16,6 +16,8 @@ from tools.docs_tables import TABLES, differences, rewritten
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+#: Pages whose links are checked too: the index of the measurement scripts links into docs/measured.md.
+LINKED_PAGES = [*PAGES, ROOT / "measure" / "README.md"]
 DASKBENCH = str(Path(sys.executable).parent / "daskbench")
 MAX_README_LINES = 250
 
@@ -66,10 +68,10 @@ def test_heading_anchors_are_the_ones_github_makes() -> None:
 
 
 def test_relative_links_point_to_existing_files_and_headings() -> None:
-    """Every relative link and image in README.md and docs/*.md names a file that exists, and its #anchor
-    (if any; alone, on the same page) a heading of that file."""
+    """Every relative link and image in README.md, docs/*.md and measure/README.md names a file that exists, and
+    its #anchor (if any; alone, on the same page) a heading of that file."""
     checked, broken = 0, []
-    for page in PAGES:
+    for page in LINKED_PAGES:
         for target in relative_links(page):
             checked += 1
             path, _, anchor = target.partition("#")
