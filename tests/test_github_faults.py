@@ -1,6 +1,6 @@
 """GitHub failing in every way it fails, against the loopback stand-in told to misbehave (issue 35, class 2).
 
-Each answer is a real HTTP answer from `ci.github_server` (a `Misbehaviour`): a status with its headers and
+Each answer is a real HTTP answer from `testing.github_server` (a `Misbehaviour`): a status with its headers and
 body, an answer held back past the time limit, a connection broken mid-answer. ``daskbench alert`` and
 ``daskbench pr`` meet them through `daskbench.github`, and each is told apart in one line with its fix:
 a bad token, a missing permission, nothing found, a request refused as invalid (GitHub's words shown),
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, Misbehaviour, serve
 from daskbench import github as gh
 from daskbench.cli import main
+from testing.github_server import FakeGitHub, Misbehaviour, serve
 from tests.helpers import GITHUB_TEST_TOKEN, git, standin_project
 
 ISSUES = "/repos/owner/repo/issues"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ci.wheel import write_wheel
 from daskbench import envs
+from testing.wheel import write_wheel
 
 #: Each version and its sleep in seconds: 1.1 plants the slowdown.
 VERSIONS = {"1.0": 0.3, "1.0.1": 0.3, "1.1": 0.9}
