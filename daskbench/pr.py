@@ -34,7 +34,7 @@ from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.format import case_label, too_noisy
 from daskbench.judge.sequential import Question
-from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
@@ -162,18 +162,18 @@ def measure(plan: PrPlan, say: Say) -> Spent:
         return [side.python, "-c", _IN_FOLDER, str(plan.sides[side.name][0].tree), *session]
 
     floor = plan.floors.get("runtime_s", stats.default_floor("runtime_s"))
-    return run_group(
+    group = GroupPlan(
         plan.group,
         sides,
         plan.db,
         plan.pytest_args,
+        Question(floor, plan.max_rounds),
+        plan.max_seconds,
+        budget=plan.budget,
         environ=environment,
         wrap=in_folder,
-        question=Question(floor, plan.max_rounds),
-        max_seconds=plan.max_seconds,
-        budget=plan.budget,
-        say=say,
     )
+    return run_group(group, say)
 
 
 def measured_text(spent: Spent) -> str:
