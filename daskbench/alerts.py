@@ -8,9 +8,10 @@ commented on later nights, closed with a comment once the case is judged unchang
 improved. Infrastructure failures (cluster did not start, store or S3 unreachable) go to
 one issue of their own label, never a regression. Nothing regressed: nothing written.
 
-Only the few REST endpoints used are spoken (list open issues by label, create an issue,
-comment, close), with ``GITHUB_TOKEN``; ``DASKBENCH_GITHUB_API`` overrides the base URL
-(tests point it at a loopback server). The token is sent in a header only, never logged.
+The issues are written through `daskbench.github` (found by the key in their title, opened, commented
+on, closed: `open_alerts`, `open_alert`, `close_alert`), which ``daskbench pr`` shares for its comment
+and status, with ``GITHUB_TOKEN``; ``DASKBENCH_GITHUB_API`` overrides the base URL (tests point it at a
+loopback server). The token is sent in a header only, never logged.
 
 A night's regressions are confirmed before they are alerted. Side by side (`side_by_side`): a lockstep
 A/B of the last good run's environment against tonight's (``daskbench confirm``) re-judges each
@@ -32,24 +33,17 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from daskbench.github import API_ENV, DEFAULT_API, GitHub
+from daskbench.github import GitHub, close_alert, open_alert, open_alerts
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.model import Comparison, Verdict
 from daskbench.redact import redact_text
 from daskbench.text import markdown_code, markdown_text, plural, unlinked, wrap_line
-
-__all__ = ["API_ENV", "DEFAULT_API", "GitHub"]  # the client lives in daskbench.github; the CLI finds it here
 
 REGRESSION_LABEL = "daskbench-regression"
 INFRA_LABEL = "daskbench-infrastructure"
 INFRA_KEY = "infrastructure"
 #: Verdicts that mean a case is healthy again, so its open issue is closed.
 _RECOVERED = frozenset({"unchanged", "improved", "fixed"})
-
-
-def alert_key(fingerprint: str) -> str:
-    """The stable key of a case's issue: its fingerprint, as it appears in the issue title."""
-    return f"[daskbench:{fingerprint}]"
 
 
 @dataclass
@@ -214,7 +208,7 @@ def sync_issues(
     healthy = _recovered_cases(comparison.verdicts, set(regressed))
     if not regressed and not healthy:
         return done
-    existing = github.open_issues(REGRESSION_LABEL)
+    existing = open_alerts(github, REGRESSION_LABEL)
     where = _where(comparison, run_url)
     for fingerprint, verdicts in regressed.items():
         body = _case_body(verdicts, where, confirmation)
@@ -224,12 +218,11 @@ def sync_issues(
             done.commented.append(number)
         else:
             first = verdicts[0]
-            title = f"Regression: {unlinked(case_label(first.workload, first.params, first.cluster))} {alert_key(fingerprint)}"
-            done.opened.append(github.create_issue(title, body, [REGRESSION_LABEL]))
+            title = f"Regression: {unlinked(case_label(first.workload, first.params, first.cluster))}"
+            done.opened.append(open_alert(github, title, fingerprint, body, REGRESSION_LABEL))
     for fingerprint in sorted(set(healthy) & set(existing)):
         number = int(existing[fingerprint]["number"])
-        github.comment(number, f"Recovered: judged {', '.join(sorted(healthy[fingerprint]))} {where}. Closing.")
-        github.close(number)
+        close_alert(github, number, f"Recovered: judged {', '.join(sorted(healthy[fingerprint]))} {where}. Closing.")
         done.closed.append(number)
     return done
 
@@ -238,13 +231,12 @@ def infrastructure_alert(github: GitHub, reason: str, run_url: str | None = None
     """Report a run that could not measure (not a regression) on the one infrastructure issue."""
     done = Alerted()
     body = f"The nightly could not run{f' ([workflow run]({run_url}))' if run_url else ''}: {reason_markdown(reason)}"
-    existing = github.open_issues(INFRA_LABEL).get(INFRA_KEY)
+    existing = open_alerts(github, INFRA_LABEL).get(INFRA_KEY)
     if existing is not None:
         github.comment(int(existing["number"]), body)
         done.commented.append(int(existing["number"]))
     else:
-        title = f"Nightly benchmarks could not run {alert_key(INFRA_KEY)}"
-        done.opened.append(github.create_issue(title, body, [INFRA_LABEL]))
+        done.opened.append(open_alert(github, "Nightly benchmarks could not run", INFRA_KEY, body, INFRA_LABEL))
     return done
 
 

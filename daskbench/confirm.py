@@ -26,7 +26,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import confirmed, sequential, stats
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
-from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Run, Verdict, group_measurements
 from daskbench.store import Store, runstatus
@@ -188,7 +188,7 @@ class Runner:
                 f"confirm: the suspects are large changes: each case is judged like them (above "
                 f"{question.boundary:.2f}x) or like the good run (below)"
             )
-        spent = run_group(group, sides, self.db, args, question=question, max_seconds=self.max_seconds, say=self.say)
+        spent = run_group(GroupPlan(group, sides, self.db, args, question, self.max_seconds), self.say)
         self.tag(plan, group)
         return spent
 

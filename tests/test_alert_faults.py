@@ -17,6 +17,7 @@ import pytest
 
 from daskbench import alerts
 from daskbench.cli import main
+from daskbench.github import API_ENV, GitHub
 from daskbench.model import ClusterSpec, Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import ZERO_WIDTH_SPACE
@@ -109,7 +110,7 @@ def test_a_confirmed_regression_named_with_html_and_mentions_reaches_github_iner
     ab = _comparison(_verdict("a" * 16, note="decided after 3 rounds; per-round ratios 3.0, 2.9, 3.1 @octocat"))
     judged, confirmation = alerts.side_by_side(night, ab, reference="g<i>1</i>", good="run0 @team",
                                                versions="standin 1.0 against standin 1.1")  # fmt: skip
-    client = alerts.GitHub("owner/repo", os.environ["GITHUB_TOKEN"], os.environ[alerts.API_ENV])
+    client = GitHub("owner/repo", os.environ["GITHUB_TOKEN"], os.environ[API_ENV])
     alerted = alerts.sync_issues(client, judged, None, confirmation)
     assert alerted.opened == [1]
     title, body = github.issues[1]["title"], github.issues[1]["body"]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from daskbench import github as gh
 from daskbench.cli import main
+from daskbench.github import api
 from testing.github_server import FakeGitHub, Misbehaviour, serve
 from tests.helpers import GITHUB_TEST_TOKEN, git, standin_project
 
@@ -121,8 +121,8 @@ def test_a_server_error_that_lasts_is_one_line_after_a_bounded_number_of_attempt
     github.misbehave.append(Misbehaviour(502, b"<html><body>Bad Gateway</body></html>"))
     code, err, seconds = _alert(capsys, tmp_path)
     line = _one_error(err)
-    assert code == 2 and f"answered 502 Bad Gateway {gh.ATTEMPTS} times (waiting 1 s, 2 s between)" in line
-    assert "githubstatus.com" in line and len(github.calls) == gh.ATTEMPTS and seconds < 15
+    assert code == 2 and f"answered 502 Bad Gateway {api.ATTEMPTS} times (waiting 1 s, 2 s between)" in line
+    assert "githubstatus.com" in line and len(github.calls) == api.ATTEMPTS and seconds < 15
 
 
 @pytest.mark.parametrize(
@@ -163,14 +163,14 @@ def test_a_connection_broken_mid_answer_is_retried_then_named(
     assert code == 0 and err == "" and len(github.issues) == 1
     github.misbehave.append(Misbehaviour(200, b"[]", cut=True))
     code, err, _ = _alert(capsys, tmp_path)
-    assert code == 2 and "broke off its answer to GET /issues?state=open" in err and f"{gh.ATTEMPTS} times" in err
+    assert code == 2 and "broke off its answer to GET /issues?state=open" in err and f"{api.ATTEMPTS} times" in err
 
 
 def test_an_answer_held_back_past_the_time_limit_is_one_line(
     github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stand-in holds its answer 3 s, the time limit (cut to 1 s for the test) runs out: one line."""
-    monkeypatch.setattr(gh, "TIMEOUT_S", 1.0)
+    monkeypatch.setattr(api, "TIMEOUT_S", 1.0)
     github.misbehave.append(Misbehaviour(200, b"[]", delay=3.0))
     code, err, seconds = _alert(capsys, tmp_path)
     assert code == 2 and "cannot reach the GitHub API at http://127.0.0.1:" in err and "timed out" in err
@@ -208,7 +208,7 @@ def test_pr_publishing_against_a_failing_github_is_one_line_and_exit_2(
     github.misbehave.append(Misbehaviour(500, b'{"message": "Server Error"}'))
     assert main(args) == 2
     _, err = capsys.readouterr()
-    assert f"answered 500 Internal Server Error {gh.ATTEMPTS} times" in err and "Traceback" not in err
+    assert f"answered 500 Internal Server Error {api.ATTEMPTS} times" in err and "Traceback" not in err
     assert github.comments == {}
 
 
@@ -280,6 +280,6 @@ def test_a_422_names_the_commit_status_only_for_a_commit_status(
     github.misbehave.append(Misbehaviour(422, b'{"message": "Validation Failed"}'))
     code, err, _ = _alert(capsys, tmp_path)
     assert code == 2 and "refused the request as invalid" in err and "commit" not in err
-    refused = gh.Answer(422, "Unprocessable Entity", {}, b'{"message": "No commit found for SHA"}')
-    line = gh.answer_line("GitHub API POST /statuses/" + "a" * 40, refused, [], time.time())
+    refused = api.Answer(422, "Unprocessable Entity", {}, b'{"message": "No commit found for SHA"}')
+    line = api.answer_line("GitHub API POST /statuses/" + "a" * 40, refused, [], time.time())
     assert line.endswith("fix what it names (a commit status needs the commit pushed to GitHub)")

@@ -293,7 +293,7 @@ def test_hostile_case_names_and_refs_keep_the_table_whole_and_inert(tmp_path: Pa
     head = pr.Revision("x`|<img src=x>@owner", "b" * 40, tmp_path, "line one\n## line two <script>")
     text = pr.comment_markdown(pr.Outcome.of_verdicts((verdict,)), pr.Page(base, head, "g", "https://e.org/r"))
     row = next(line for line in text.splitlines() if line.startswith("| **regressed**"))
-    assert len(row.replace("\\|", "").split("|")) == len(("", *pr._HEAD, "")) and "x slower" in row
+    assert len(row.replace("\\|", "").split("|")) == len(("", *pr.COLUMNS, "")) and "x slower" in row
     prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text.split("\n", 1)[1])  # code spans show HTML as text
     assert "<" not in prose and "&lt;script&gt;" in text and "``x`|<img src=x>@\u200bowner``" in text
     assert "@root" not in text and "@owner" not in text and "\n## line two" not in text

@@ -12,7 +12,7 @@ bisect. A step that ends undecided is run again with twice the rounds (a fresh g
 rule's error bound holds for one planned most-rounds), up to a cap, and never guessed. Each step's runs
 carry the tags `TAG` (the bisection's name), `STEP`, `VERSION`, `ATTEMPT`, `VERDICT`, `MINUTES` and the
 two ends, so the store holds the bisection (`stored_steps` reads it back for ``--resume``, and
-``daskbench report`` may show it). This lives in ``ab/`` because a step is a lockstep A/B.
+``daskbench report`` may show it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from daskbench.bisect.plan import BisectPlan, Candidate, shortened
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
-from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
@@ -330,16 +330,8 @@ class Bisection:
         return sequential.Question(floor, rounds, self.boundary, self.metric)
 
     def _lockstep(self, group: str, sides: dict[str, Side], question: sequential.Question) -> Spent:
-        return run_group(
-            group,
-            sides,
-            self.db,
-            self.pytest_args,
-            question=question,
-            max_seconds=self.max_seconds,
-            say=self.say,
-            budget=self._share(),
-        )
+        plan = GroupPlan(group, sides, self.db, self.pytest_args, question, self.max_seconds, budget=self._share())
+        return run_group(plan, self.say)
 
     def _tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
         """Tag the group's runs: the bisection, the step, the candidate and the step's verdict."""

@@ -44,7 +44,7 @@ from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
-from daskbench.lockstep.parts import Spent, run_group
+from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import (
     GroupRunner,
     Side,
@@ -240,16 +240,18 @@ def _lockstep(
         f"case{within}{decides}"
     )
     spent = run_group(
-        group,
-        sides,
-        settings(args).db,
-        pytest_args,
-        question=question,
-        max_seconds=args.max_time * 60 if args.rounds is None else float("inf"),
-        say=say,
-        budget=budget,
-        first_part=part,
-        exact=exact,
+        GroupPlan(
+            group,
+            sides,
+            settings(args).db,
+            pytest_args,
+            question,
+            max_seconds=args.max_time * 60 if args.rounds is None else float("inf"),
+            budget=budget,
+            first_part=part,
+            exact=exact,
+        ),
+        say,
     )
     _tag_sides(store, group, sides)
     return spent

@@ -27,6 +27,7 @@ from daskbench.cli.common import (
     settings,
 )
 from daskbench.errors import DaskbenchError
+from daskbench.github import API_ENV, DEFAULT_API, GitHub
 from daskbench.judge import bisected, confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.model import Comparison
@@ -43,8 +44,8 @@ def register(subparsers: Any) -> None:
         "A run with nothing regressed writes nothing (it only closes issues of recovered cases).",
         epilog="examples: daskbench alert --history 20 --github dask/daskbench | "
         "daskbench alert --infrastructure 'cluster did not start' --github dask/daskbench. "
-        f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {alerts.API_ENV} "
-        f"(API base URL, default {alerts.DEFAULT_API}). Exit 1 when something regressed.",
+        f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {API_ENV} "
+        f"(API base URL, default {DEFAULT_API}). Exit 1 when something regressed.",
     )
     add_selection_options(parser, group=False)
     parser.add_argument(
@@ -130,11 +131,11 @@ def _confirmed(
     return comparison, replace(confirmation, culprit=bisected.culprit_line(store, candidate))
 
 
-def _github(repo: str | None) -> alerts.GitHub | None:
+def _github(repo: str | None) -> GitHub | None:
     if not repo:
         return None
-    base = os.environ.get(alerts.API_ENV) or alerts.DEFAULT_API
-    return alerts.GitHub(repo, os.environ.get("GITHUB_TOKEN", ""), base)
+    base = os.environ.get(API_ENV) or DEFAULT_API
+    return GitHub(repo, os.environ.get("GITHUB_TOKEN", ""), base)
 
 
 def _run_url() -> str | None:

@@ -9,6 +9,10 @@ ends; what stayed undecided is listed with its interval. A part is a new pair of
 the group's next part: ``GROUP-A2``, ``GROUP-B2``...), so its start-up is paid again; a part is not
 started when the budget left would not cover that. Every case keeps one sequential plan over all its
 parts (its most rounds), so the verdicts read from the store (`compare_group`) are the rule's own.
+
+``ab``, ``pr``, ``confirm`` and ``bisect`` say what a group runs in one record, `GroupPlan`, and hand it to
+`run_group`; ``calibrate``, whose sessions run its own benchmark file under its own labels, starts each
+part itself and hands that to `run_parts`.
 """
 
 from __future__ import annotations
@@ -179,48 +183,55 @@ def _open_case(result: CaseResult, question: Question) -> OpenCase:
     return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done)
 
 
-def run_group(
-    group: str,
-    sides: Mapping[str, Side],
-    db: str,
-    pytest_args: Sequence[str],
-    *,
-    question: Question,
-    max_seconds: float,
-    say: Callable[[str], None],
-    budget: float | None = None,
-    environ: Mapping[str, str] | None = None,
-    wrap: Callable[[Side, list[str]], list[str]] | None = None,
-    first_part: int = 0,
-    exact: bool = False,
-) -> Spent:
-    """A lockstep group of two interpreters (``ab``, ``bisect``, ``confirm``, ``pr``), in parts as
-    `run_parts` decides: part ``n`` (counted from ``first_part``: a continued group adds parts) has the
-    sessions labelled ``GROUP-An`` / ``GROUP-Bn``, in ``environ`` (default this process's) with each side's
-    own variables and the turn variables, each command passed through ``wrap`` when given (e.g. to start it
-    in another folder); a line per round."""
-    base = dict(os.environ if environ is None else environ)
+@dataclass(frozen=True)
+class GroupPlan:
+    """What one lockstep group runs (``ab``, ``bisect``, ``confirm``, ``pr``), settled before it starts: its
+    name and two sides, the store its sessions write to, their pytest arguments, the question each case is
+    measured until and its limits. ``environ``: the sessions' environment (default this process's), to which
+    each side's own variables and the turn variables are added; ``wrap``: applied to each session's command
+    (e.g. to start it in another folder); ``first_part``: a continued group's next part number; ``exact``:
+    every case runs the question's most rounds (``--rounds N``)."""
+
+    group: str
+    sides: Mapping[str, Side]
+    db: str
+    pytest_args: Sequence[str]
+    question: Question
+    max_seconds: float
+    budget: float | None = None  # seconds for the whole group (--budget): in parts, see `run_parts`
+    environ: Mapping[str, str] | None = None
+    wrap: Callable[[Side, list[str]], list[str]] | None = None
+    first_part: int = 0
+    exact: bool = False
+
+
+def run_group(plan: GroupPlan, say: Callable[[str], None]) -> Spent:
+    """A lockstep group of two interpreters, in parts as `run_parts` decides: part ``n`` (counted from
+    ``plan.first_part``: a continued group adds parts) has the sessions labelled ``GROUP-An`` / ``GROUP-Bn``;
+    a line per round."""
+    base = dict(os.environ if plan.environ is None else plan.environ)
+    question = plan.question
 
     def start(part: Part) -> Lockstep:
-        number = first_part + part.number
+        number = plan.first_part + part.number
         shared = turns.session_env(
-            group, number, question.max_rounds, question.metric, question.boundary, question.repeat_within
+            plan.group, number, question.max_rounds, question.metric, question.boundary, question.repeat_within
         )
 
         def command(side: Side) -> list[str]:
-            session = pytest_command(side.python, db, f"{group}-{side.name}{number + 1}", pytest_args)
-            return wrap(side, session) if wrap else session
+            session = pytest_command(side.python, plan.db, f"{plan.group}-{side.name}{number + 1}", plan.pytest_args)
+            return plan.wrap(side, session) if plan.wrap else session
 
         return Lockstep(
-            sides,
+            plan.sides,
             command=command,
             environment=lambda side: {**base, **side.env, **shared},
             question=question,
-            max_seconds=max_seconds,
+            max_seconds=plan.max_seconds,
             log_dir=Path(tempfile.mkdtemp(prefix="daskbench-lockstep-")),
             say=say,
-            exact=exact,
+            exact=plan.exact,
             part=part,
         )
 
-    return run_parts(start, question, budget, say, max_seconds)
+    return run_parts(start, question, plan.budget, say, plan.max_seconds)

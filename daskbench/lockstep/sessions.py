@@ -1,7 +1,7 @@
 """Interleaved A/B sessions: the same suite in two environments, alternately, in balanced rounds.
 
 Two runs made hours apart are two sessions, and sessions drift (10-21% measured here);
-repeats inside one run cannot show that. `run_group` therefore runs short sessions of
+repeats inside one run cannot show that. `GroupRunner` therefore runs short sessions of
 side A and side B alternately (round 0: A then B, round 1: B then A, ...: ABBA, so a
 trend over the rounds hits both sides alike), tags each session's run in the store with
 its group, side and round (and the side's python and the names, never the values, of its

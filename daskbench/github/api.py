@@ -1,8 +1,9 @@
 """The few GitHub REST calls daskbench makes, against GitHub's API or a stand-in (``DASKBENCH_GITHUB_API``).
 
 Issues (list open by label, create, comment, close) for the nightly's alerts; a pull request's
-comments (list, create, edit) and a commit's status for ``daskbench pr``. The token goes in a header
-only, never into a message or a log.
+comments (list, create, edit) and a commit's status for ``daskbench pr``. What daskbench writes with
+them (one comment kept by its marker, one issue per alert key) is `daskbench.github.publish`. The token
+goes in a header only, never into a message or a log.
 
 A redirect is followed only to the same scheme, host and port, the method and body sent again (GitHub moves a
 renamed repository's calls so), at most `REDIRECTS` times; one to another host is never followed, so the token
@@ -34,8 +35,6 @@ from daskbench.redact import MASK
 
 API_ENV = "DASKBENCH_GITHUB_API"
 DEFAULT_API = "https://api.github.com"
-#: The key of an alert's issue, in its title: ``[daskbench:<fingerprint>]``.
-_KEY = re.compile(r"\[daskbench:([0-9a-z-]+)\]")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 #: The states a commit status may have (GitHub's REST API).
 STATUS_STATES = ("success", "failure", "pending", "error")
@@ -216,15 +215,12 @@ class GitHub:
         number = found.get(key) if isinstance(found, dict) else None
         return int(self._shaped("POST", path, number if isinstance(number, int) else found, int, f"the new {key}"))
 
-    def open_issues(self, label: str) -> dict[str, dict[str, Any]]:
-        """Open issues with ``label`` by their daskbench key (pull requests left out)."""
-        found: dict[str, dict[str, Any]] = {}
+    def open_issues(self, label: str) -> list[dict[str, Any]]:
+        """Open issues with ``label``, in the order GitHub lists them (pull requests left out; at most 1000)."""
+        found: list[dict[str, Any]] = []
         for page in range(1, 11):
             batch = self._listing(f"/issues?state=open&labels={label}&per_page=100&page={page}")
-            for issue in batch:
-                keys = _KEY.findall(str(issue.get("title", "")))  # the last: a case label may hold a look-alike
-                if keys and "pull_request" not in issue and isinstance(issue.get("number"), int):
-                    found.setdefault(keys[-1], issue)
+            found += [i for i in batch if "pull_request" not in i and isinstance(i.get("number"), int)]
             if len(batch) < 100:
                 break
         return found
