@@ -42,7 +42,7 @@ def slow_night(tmp_path: Path) -> str:
 
 
 def _alert(url: str, summary: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = main(["alert", "--history", "20", "--github", "owner/repo", "-o", str(summary), "--db", url])
+    code = main(["alert", "--history", "20", "--github", "owner/repo", "--summary", str(summary), "--db", url])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err and GITHUB_TEST_TOKEN not in captured.out + captured.err
     return code, captured.err

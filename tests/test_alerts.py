@@ -34,7 +34,7 @@ def _night(store: Store, url: str, index: int, slow: bool, summary: Path) -> int
     run = add_run(store, index, label=f"night{index:02d}")
     add_results(store, run, SLOW, 10.0 * (2.0 if slow else 1.01))
     add_results(store, run, STEADY, 5.0)
-    return main(["alert", "--history", "20", "--github", "owner/repo", "-o", str(summary), "--db", url])
+    return main(["alert", "--history", "20", "--github", "owner/repo", "--summary", str(summary), "--db", url])
 
 
 def _writes(fake: FakeGitHub) -> list[tuple[str, str]]:
@@ -73,7 +73,7 @@ def test_infrastructure_failure_gets_its_own_label_and_one_issue(github: FakeGit
     """A run that could not measure is reported on one infrastructure issue, never as a regression."""
     for _ in range(2):
         code = main(["alert", "--infrastructure", "cluster did not start", "--github", "owner/repo",
-                     "-o", str(tmp_path / "s.md"), "--db", f"sqlite:///{tmp_path / 'r.db'}"])  # fmt: skip
+                     "--summary", str(tmp_path / "s.md"), "--db", f"sqlite:///{tmp_path / 'r.db'}"])  # fmt: skip
         assert code == 0
     assert [i["labels"] for i in github.issues.values()] == [[{"name": INFRA_LABEL}]]
     assert github.comments[1] == ["The nightly could not run: cluster did not start"]
@@ -100,7 +100,9 @@ def test_unreachable_api_is_one_line_without_the_token(
     run = add_run(store, 12, label="slow")
     add_results(store, run, SLOW, 20.0)
     add_results(store, run, STEADY, 5.0)
-    code = main(["alert", "--history", "20", "--github", "owner/repo", "-o", str(tmp_path / "s.md"), "--db", url])
+    code = main(
+        ["alert", "--history", "20", "--github", "owner/repo", "--summary", str(tmp_path / "s.md"), "--db", url]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "cannot reach the GitHub API at http://127.0.0.1:9" in err and GITHUB_TEST_TOKEN not in err
 
@@ -116,7 +118,7 @@ def test_a_regression_the_rerun_does_not_confirm_alerts_nothing(
     rerun = add_run(store, 13, label="noisy-night-confirm")
     add_results(store, rerun, SLOW, 10.1)
     summary = tmp_path / "s.md"
-    args = ["alert", "--history", "20", "--github", "owner/repo", "-o", str(summary), "--db", url]
+    args = ["alert", "--history", "20", "--github", "owner/repo", "--summary", str(summary), "--db", url]
     assert main([*args, "--candidate", night.run_id, "--confirm", rerun.run_id]) == 0
     assert _writes(github) == [] and not summary.exists()
     assert main([*args, "--candidate", night.run_id]) == 1  # unconfirmed, the same night would alert
@@ -136,7 +138,7 @@ def test_the_alert_markdown_and_its_terminal_lines_fit_120_columns(
     run = add_run(store, 12, label="night12")
     add_results(store, run, wide, 20.0)
     summary = tmp_path / "summary.md"
-    assert main(["alert", "--history", "20", "-o", str(summary), "--db", url]) == 1
+    assert main(["alert", "--history", "20", "--summary", str(summary), "--db", url]) == 1
     out = capsys.readouterr().out
     assert out.startswith("### daskbench: 1 regression in run `run012-n` (night12)")
     assert all(len(line) <= WIDTH for line in out.splitlines() + summary.read_text().splitlines())

@@ -92,14 +92,14 @@ def test_bisect_names_the_release_that_planted_the_slowdown_within_four_steps(fo
 def test_every_step_is_tagged_in_the_store_and_a_resume_reuses_them(
     found: subprocess.CompletedProcess[str], folder: Path
 ) -> None:
-    """Each step's runs carry bisect, step, version and verdict; ``--resume found`` (ends read back from the
+    """Each step's runs carry bisect, step, version and verdict; ``--group found`` (ends read back from the
     tags) runs nothing new and names 1.5 again from the stored steps."""
     runs = [run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect") == "found"]
     # a step's last attempt holds its verdict (an undecided first attempt is raised on a busy machine)
     attempts = sorted(runs, key=lambda run: (run.tags["bisect_step"], int(run.tags["bisect_attempt"])))
     versions = {run.tags["bisect_step"]: (run.tags["bisect_version"], run.tags["bisect_verdict"]) for run in attempts}
     assert versions["0"] == ("1.7", "regressed") and ("1.5", "regressed") in versions.values()
-    again = _bisect(folder, "wheels", "--resume", "found")
+    again = _bisect(folder, "wheels", "--group", "found")
     assert again.returncode == 1, again.stderr[-2000:]
     assert "first bad release: standin 1.5" in again.stdout and "(stored)" in again.stdout
     assert "bisect: step" not in again.stderr  # no step was run again
@@ -146,7 +146,7 @@ def test_an_a_a_bisection_says_no_regression_and_names_no_culprit(folder: Path) 
         (["--good", "standin==1.0", "--bad", "standin==1.0"], "--good and --bad name the same versions"),
         (["--good", "standin==1.0,zict==1.0", "--bad", "standin==1.7,zict==2.0"], "differ in 2 packages"),
         (["--good", "standin==1.7", "--bad", "standin==1.0"], "--bad standin==1.0 is not newer than --good"),
-        (["--resume", "nosuch"], "no bisection 'nosuch'"),
+        (["--group", "nosuch"], "no bisection 'nosuch'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_before_anything_is_built_or_run(

@@ -1,5 +1,5 @@
 """`daskbench bisect --repo` under faults, for real (issue 35): a commit in the middle that does not build,
-and Ctrl-C in the middle of a bisection, then ``--resume``.
+and Ctrl-C in the middle of a bisection, then ``--group NAME`` again.
 
 The checkouts are the stand-in package's (`tests.helpers.standin_commit`), measured as in
 test_bisect_repo.py: overlays over this interpreter (``--inherit``), one 1-thread worker, ``work()`` sleeping
@@ -108,8 +108,8 @@ def test_a_middle_commit_that_does_not_build_is_said_once_skipped_and_the_culpri
 def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_the_culprit(
     tmp_path: Path, quiet_machine: None
 ) -> None:
-    """SIGINT once step 0 is stored, in step 1: exit 130, the hint names ``--resume NAME``, no traceback;
-    ``--resume`` shows step 0 as stored, measures the rest, and names the planted commit (exit 1)."""
+    """SIGINT once step 0 is stored, in step 1: exit 130, the hint names ``--group NAME``, no traceback;
+    ``--group NAME`` again shows step 0 as stored, measures the rest, and names the planted commit (exit 1)."""
     commits = _checkout(tmp_path, slow_from=2, count=4)
     child = subprocess.Popen(_command(tmp_path, "--good", commits[0], "--bad", "main", "--group", "cut"),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -118,8 +118,8 @@ def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_th
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
-    assert "daskbench bisect --resume cut" in err
-    again = _bisect(tmp_path, "--resume", "cut")
+    assert "Continue: daskbench bisect --group cut" in err
+    again = _bisect(tmp_path, "--group", "cut")
     assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-3000:]
     assert f"first bad commit: {commits[2]}" in again.stdout
     assert "(stored)" in again.stdout and "bisect: step 0:" not in again.stderr
@@ -127,7 +127,7 @@ def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_th
 
 def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path, quiet_machine: None) -> None:
     """SIGINT during step 0 (nothing stored of this bisection yet): the hint does not send the user to a
-    ``--resume`` that would say there is no such bisection; the command it gives starts it again."""
+    continuation that would say there is no such bisection; the command it gives starts it again."""
     commits = _checkout(tmp_path, slow_from=2, count=2)
     child = subprocess.Popen(_command(tmp_path, "--good", commits[0], "--bad", "main", "--group", "early"),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -135,7 +135,7 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
-    assert "--resume early" not in err and "daskbench bisect --group early" in err, err[-2000:]
+    assert "Start it again: daskbench bisect --group early" in err, err[-2000:]
 
 
 @pytest.mark.parametrize(

@@ -109,7 +109,7 @@ def test_every_commit_step_is_tagged_and_a_resume_reuses_them(
     assert {run.tags["bisect_repo"] for run in runs} == {str(folder / "standin")}
     steps = {run.tags["bisect_commit"]: run.tags["bisect_verdict"] for run in runs}
     assert steps[commits[-1]] == "regressed" and steps[commits[PLANTED]] == "regressed"
-    again = subprocess.run([sys.executable, "-m", "daskbench", "bisect", "--resume", "found", "--inherit",
+    again = subprocess.run([sys.executable, "-m", "daskbench", "bisect", "--group", "found", "--inherit",
                             "--cache-dir", str(folder / "cache"), "--db", f"sqlite:///{folder / 'bisect.db'}",
                             *SESSION], cwd=folder, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert again.returncode == 1, again.stderr[-2000:]

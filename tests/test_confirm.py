@@ -103,7 +103,7 @@ def test_the_alert_carries_the_side_by_side_evidence_and_the_report_shows_it(
     db = f"sqlite:///{root / 'confirm.db'}"
     summary = tmp_path / "summary.md"
     done = daskbench_cli("alert", "--baseline", "main", "--candidate", candidate, "--group", "confirm-tonight",
-                         "-o", str(summary), "--db", db, capsys=capsys)  # fmt: skip
+                         "--summary", str(summary), "--db", db, capsys=capsys)  # fmt: skip
     assert done.returncode == 1, done.stderr
     text = " ".join(summary.read_text().split())
     assert text.count("### daskbench:") == 1 and "Confirmed side by side: A/B group `confirm-tonight`" in text
@@ -199,7 +199,7 @@ def test_the_alert_says_when_a_rerun_stood_in_for_the_side_by_side_ab(
     rerun = add_run(store, 4, label="tonight-confirm", versions={"standin": "1.0"})
     add_results(store, rerun, CASE, 0.6)
     summary = tmp_path / "s.md"
-    args = ["alert", "--baseline", "main", "--candidate", candidate, "-o", str(summary), "--db", db]
+    args = ["alert", "--baseline", "main", "--candidate", candidate, "--summary", str(summary), "--db", db]
     done = daskbench_cli(*args, "--confirm", rerun.run_id, "--fallback-reason", "same versions", capsys=capsys)
     assert done.returncode == 1, done.stderr
     text = " ".join(summary.read_text().split())

@@ -140,7 +140,7 @@ def test_uv_builds_the_recorded_environment_compiled(db: str, wheels: Path, tmp_
     ("args", "said"),
     [
         (["nosuchrun"], "no run 'nosuchrun' in"),
-        (["good0001", "--set", "standin=1.0"], "--set 'standin=1.0': expected NAME==VERSION"),
+        (["good0001", "--pin", "standin=1.0"], "--pin 'standin=1.0': expected NAME or NAME with version specifiers"),
         (["good0001", "--only", "numpy"], "run good0001 recorded no version of numpy; it recorded standin"),
         (["good0001", "--find-links", "/no/such/wheels"], "--find-links /no/such/wheels: no such folder"),
         (["good0001", "--no-index"], "--no-index leaves no place to install from"),

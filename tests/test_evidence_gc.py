@@ -44,13 +44,13 @@ def test_gc_removes_evidence_of_deleted_and_old_runs_and_keeps_baselines(tmp_pat
     (root / "notes" / "readme.txt").write_text("mine")
     (root / new.run_id / "task-stream-ffff.json.part").write_text("{")  # a crash's leftover
 
-    dry = daskbench_cli("gc", "--db", db, "--older-than", "30", "--dry-run")
+    dry = daskbench_cli("gc", "--db", db, "--older-than", "30d", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert f"would remove {gone} (run not in the store)" in dry.stdout
     assert f"would remove {root / old.run_id} (run started" in dry.stdout
     assert gone.exists() and (root / old.run_id).exists()
 
-    done = daskbench_cli("gc", "--db", db, "--older-than", "30")
+    done = daskbench_cli("gc", "--db", db, "--older-than", "30d")
     assert done.returncode == 0, done.stderr
     assert "removed 2 run folders and 1 partial file" in done.stdout
     assert not gone.exists() and not (root / old.run_id).exists()
@@ -108,7 +108,7 @@ def test_gc_of_one_store_keeps_the_evidence_of_another_store_sharing_the_folder(
     assert not gone.exists() and kept_mine.is_dir() and kept_theirs.is_dir() and theirs_gone.is_dir()
     assert unmarked.is_dir() and (theirs_gone / "report.html.part").exists()
     assert "kept 3 run folders of other stores" in done.stdout
-    old = daskbench_cli("gc", "--db", first, "--evidence-dir", str(shared), "--older-than", "30", capsys=capsys)
+    old = daskbench_cli("gc", "--db", first, "--evidence-dir", str(shared), "--older-than", "30d", capsys=capsys)
     assert old.returncode == 0 and not kept_mine.exists() and kept_theirs.is_dir(), old.stdout
 
 
@@ -152,7 +152,7 @@ def test_a_report_made_while_gc_removes_evidence_is_whole_and_never_links_a_file
     ]
     during = subprocess.Popen([*report, "-o", str(tmp_path / "during.html")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
-    gc = daskbench_cli("gc", "--db", db, "--older-than", "30")
+    gc = daskbench_cli("gc", "--db", db, "--older-than", "30d")
     _, err = during.communicate(timeout=300)
     assert gc.returncode == 0 and during.returncode == 0, gc.stderr + err
     assert (tmp_path / "during.html").read_text().rstrip().endswith("</html>")

@@ -30,7 +30,7 @@ def _alert(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> tuple[int, str
     one): its exit code, its error output, and the seconds it took."""
     started = time.monotonic()
     code = main(["alert", "--infrastructure", "the cluster did not start", "--github", "owner/repo",
-                 "-o", str(tmp_path / "summary.md")])  # fmt: skip
+                 "--summary", str(tmp_path / "summary.md")])  # fmt: skip
     seconds = time.monotonic() - started
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err and GITHUB_TEST_TOKEN not in captured.out + captured.err

@@ -157,7 +157,7 @@ def test_alert_markdown_and_issues_render_hostile_text_inert(
     the title plain text; the issue is found again by its key, not by a look-alike in the label."""
     summary = tmp_path / "summary.md"
     args = ["alert", "--candidate", session.run.run_id, "--baseline", session.earlier.run_id,
-            "--github", "owner/repo", "-o", str(summary), "--db", session.db]  # fmt: skip
+            "--github", "owner/repo", "--summary", str(summary), "--db", session.db]  # fmt: skip
     assert main(args) == 1
     out = capsys.readouterr().out
     bodies = [call["body"]["body"] for call in github.calls if call["body"] and "body" in call["body"]]
@@ -179,7 +179,7 @@ def test_infrastructure_reason_is_redacted_and_inert_in_markdown(
     """``alert --infrastructure REASON``: the reason's URL password is masked, its HTML and mention inert."""
     summary = tmp_path / "summary.md"
     reason = f"store at postgresql://u:{MESSAGE_SECRET}@db/x unreachable <script>x</script> @octocat \x1b[31m"
-    assert main(["alert", "--infrastructure", reason, "--github", "owner/repo", "-o", str(summary)]) == 0
+    assert main(["alert", "--infrastructure", reason, "--github", "owner/repo", "--summary", str(summary)]) == 0
     body = github.issues[1]["body"]
     for text in (body, summary.read_text(), capsys.readouterr().out):
         assert _inert(text) and f"postgresql://u:\\*\\*\\*@{ZERO_WIDTH_SPACE}db/x" in text

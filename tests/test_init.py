@@ -143,10 +143,10 @@ def test_written_workflow_passes_actionlint(tmp_path: Path) -> None:
 
 
 def test_init_pr_writes_only_the_pull_request_workflow_which_actionlint_accepts(tmp_path: Path) -> None:
-    """``init --pr`` in a package: the PR workflow alone (label benchmark, daskbench pr with the inputs from env,
+    """``init --pr-workflow`` in a package: the PR workflow alone (label benchmark, daskbench pr with the inputs from env,
     the store and report uploaded), checked by actionlint; a second time refused, --force replaces it."""
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "1"\n')
-    done = init(tmp_path, "--pr", "--install", "daskbench==0.1.0")
+    done = init(tmp_path, "--pr-workflow", "--install", "daskbench==0.1.0")
     assert done.returncode == 0, done.stderr
     assert f"wrote {PR_WORKFLOW}" in done.stdout and not (tmp_path / WORKFLOW).exists()
     assert not (tmp_path / BENCHMARK).exists() and "daskbench" not in (tmp_path / "pyproject.toml").read_text()
@@ -157,9 +157,9 @@ def test_init_pr_writes_only_the_pull_request_workflow_which_actionlint_accepts(
     actionlint = str(Path(sys.executable).parent / "actionlint")
     result = subprocess.run([actionlint, str(tmp_path / PR_WORKFLOW)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
-    refused = init(tmp_path, "--pr", "--install", "daskbench==0.1.0")
+    refused = init(tmp_path, "--pr-workflow", "--install", "daskbench==0.1.0")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--force" in refused.stderr
-    assert init(tmp_path, "--pr", "--force", "--install", "daskbench==0.1.0").returncode == 0
+    assert init(tmp_path, "--pr-workflow", "--force", "--install", "daskbench==0.1.0").returncode == 0
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.cli import build_parser
-from daskbench.cli.common import EXIT_ERROR, split_pytest_args
+from daskbench.cli.app import EXIT_ERROR, split_pytest_args
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

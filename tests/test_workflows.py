@@ -47,7 +47,7 @@ def test_ci_run_exercises_the_quick_nightly_after_readme_command_1() -> None:
 
 
 def _rendered_pr_template() -> dict[str, object]:
-    """The workflow ``daskbench init --pr`` writes, with a placeholder install line."""
+    """The workflow ``daskbench init --pr-workflow`` writes, with a placeholder install line."""
     from daskbench.cli.init import _template
 
     text = _template("daskbench-pr.yml.tmpl").replace("__INSTALL__", " " * 10 + "python -m pip install daskbench")

@@ -11,7 +11,7 @@ Step 0 confirms the bad end against the good one: unless it is ``regressed`` the
 bisect. A step that ends undecided is run again with twice the rounds (a fresh group: the sequential
 rule's error bound holds for one planned most-rounds), up to a cap, and never guessed. Each step's runs
 carry the tags `TAG` (the bisection's name), `STEP`, `VERSION`, `ATTEMPT`, `VERDICT`, `MINUTES` and the
-two ends, so the store holds the bisection (`stored_steps` reads it back for ``--resume``, and
+two ends, so the store holds the bisection (`stored_steps` reads it back for a continued ``--group``, and
 ``daskbench report`` may show it).
 """
 
@@ -418,7 +418,7 @@ def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
         return [
             f"step {step.number} ({step.described}) is not decided after {plural(step.rounds, 'round')} "
             f"(--rounds-cap {rounds_cap}); no culprit named. Continue with more rounds: daskbench bisect "
-            f"--resume {name} --rounds-cap {2 * rounds_cap} ..."
+            f"--group {name} --rounds-cap {2 * rounds_cap} ..."
         ]
     assert outcome.candidate is not None
     effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"

@@ -24,21 +24,17 @@ import sys
 from typing import Any
 
 from daskbench import envs
-from daskbench.cli.common import (
-    add_build_options,
-    add_db_option,
-    add_floor_option,
-    add_format_option,
-    add_group_option,
-    add_pytest_args,
+from daskbench.cli.common_args import (
+    add_round_options,
+    budget_seconds,
     build_options,
+    floors,
+    metric_of,
     open_store,
-    print_comparison,
-    say,
     settings,
-    whole_number,
 )
-from daskbench.cli.rounds import add_budget_options, add_metric_option, budget_seconds, metric_of
+from daskbench.cli.output import print_comparison
+from daskbench.cli.values import whole_number
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
@@ -57,20 +53,30 @@ from daskbench.lockstep.sessions import (
 )
 from daskbench.model import Run
 from daskbench.store import Store
+from daskbench.text import say
+
+#: ``ab``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "measure the suite in two environments side by side and judge B against A per round",
+    "description": "Measure side A and side B alternately and judge each case by its per-round ratios B/A, "
+    "adding rounds until its verdict is decided (a sequential rule that keeps A/A false alarms under 5%). "
+    "A side is a python (another venv: another dask) plus environment variables. Lockstep mode keeps one "
+    "session per side alive and alternates measurement by measurement; sessions mode alternates whole "
+    "pytest sessions (for a running scheduler, which both sides cannot use at once).",
+    "epilog": "example: daskbench ab --b-python ../new/.venv/bin/python -- -k array --size tiny; "
+    "exit codes: 0 nothing regressed, 1 B regressed or newly fails, 2 could not run, 130 interrupted",
+}
+#: The help of each side's flags; ``{side}`` is A or B.
+SIDE_HELP = {
+    "python": "interpreter of side {side} (default: this one)",
+    "from": "run side {side} in the environment rebuilt from this run's recorded versions (daskbench env RUN; "
+    "built once, then reused)",
+    "env": "environment variable for side {side} (repeatable)",
+}
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "ab",
-        help="measure the suite in two environments side by side and judge B against A per round",
-        description="Measure side A and side B alternately and judge each case by its per-round ratios B/A, "
-        "adding rounds until its verdict is decided (a sequential rule that keeps A/A false alarms under 5%). "
-        "A side is a python (another venv: another dask) plus environment variables. Lockstep mode keeps one "
-        "session per side alive and alternates measurement by measurement; sessions mode alternates whole "
-        "pytest sessions (for a running scheduler, which both sides cannot use at once).",
-        epilog="example: daskbench ab --b-python ../new/.venv/bin/python -- -k array --size tiny; "
-        "exit codes: 0 nothing regressed, 1 B regressed or newly fails, 2 could not run, 130 interrupted",
-    )
+    parser = subparsers.add_parser("ab", **TEXTS)
     parser.add_argument(
         "--mode",
         choices=("auto", "lockstep", "sessions"),
@@ -85,31 +91,12 @@ def register(subparsers: Any) -> None:
         metavar="N|auto",
         help="rounds per case: auto (default) adds rounds until decided, N runs exactly N",
     )
-    add_budget_options(parser, rounds=" with --rounds auto", minutes=" with --rounds auto", whole="comparison")
-    add_metric_option(parser, "whose rounds decide when a case may stop (every metric is judged at the end)")
     for side in ("a", "b"):
-        parser.add_argument(
-            f"--{side}-python", metavar="PYTHON", help=f"interpreter of side {side.upper()} (default: this one)"
-        )
-        parser.add_argument(
-            f"--{side}-from",
-            metavar="RUN",
-            help=f"run side {side.upper()} in the environment rebuilt from this run's recorded "
-            "versions (daskbench env RUN; built once, then reused)",
-        )
-        parser.add_argument(
-            f"--{side}-env",
-            metavar="KEY=VALUE",
-            action="append",
-            default=[],
-            help=f"environment variable for side {side.upper()} (repeatable)",
-        )
-    add_group_option(parser, "name of the A/B group (default: ab-<date-time>); an existing group is continued")
-    add_floor_option(parser)
-    add_format_option(parser)
-    add_db_option(parser)
-    add_build_options(parser)
-    add_pytest_args(parser)
+        texts = {name: text.format(side=side.upper()) for name, text in SIDE_HELP.items()}
+        parser.add_argument(f"--{side}-python", metavar="PYTHON", help=texts["python"])
+        parser.add_argument(f"--{side}-from", metavar="RUN", help=texts["from"])
+        parser.add_argument(f"--{side}-env", metavar="KEY=VALUE", action="append", default=[], help=texts["env"])
+    add_round_options(parser, "ab")
     parser.set_defaults(func=cmd_ab)
 
 
@@ -131,23 +118,23 @@ def cmd_ab(args: argparse.Namespace) -> int:
     for side in sides.values():
         check_side(side)
     store, group = open_store(args), args.group or new_group_name("ab")
-    floors = settings(args).floor or {}
+    limits = floors(args)
     metric = metric_of(args)
     if mode != "lockstep" and (budget_seconds(args) is not None or metric != "runtime_s"):
         raise DaskbenchError("--budget and --metric need --mode lockstep (sessions mode runs whole sessions per round)")
     spent = None
     try:
         if mode == "lockstep":
-            spent = _lockstep(args, store, group, sides, pytest_args, floors)
+            spent = _lockstep(args, store, group, sides, pytest_args, limits)
         else:
-            _sessions(args, store, group, sides, pytest_args, floors)
+            _sessions(args, store, group, sides, pytest_args, limits)
     except KeyboardInterrupt:
         say(
             f"ab: interrupted; finished rounds are kept. Judge them: daskbench compare --group {group}; "
             f"continue: daskbench ab --group {group} ..."
         )
         raise
-    chosen = Selection(ab_group=group, floors=floors)
+    chosen = Selection(ab_group=group, floors=limits)
     for line in spent.lines() if spent is not None else ():
         say(line)
     return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})

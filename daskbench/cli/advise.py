@@ -8,7 +8,8 @@ from typing import Any
 
 from daskbench import config
 from daskbench.advise import advise, configs_of
-from daskbench.cli.common import add_db_option, add_format_option, open_store, print_json, settings
+from daskbench.cli.common_args import add_db_option, add_format_option, open_store, settings
+from daskbench.cli.output import print_json
 from daskbench.metrics.cost import load_prices
 from daskbench.model import JSON_VERSION
 from daskbench.text import json_safe

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import alerts
-from daskbench.cli.common import (
-    EXIT_OK,
-    EXIT_REGRESSION,
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION
+from daskbench.cli.common_args import (
     add_db_option,
     add_group_option,
-    add_output_option,
+    add_old_spellings,
     add_selection_options,
     open_store,
     selection,
@@ -33,50 +32,42 @@ from daskbench.judge.compare import compare, compare_group
 from daskbench.model import Comparison
 from daskbench.store import Store
 
+#: ``alert``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "write regressions as Markdown and one GitHub issue per regressed case",
+    "description": "Judge a run as daskbench compare does (default: the latest run against baseline main, "
+    "or --history N) and, if anything regressed, append Markdown to the job summary; with --github, keep "
+    "one issue per regressed case: opened the first time, commented on later, closed when the case recovers. "
+    "A run with nothing regressed writes nothing (it only closes issues of recovered cases).",
+    "epilog": "examples: daskbench alert --history 20 --github dask/daskbench | "
+    "daskbench alert --infrastructure 'cluster did not start' --github dask/daskbench. "
+    f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {API_ENV} "
+    f"(API base URL, default {DEFAULT_API}). Exit 1 when something regressed.",
+}
+#: The help of ``alert``'s own options.
+HELP = {
+    "--confirm": "a re-run of the regressed cases: alert only on regressions it confirms",
+    "--group": "a side-by-side A/B of the regressed cases (daskbench confirm --group GROUP): alert only on "
+    "regressions it judges regressed, with its evidence",
+    "--fallback-reason": "with --confirm: why the regressions were not confirmed side by side (said in the alert)",
+    "--github": "keep one issue per regressed case in this repository",
+    "--summary": "the job summary file the Markdown is appended to (default: $GITHUB_STEP_SUMMARY; else stdout only)",
+    "--infrastructure": "the run could not measure (cluster, store, S3): report REASON on the infrastructure "
+    "issue instead",
+}
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "alert",
-        help="write regressions as Markdown and one GitHub issue per regressed case",
-        description="Judge a run as daskbench compare does (default: the latest run against baseline main, "
-        "or --history N) and, if anything regressed, append Markdown to the job summary; with --github, keep "
-        "one issue per regressed case: opened the first time, commented on later, closed when the case recovers. "
-        "A run with nothing regressed writes nothing (it only closes issues of recovered cases).",
-        epilog="examples: daskbench alert --history 20 --github dask/daskbench | "
-        "daskbench alert --infrastructure 'cluster did not start' --github dask/daskbench. "
-        f"Environment: GITHUB_TOKEN (needed with --github), GITHUB_STEP_SUMMARY, {API_ENV} "
-        f"(API base URL, default {DEFAULT_API}). Exit 1 when something regressed.",
-    )
+    parser = subparsers.add_parser("alert", **TEXTS)
     add_selection_options(parser, group=False)
-    parser.add_argument(
-        "--confirm",
-        metavar="RUN",
-        help="a re-run of the regressed cases: alert only on regressions it confirms",
-    )
-    add_group_option(
-        parser,
-        "a side-by-side A/B of the regressed cases (daskbench confirm --group GROUP): alert only on "
-        "regressions it judges regressed, with its evidence",
-        "--confirm-ab",
-    )
-    parser.add_argument(
-        "--fallback-reason",
-        metavar="REASON",
-        help="with --confirm: why the regressions were not confirmed side by side (said in the alert)",
-    )
-    parser.add_argument("--github", metavar="OWNER/REPO", help="keep one issue per regressed case in this repository")
-    add_output_option(
-        parser,
-        "append the Markdown here (default: $GITHUB_STEP_SUMMARY; else stdout only)",
-        "--summary",
-        metavar="PATH",
-        default=os.environ.get("GITHUB_STEP_SUMMARY"),
-    )
-    parser.add_argument(
-        "--infrastructure",
-        metavar="REASON",
-        help="the run could not measure (cluster, store, S3): report REASON on the infrastructure issue instead",
-    )
+    parser.add_argument("--confirm", metavar="RUN", help=HELP["--confirm"])
+    add_group_option(parser, HELP["--group"], "--confirm-ab")
+    parser.add_argument("--fallback-reason", metavar="REASON", help=HELP["--fallback-reason"])
+    parser.add_argument("--github", metavar="OWNER/REPO", help=HELP["--github"])
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    parser.add_argument("--summary", metavar="PATH", default=summary, help=HELP["--summary"])
+    add_old_spellings(parser, "--summary", "-o", "--output")
+    parser.add_argument("--infrastructure", metavar="REASON", help=HELP["--infrastructure"])
     add_db_option(parser)
     parser.set_defaults(func=cmd_alert)
 
@@ -86,7 +77,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
     url = _run_url()
     if args.infrastructure:
         text = f"### daskbench: the nightly could not run\n\n{alerts.reason_markdown(args.infrastructure)}\n"
-        _write(text, args.output)
+        _write(text, args.summary)
         if github:
             print(alerts.infrastructure_alert(github, args.infrastructure, url).summary())
         return EXIT_OK
@@ -98,7 +89,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
     comparison, confirmation = _confirmed(args, store, compare(store, selection(args)))
     text = alerts.markdown(comparison, url, confirmation)
     if text:
-        _write(text, args.output)
+        _write(text, args.summary)
     else:
         print("daskbench alert: nothing regressed" + (" (after confirming)" if confirmation else ""))
     if github:

@@ -5,8 +5,8 @@ Every input is checked (the runs found, the pins parsed, the moving package's re
 ends found on the index; or the checkout, both refs and their order) before anything is built or run;
 then `daskbench.bisect.search.Bisection` runs the steps, each a lockstep A/B of the good environment against
 the step's. Exit codes: 0 no regression between good and bad, 1 a first bad release (or commit) named,
-2 could not run, 3 a step stayed undecided at ``--rounds-cap`` (``--resume NAME`` continues), 130
-interrupted (finished steps are kept).
+2 could not run, 3 a step stayed undecided at ``--rounds-cap`` (``--group NAME`` continues it), 130
+interrupted (finished steps are kept; ``--group NAME`` continues).
 """
 
 from __future__ import annotations
@@ -19,128 +19,120 @@ from typing import Any
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.bisect import search as bisect
-from daskbench.cli.common import (
-    EXIT_OK,
-    EXIT_REGRESSION,
-    EXIT_UNDECIDED,
-    add_build_options,
-    add_db_option,
-    add_floor_option,
-    add_group_option,
-    add_pytest_args,
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+from daskbench.cli.common_args import (
+    add_round_options,
+    budget_seconds,
     build_options,
-    print_wrapped,
-    say,
+    floors,
+    metric_of,
     settings,
-    whole_number,
 )
-from daskbench.cli.rounds import add_budget_options, add_metric_option, budget_seconds, metric_of
+from daskbench.cli.output import print_wrapped
+from daskbench.cli.values import whole_number
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.lockstep.sessions import new_group_name, pytest_arguments
 from daskbench.model import Run
 from daskbench.store import Store
-from daskbench.text import plural
+from daskbench.text import plural, say
 
 PythonOf = Callable[[bisect_plan.Candidate], str]
 #: The exit code of each way a bisection ends (`bisect.Outcome.kind`): undecided is neither a culprit nor
-#: "could not run" (2, the bad inputs), so a script can tell "rerun with --resume" from "fix the command".
+#: "could not run" (2, the bad inputs), so a script can tell "continue with --group" from "fix the command".
 EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}
 
 
+#: ``bisect``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "find the first release (or commit of a git checkout) between a good and a bad end that made the "
+    "selected cases slower",
+    "description": "Bisect the releases of the package that differs between --good and --bad (dask and "
+    "distributed move together), or with --repo the commits of a local git checkout of a package (each "
+    "installed from its source tree), each step an interleaved lockstep A/B of the good environment (side A) "
+    "against the step's (side B), rounds until decided. Step 0 confirms bad against good; an undecided "
+    "step gets twice the rounds, up to --rounds-cap, never a guess. Steps print as they finish (stdout), "
+    "progress goes to stderr, and each step's runs are tagged bisect=NAME in the store.",
+    "epilog": "example: daskbench bisect --good dask==2026.6.0,distributed==2026.6.0 --bad 1a2b3c4d --inherit "
+    "-- -k ocean --size tiny; daskbench bisect --repo ~/src/dask --good v2026.6.0 --bad main --inherit -- -k "
+    "ocean; exit codes: 0 no regression between good and bad, 1 first bad release or commit named, 2 could "
+    "not run, 3 a step stayed undecided (--group NAME continues), 130 interrupted",
+}
+#: The help of ``bisect``'s own options.
+HELP = {
+    "--good": "the good end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
+    "--bad": "the bad end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
+    "--repo": "bisect the commits of this local git checkout of a package (first-parent, good..bad), installing "
+    "each commit's source tree",
+    "--only": "bisect only these packages when the ends differ in more (dask,distributed count as one)",
+    "--inherit": "each environment is an overlay over this interpreter's packages holding only the bisected "
+    "package(s): seconds to build (default: the good end's whole version set)",
+    "--rounds-cap": f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})",
+}
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "bisect",
-        help="find the first release (or commit of a git checkout) between a good and a bad end that made the "
-        "selected cases slower",
-        description="Bisect the releases of the package that differs between --good and --bad (dask and "
-        "distributed move together), or with --repo the commits of a local git checkout of a package (each "
-        "installed from its source tree), each step an interleaved lockstep A/B of the good environment (side A) "
-        "against the step's (side B), rounds until decided. Step 0 confirms bad against good; an undecided "
-        "step gets twice the rounds, up to --rounds-cap, never a guess. Steps print as they finish (stdout), "
-        "progress goes to stderr, and each step's runs are tagged bisect=NAME in the store.",
-        epilog="example: daskbench bisect --good dask==2026.6.0,distributed==2026.6.0 --bad 1a2b3c4d --inherit "
-        "-- -k ocean --size tiny; daskbench bisect --repo ~/src/dask --good v2026.6.0 --bad main --inherit -- -k "
-        "ocean; exit codes: 0 no regression between good and bad, 1 first bad release or commit named, 2 could "
-        "not run, 3 a step stayed undecided (--resume NAME continues), 130 interrupted",
-    )
-    parser.add_argument(
-        "--good",
-        metavar="RUN|SPEC|REF",
-        help="the good end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
-    )
-    parser.add_argument(
-        "--bad",
-        metavar="RUN|SPEC|REF",
-        help="the bad end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
-    )
-    parser.add_argument(
-        "--repo",
-        metavar="PATH",
-        help="bisect the commits of this local git checkout of a package (first-parent, good..bad), "
-        "installing each commit's source tree",
-    )
-    parser.add_argument(
-        "--only",
-        metavar="NAME,...",
-        help="bisect only these packages when the ends differ in more (dask,distributed count as one)",
-    )
-    parser.add_argument(
-        "--inherit",
-        action="store_true",
-        help="each environment is an overlay over this interpreter's packages holding only the "
-        "bisected package(s): seconds to build (default: the good end's whole version set)",
-    )
-    add_group_option(
-        parser,
-        "name of the bisection (default: bisect-<date-time>), tagged on its runs and starting its steps' A/B groups",
-        "--name",
-    )
-    parser.add_argument("--resume", metavar="NAME", help="continue bisection NAME: its finished steps are reused")
+    parser = subparsers.add_parser("bisect", **TEXTS)
+    for flag in ("--good", "--bad"):
+        parser.add_argument(flag, metavar="RUN|SPEC|REF", help=HELP[flag])
+    parser.add_argument("--repo", metavar="PATH", help=HELP["--repo"])
+    parser.add_argument("--only", metavar="NAME,...", help=HELP["--only"])
+    parser.add_argument("--inherit", action="store_true", help=HELP["--inherit"])
     parser.add_argument(
         "--rounds-cap",
         type=whole_number(3, ROUNDS_LIMIT, "a number of rounds", "--rounds-cap 120"),
         default=bisect.ROUNDS_CAP,
-        help=f"most rounds an undecided step is raised to (default {bisect.ROUNDS_CAP})",
+        help=HELP["--rounds-cap"],
     )
-    add_budget_options(
-        parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step", whole="bisection"
-    )
-    add_metric_option(parser, "a step is judged by (default runtime_s)")
-    add_floor_option(parser)
-    add_db_option(parser)
-    add_build_options(parser)
-    add_pytest_args(parser)
+    add_round_options(parser, "bisect")
     parser.set_defaults(func=cmd_bisect)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    pytest_args = pytest_arguments(args.pytest_args)
+    pytest_arguments(args.pytest_args)  # checked before anything else
     if args.rounds_cap < args.max_rounds:
         raise DaskbenchError(f"--rounds-cap {args.rounds_cap} is below --max-rounds {args.max_rounds}")
     store = _store(args)
     name, stored = _name(args, store)
-    ends = _ends(args, store, name)
-    repo = _repo(args, store, name)
+    continued = bisect.stored_ends(store, name) is not None
+    ends = _ends(args, store, name, continued)
+    repo = _repo(args, store, name, continued)
     plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
     between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
-    header = (
+    say(
         f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
         f"{between} between, at most {plan.max_steps()} steps"
     )
-    say(header)
     for note in plan.notes:
         say(f"bisect: note: {note}")
-    floors = settings(args).floor or {}
-    runner = bisect.Bisection(
+    runner = _runner(args, store, name, stored, python_of, ends, repo)
+    outcome = _run(runner, plan, store, name)
+    for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
+        print_wrapped(line)
+    for line in runner.spent.lines():
+        say(f"bisect: {line}")
+    return EXITS[outcome.kind]
+
+
+def _runner(
+    args: argparse.Namespace,
+    store: Store,
+    name: str,
+    stored: list[bisect.Step],
+    python_of: PythonOf,
+    ends: tuple[str, str],
+    repo: Path | None,
+) -> bisect.Bisection:
+    """The bisection of these ends, its stored steps reused, asked as the round options say."""
+    return bisect.Bisection(
         name,
         store,
         settings(args).db,
-        pytest_args,
+        pytest_arguments(args.pytest_args),
         python_of,
         ends,
         repo=str(repo or ""),
-        floors=floors,
+        floors=floors(args),
         max_rounds=args.max_rounds,
         rounds_cap=args.rounds_cap,
         max_seconds=args.max_time * 60,
@@ -150,47 +142,48 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         metric=metric_of(args),
         budget=budget_seconds(args),
     )
+
+
+def _run(runner: bisect.Bisection, plan: bisect_plan.BisectPlan, store: Store, name: str) -> bisect.Outcome:
+    """The bisection's steps; on Ctrl-C, the command that continues it (or starts it again: nothing stored)."""
     try:
-        outcome = runner.run(plan)
+        return runner.run(plan)
     except KeyboardInterrupt:
-        if runner.done or stored or _has_steps(store, name):  # a step tagged just as Ctrl-C came counts too
-            say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
-        else:  # nothing of it is stored: --resume would find no such bisection
+        if runner.done or runner.stored or _has_steps(store, name):  # a step tagged just as Ctrl-C came counts too
+            say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --group {name} ...")
+        else:  # nothing of it is stored: the same command starts it again
             say(f"bisect: interrupted before any step finished. Start it again: daskbench bisect --group {name} ...")
         raise
-    for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
-        print_wrapped(line)
-    for line in runner.spent.lines():
-        say(f"bisect: {line}")
-    return EXITS[outcome.kind]
 
 
 def _store(args: argparse.Namespace) -> Store:
-    """The store; created only when neither end names a run (a mistyped --db is then not a new store)."""
+    """The store; created only when the bisection is new and neither end names a run (a mistyped --db is then
+    not a new store)."""
     names_run = not args.repo and any(text and "==" not in text for text in (args.good, args.bad))
-    return Store(settings(args).db, create=not (names_run or args.resume))
+    continuing = args.group and not (args.good or args.bad)
+    return Store(settings(args).db, create=not (names_run or continuing))
 
 
 def _name(args: argparse.Namespace, store: Store) -> tuple[str, list[bisect.Step]]:
-    """The bisection's name and its stored steps: --resume continues one, --group must be new."""
-    if args.resume and args.group and args.group != args.resume:
-        raise DaskbenchError(f"--group {args.group} and --resume {args.resume} name two bisections; give one")
-    name = args.resume or args.group or new_group_name("bisect")
-    stored = bisect.stored_steps(store, name, settings(args).floor or {})
-    if args.resume and bisect.stored_ends(store, name) is None:
-        raise DaskbenchError(f"no bisection {name!r} in {store.display_url} (no finished step); start it with --group")
-    if not args.resume and stored:
-        raise DaskbenchError(f"bisection {name!r} exists already: continue it with --resume {name}, or pick a --group")
-    return name, stored
+    """The bisection's name (--group, else a new one) and its stored steps; one line for a --group that names
+    no stored bisection and no ends to start it from."""
+    name = args.group or new_group_name("bisect")
+    if args.group and not (args.good and args.bad) and bisect.stored_ends(store, name) is None:
+        raise DaskbenchError(
+            f"no bisection {name!r} in {store.display_url} (no finished step); to start it give both ends: "
+            "--good and --bad"
+        )
+    return name, bisect.stored_steps(store, name, floors(args))
 
 
-def _ends(args: argparse.Namespace, store: Store, name: str) -> tuple[str, str]:
-    """--good and --bad as given, or (resuming) as the bisection was started; one line when they differ."""
-    found = bisect.stored_ends(store, name) if args.resume else None
+def _ends(args: argparse.Namespace, store: Store, name: str, continued: bool) -> tuple[str, str]:
+    """--good and --bad as given, or (continued) as the bisection was started; one line when they differ."""
+    found = bisect.stored_ends(store, name) if continued else None
     good, bad = args.good or (found and found[0]), args.bad or (found and found[1])
     if found is not None and (good, bad) != found:
         raise DaskbenchError(
-            f"bisection {name} ran with --good {found[0]} --bad {found[1]}; resume it with those (or leave both out)"
+            f"bisection {name} ran with --good {found[0]} --bad {found[1]}; continue it with those (or leave both "
+            "out), or start another with a new --group"
         )
     if not good or not bad:
         form = "REF" if args.repo else "RUN|NAME==VERSION,..."
@@ -198,10 +191,10 @@ def _ends(args: argparse.Namespace, store: Store, name: str) -> tuple[str, str]:
     return good, bad
 
 
-def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
-    """The checkout whose commits are bisected: --repo, or (resuming) the one the bisection ran on; None:
+def _repo(args: argparse.Namespace, store: Store, name: str, continued: bool) -> Path | None:
+    """The checkout whose commits are bisected: --repo, or (continued) the one the bisection ran on; None:
     releases. One line for a folder that is not a git checkout, or --only (it names packages)."""
-    found = bisect.stored_repo(store, name) if args.resume else None
+    found = bisect.stored_repo(store, name) if continued else None
     given: str | None = args.repo or found
     if given is None:
         return None
@@ -209,7 +202,7 @@ def _repo(args: argparse.Namespace, store: Store, name: str) -> Path | None:
         raise DaskbenchError("--only names packages to bisect; with --repo the commits of the checkout are bisected")
     repo = envs.git_checkout(given, "--repo")
     if found and repo != Path(found):
-        raise DaskbenchError(f"bisection {name} ran with --repo {found}; resume it with that (or leave it out)")
+        raise DaskbenchError(f"bisection {name} ran with --repo {found}; continue it with that (or leave it out)")
     return repo
 
 

@@ -16,50 +16,42 @@ import sys
 from typing import Any
 
 from daskbench import alerts, confirm
-from daskbench.cli.common import (
-    EXIT_OK,
-    EXIT_REGRESSION,
-    add_build_options,
-    add_db_option,
-    add_group_option,
-    add_pytest_args,
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION
+from daskbench.cli.common_args import (
+    add_round_options,
     add_selection_options,
     build_options,
+    metric_of,
     open_store,
-    print_wrapped,
-    say,
     selection,
     settings,
 )
-from daskbench.cli.rounds import add_budget_options, add_metric_option, metric_of
+from daskbench.cli.output import print_wrapped
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.lockstep.sessions import new_group_name, pytest_arguments
-from daskbench.text import plural
+from daskbench.text import plural, say
+
+#: ``confirm``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "confirm a run's regressions side by side: the last good run's environment against this one",
+    "description": "Judge a run as daskbench compare does; for its regressed cases only, rebuild the "
+    "environment of the last good run (the newest run judged against that measured them and was not "
+    "slow in them) as an overlay over this interpreter holding that run's versions of the packages that "
+    "differ, and run a lockstep A/B of it (side A) against this interpreter (side B), rounds until each "
+    "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --group GROUP "
+    "alerts only what it confirms. Run it with the interpreter the run was made in.",
+    "epilog": "example: python -m daskbench confirm --history 20 --group confirm-tonight -- --size tiny; "
+    "exit codes: 0 nothing confirmed, 1 a regression confirmed, 2 could not run (no environment to "
+    "rebuild: the good run recorded the same versions, a build failed, bad input)",
+}
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "confirm",
-        help="confirm a run's regressions side by side: the last good run's environment against this one",
-        description="Judge a run as daskbench compare does; for its regressed cases only, rebuild the "
-        "environment of the last good run (the newest run judged against that measured them and was not "
-        "slow in them) as an overlay over this interpreter holding that run's versions of the packages that "
-        "differ, and run a lockstep A/B of it (side A) against this interpreter (side B), rounds until each "
-        "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --group GROUP "
-        "alerts only what it confirms. Run it with the interpreter the run was made in.",
-        epilog="example: python -m daskbench confirm --history 20 --group confirm-tonight -- --size tiny; "
-        "exit codes: 0 nothing confirmed, 1 a regression confirmed, 2 could not run (no environment to "
-        "rebuild: the good run recorded the same versions, a build failed, bad input)",
-    )
-    add_selection_options(parser, verb="confirm", group=False)
-    add_group_option(parser, "name of the A/B group to run (default: confirm-<date-time>)", "--name")
-    add_budget_options(parser)
-    add_metric_option(parser, "judged side by side (the suspects of that metric are confirmed)")
-    add_db_option(parser)
-    add_build_options(parser)
-    add_pytest_args(parser)
+    parser = subparsers.add_parser("confirm", **TEXTS)
+    add_selection_options(parser, verb="confirm", group=False, floor=False)
+    add_round_options(parser, "confirm")
     parser.set_defaults(func=cmd_confirm)
 
 

@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from daskbench import config
-from daskbench.cli.common import add_db_option, duration, open_store, print_wrapped, settings
+from daskbench.cli.common_args import add_db_option, open_store, settings
+from daskbench.cli.output import print_wrapped
+from daskbench.cli.values import duration
 from daskbench.evidence import evidence_root, find_garbage, remove_garbage
 from daskbench.text import format_bytes, plural
 
@@ -27,9 +29,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--older-than",
         metavar="AGE",
-        type=duration("d", 36500, "--older-than 30d"),
-        help="also remove evidence of runs started longer ago than AGE: 30d, 12h, 2w; a bare number "
-        "is days (baselines kept)",
+        type=duration("--older-than", "d", 36500, "--older-than 30d"),
+        help="also remove evidence of runs started longer ago than AGE: 30d, 12h, 2w (baselines kept)",
     )
     parser.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     parser.set_defaults(func=cmd_gc)

@@ -7,7 +7,7 @@ has no such settings yet, and ``results/`` to ``.gitignore`` unless a line ignor
 Settings a repository already has are never touched: what to add by hand is printed instead.
 Everything is checked before the first file is written. The workflow installs daskbench from
 where this one was installed from (`install_requirement`), unless ``--install`` says otherwise.
-``daskbench init --pr`` writes only ``.github/workflows/daskbench-pr.yml``: ``daskbench pr`` on pull
+``daskbench init --pr-workflow`` writes only ``.github/workflows/daskbench-pr.yml``: ``daskbench pr`` on pull
 requests labelled ``benchmark`` (installed the same way).
 """
 
@@ -24,8 +24,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from daskbench import envs
-from daskbench.cli.common import print_wrapped, say
+from daskbench.cli.common_args import add_old_spellings
+from daskbench.cli.output import print_wrapped
 from daskbench.errors import DaskbenchError, check_writable
+from daskbench.text import say
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
 WORKFLOW = Path(".github", "workflows", "daskbench-nightly.yml")
@@ -62,42 +64,39 @@ class SettingsPlan:
     manual: list[tuple[str, str]] = field(default_factory=list)  # (what to do, snippet)
 
 
+#: ``init``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "add an example benchmark, settings and a nightly workflow to a repository",
+    "description": "Write benchmarks/test_daskbench_example.py and .github/workflows/daskbench-nightly.yml, "
+    "and add [tool.daskbench] and [tool.pytest.ini_options] to pyproject.toml unless the repository "
+    "has such settings already (then what to add is printed). Existing files are never overwritten "
+    "without --force. With --pr-workflow, only the pull-request workflow .github/workflows/daskbench-pr.yml "
+    "(daskbench pr on pull requests labelled benchmark).",
+}
+#: The help of ``init``'s options.
+HELP = {
+    "dir": "the repository's top folder (default: the current one; created if missing)",
+    "--force": "replace an existing example benchmark or workflow",
+    "--install": "what the workflow pip-installs as daskbench (default: where this daskbench was installed from; "
+    "e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)",
+    "--pr-workflow": "write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
+    "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head",
+}
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "init",
-        help="add an example benchmark, settings and a nightly workflow to a repository",
-        description="Write benchmarks/test_daskbench_example.py and .github/workflows/daskbench-nightly.yml, "
-        "and add [tool.daskbench] and [tool.pytest.ini_options] to pyproject.toml unless the repository "
-        "has such settings already (then what to add is printed). Existing files are never overwritten "
-        "without --force. With --pr, only the pull-request workflow .github/workflows/daskbench-pr.yml "
-        "(daskbench pr on pull requests labelled benchmark).",
-    )
-    parser.add_argument(
-        "dir",
-        nargs="?",
-        default=".",
-        metavar="DIR",
-        help="the repository's top folder (default: the current one; created if missing)",
-    )
-    parser.add_argument("--force", action="store_true", help="replace an existing example benchmark or workflow")
-    parser.add_argument(
-        "--install",
-        metavar="SPEC",
-        help="what the workflow pip-installs as daskbench (default: where this daskbench was "
-        "installed from; e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)",
-    )
-    parser.add_argument(
-        "--pr",
-        action="store_true",
-        help="write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
-        "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head",
-    )
+    parser = subparsers.add_parser("init", **TEXTS)
+    parser.add_argument("dir", nargs="?", default=".", metavar="DIR", help=HELP["dir"])
+    parser.add_argument("--force", action="store_true", help=HELP["--force"])
+    parser.add_argument("--install", metavar="SPEC", help=HELP["--install"])
+    parser.add_argument("--pr-workflow", action="store_true", help=HELP["--pr-workflow"])
+    add_old_spellings(parser, "--pr-workflow", "--pr")
     parser.set_defaults(func=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir)
-    if args.pr:
+    if args.pr_workflow:
         return _init_pr(args, root)
     if root.exists() and not root.is_dir():
         raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")

@@ -20,28 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs, pr
-from daskbench.cli.common import (
-    EXIT_OK,
-    EXIT_REGRESSION,
-    add_build_options,
-    add_db_option,
-    add_floor_option,
-    add_output_option,
-    add_pytest_args,
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION
+from daskbench.cli.common_args import (
+    add_old_spellings,
+    add_round_options,
+    budget_seconds,
     build_options,
-    check_report_bokeh,
-    say,
+    floors,
     settings,
-    whole_number,
 )
-from daskbench.cli.rounds import add_budget_options, budget_seconds
+from daskbench.cli.output import check_report_bokeh
+from daskbench.cli.values import whole_number
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
+from daskbench.judge.compare import group_rounds
 from daskbench.lockstep.sessions import pytest_arguments
 from daskbench.store import Store
+from daskbench.text import say
 
-#: Where the report goes unless -o says otherwise.
+#: Where the report goes unless --report says otherwise.
 REPORT = "results/daskbench-pr.html"
 #: Actions sets this to a file whose Markdown the job's summary page shows.
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -51,59 +49,49 @@ NO_TOKEN = (
 )
 
 
+#: ``pr``'s texts (add_parser's keywords).
+TEXTS = {
+    "help": "benchmark a pull request: its base and head side by side, the verdicts as Markdown (and on the PR)",
+    "description": "Build one environment per side holding that side's checkout of your project (BASE and HEAD: "
+    "branches, tags, commits or folders of the git checkout --repo; a commit's is built once), run the "
+    "selected benchmarks on both in turn (lockstep A/B, base is A, head is B, rounds until each case is "
+    "decided) and print the verdict table as Markdown: what changed first, then the unchanged counts. "
+    "Each side's session runs in its own source tree (its benchmarks, its settings). With --github and "
+    "--pr, one comment on the pull request is created, then edited on every later run, and the head "
+    "commit gets a status (context daskbench): failure for a regression, else success (an inconclusive "
+    "one says so in its description).",
+    "epilog": 'example: daskbench pr main HEAD -- -k ocean --size tiny; in CI: daskbench pr "$BASE_SHA" '
+    '"$HEAD_SHA" --github "$REPO" --pr "$PR" --report results/pr.html (token in GITHUB_TOKEN); exit codes: 0 '
+    "no regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
+}
+#: The help of ``pr``'s own options.
+HELP = {
+    "--repo": "the git checkout of your project (default: the current folder's)",
+    "--github": "keep one comment on pull request --pr of this repository and set a status on HEAD (token in "
+    "GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)",
+    "--pr": "the pull request's number (with --github)",
+    "--report": f"write the HTML report of the comparison here (default {REPORT})",
+    "--no-report": "write no HTML report",
+    "--report-url": "the link the comment gives to the report (default in GitHub Actions: this workflow run's "
+    "page, which holds the uploaded report; elsewhere the report's path)",
+    "--markdown": "also write the verdict table's Markdown to FILE",
+}
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "pr",
-        help="benchmark a pull request: its base and head side by side, the verdicts as Markdown (and on the PR)",
-        description="Build one environment per side holding that side's checkout of your project (BASE and HEAD: "
-        "branches, tags, commits or folders of the git checkout --repo; a commit's is built once), run the "
-        "selected benchmarks on both in turn (lockstep A/B, base is A, head is B, rounds until each case is "
-        "decided) and print the verdict table as Markdown: what changed first, then the unchanged counts. "
-        "Each side's session runs in its own source tree (its benchmarks, its settings). With --github and "
-        "--pr, one comment on the pull request is created, then edited on every later run, and the head "
-        "commit gets a status (context daskbench): failure for a regression, else success (an inconclusive "
-        "one says so in its description).",
-        epilog='example: daskbench pr main HEAD -- -k ocean --size tiny; in CI: daskbench pr "$BASE_SHA" '
-        '"$HEAD_SHA" --github "$REPO" --pr "$PR" -o results/pr.html (token in GITHUB_TOKEN); exit codes: 0 no '
-        "regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
-    )
+    parser = subparsers.add_parser("pr", **TEXTS)
     parser.add_argument("base", metavar="BASE", help="the pull request's base: branch, tag, commit or folder")
     parser.add_argument("head", metavar="HEAD", help="its head: branch, tag, commit or folder")
-    parser.add_argument(
-        "--repo", metavar="PATH", default=".", help="the git checkout of your project (default: the current folder's)"
-    )
-    parser.add_argument(
-        "--github",
-        metavar="OWNER/REPO",
-        help="keep one comment on pull request --pr of this repository and set a status on "
-        "HEAD (token in GITHUB_TOKEN; DASKBENCH_GITHUB_API overrides the API's URL)",
-    )
-    parser.add_argument(
-        "--pr",
-        type=whole_number(1, 10**9, "a pull request's number", "--pr 42"),
-        metavar="N",
-        help="the pull request's number (with --github)",
-    )
-    add_output_option(
-        parser,
-        f"write the HTML report of the comparison here (default {REPORT})",
-        "--report",
-        metavar="PATH",
-        default=REPORT,
-    )
-    parser.add_argument("--no-report", action="store_true", help="write no HTML report")
-    parser.add_argument(
-        "--report-url",
-        metavar="URL",
-        help="the link the comment gives to the report (default in GitHub Actions: this workflow "
-        "run's page, which holds the uploaded report; elsewhere the report's path)",
-    )
-    parser.add_argument("--markdown", metavar="FILE", help="also write the verdict table's Markdown to FILE")
-    add_budget_options(parser, whole="comparison")
-    add_floor_option(parser)
-    add_db_option(parser)
-    add_build_options(parser)
-    add_pytest_args(parser)
+    parser.add_argument("--repo", metavar="PATH", default=".", help=HELP["--repo"])
+    parser.add_argument("--github", metavar="OWNER/REPO", help=HELP["--github"])
+    pr_number = whole_number(1, 10**9, "a pull request's number", "--pr 42")
+    parser.add_argument("--pr", type=pr_number, metavar="N", help=HELP["--pr"])
+    parser.add_argument("--report", metavar="PATH", default=REPORT, help=HELP["--report"])
+    add_old_spellings(parser, "--report", "-o", "--output")
+    parser.add_argument("--no-report", action="store_true", help=HELP["--no-report"])
+    parser.add_argument("--report-url", metavar="URL", help=HELP["--report-url"])
+    parser.add_argument("--markdown", metavar="FILE", help=HELP["--markdown"])
+    add_round_options(parser, "pr")
     parser.set_defaults(func=cmd_pr)
 
 
@@ -114,7 +102,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     edits = pr.uncommitted_note(repo, base, head)
     github = _github(args, head)
     link = _link(args)
-    for path, flag in ((None if args.no_report else args.output, "-o"), (args.markdown, "--markdown")):
+    for path, flag in ((None if args.no_report else args.report, "--report"), (args.markdown, "--markdown")):
         if path:
             check_writable(Path(path), flag)
     if not args.no_report:
@@ -122,7 +110,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     options = build_options(args)
     db = absolute_db(settings(args).db)
     store = Store(db)
-    floors = settings(args).floor or {}
+    group = _group(args, store, base, head)
     if edits:
         say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
@@ -133,18 +121,19 @@ def cmd_pr(args: argparse.Namespace) -> int:
         name: pr.side_python(revision, "base" if name == "A" else "head", say, bool(changes), **options)
         for name, revision in sides.items()
     }
-    plan = pr.PrPlan(
-        db,
-        pr.new_group(base, head),
-        {name: (sides[name], pythons[name]) for name in sides},
-        pytest_args,
-        floors,
-        args.max_rounds,
-        args.max_time * 60,
-        budget_seconds(args),
-        changes,
-    )
+    sided = {name: (sides[name], pythons[name]) for name in sides}
+    budget = budget_seconds(args)
+    plan = pr.PrPlan(db, group, sided, pytest_args, floors(args), args.max_rounds, args.max_time * 60, budget, changes)
     return _run(args, store, plan, github, link)
+
+
+def _group(args: argparse.Namespace, store: Store, base: pr.Revision, head: pr.Revision) -> str:
+    """``--group``, a new one (a pull request's comparison is not continued), or a new name."""
+    if args.group is None:
+        return pr.new_group(base, head)
+    if group_rounds(store, args.group):
+        raise DaskbenchError(f"A/B group {args.group!r} exists already in {store.display_url}; pick another --group")
+    return str(args.group)
 
 
 def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub | None, link: str | None) -> int:
@@ -168,7 +157,7 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
     for line in spent.lines():
         say(f"pr: {line}")
-    report = None if args.no_report else _report(store, plan, args.output)
+    report = None if args.no_report else _report(store, plan, args.report)
     page = pr.Page(
         base, head, plan.group, link or report, measured=pr.measured_text(spent), dependencies=plan.dependencies
     )

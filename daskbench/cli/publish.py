@@ -6,15 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import (
-    add_db_option,
-    add_old_spellings,
-    add_output_option,
-    check_report_bokeh,
-    formerly,
-    open_store,
-    whole_number,
-)
+from daskbench.cli.common_args import add_db_option, add_old_spellings, add_output_option, open_store
+from daskbench.cli.output import check_report_bokeh
+from daskbench.cli.values import whole_number
 from daskbench.errors import check_writable
 
 
@@ -33,7 +27,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         type=whole_number(1, 100_000, "runs per trend", "--trend-runs 60"),
         default=30,
-        help="runs per trend (default: 30)" + formerly("--history"),
+        help="runs per trend (default: 30)",
     )
     add_old_spellings(parser, "--trend-runs", "--history")
     parser.add_argument(

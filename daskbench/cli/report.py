@@ -11,14 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from daskbench.cli.common import (
-    add_db_option,
-    add_output_option,
-    add_selection_options,
-    check_report_bokeh,
-    open_store,
-    selection,
-)
+from daskbench.cli.common_args import add_db_option, add_output_option, add_selection_options, open_store, selection
+from daskbench.cli.output import check_report_bokeh
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.store import Store, runstatus
 from daskbench.text import format_bytes

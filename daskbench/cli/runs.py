@@ -9,16 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import catalog
-from daskbench.cli.common import (
-    add_db_option,
-    add_format_option,
-    open_store,
-    print_grouped,
-    print_json,
-    print_table,
-    print_wrapped,
-    whole_number,
-)
+from daskbench.cli.common_args import add_db_option, add_format_option, open_store
+from daskbench.cli.output import print_grouped, print_json, print_table, print_wrapped
+from daskbench.cli.values import whole_number
 from daskbench.judge import machine
 from daskbench.judge.format import case_label
 from daskbench.model import JSON_VERSION, Case, Measurement, Run

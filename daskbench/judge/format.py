@@ -63,8 +63,18 @@ def noisy_detail(v: Verdict) -> str:
     low, high = NOISY_BOUNDS
     return (
         f"{catalog.get(v.metric).short}: {middle} in the middle, {', '.join(_evidence(v))}: wider than "
-        f"{low:g}x-{high:g}x after {_measured(v)}; more rounds (--max-rounds) or a quieter machine narrow it"
+        f"{low:g}x-{high:g}x after {_measured(v)}; {_narrower(v)} or a quieter machine narrow it"
     )
+
+
+#: What measures more of a too-noisy verdict, with the flag that asks for it: rounds of the command that ran
+#: the A/B group (``compare`` only reads them), or repeats of the pytest sessions of two runs.
+MORE_ROUNDS = "more rounds (--max-rounds of the ab, pr, confirm or bisect that measured them)"
+MORE_REPEATS = "more repeats (pytest -m benchmark --repeat N)"
+
+
+def _narrower(v: Verdict) -> str:
+    return MORE_ROUNDS if v.method.startswith("sequential") else MORE_REPEATS
 
 
 def _measured(v: Verdict) -> str:

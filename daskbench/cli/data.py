@@ -1,4 +1,4 @@
-"""``daskbench data prepare``: write workload inputs once, ahead of a run.
+"""``daskbench data prepare``: write workload inputs once, ahead of a run (``data`` has that one action).
 
 Useful before a nightly run against a cloud cluster: inputs for ``--size large`` take
 a while to write, and the benchmarks then find them complete and reuse them.
@@ -10,7 +10,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from daskbench import config
-from daskbench.cli.common import settings, whole_number
+from daskbench.cli.common_args import settings
+from daskbench.cli.values import whole_number
 from daskbench.text import format_bytes, plural
 
 if TYPE_CHECKING:  # the workloads import dask.array, pandas and xarray: only when inputs are prepared
