@@ -40,8 +40,8 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc", "advise",
-    "env", "bisect", "confirm", "pr",
+    "runs", "show", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc",
+    "advise", "env", "bisect", "confirm", "pr",
 )  # fmt: skip
 
 
@@ -49,7 +49,7 @@ SUBCOMMAND_MODULES = (
 #: so a command's start-up pays only for what it uses (``daskbench --help`` imports them all; a test keeps this
 #: table equal to what the modules add).
 COMMAND_MODULES = {
-    "runs": "runs", "show": "runs", "baseline": "compare", "compare": "compare", "ab": "ab", "calibrate": "calibrate",
+    "runs": "runs", "show": "show", "baseline": "compare", "compare": "compare", "ab": "ab", "calibrate": "calibrate",
     "report": "report", "data": "prepare", "init": "init", "export": "exchange", "import": "exchange",
     "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env", "bisect": "bisect",
     "confirm": "confirm", "pr": "pr",
