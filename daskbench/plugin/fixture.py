@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from daskbench.clusters import OpenCluster, backend_named
-from daskbench.clusters.common import busy_message, wait_until_idle
-from daskbench.clusters.forkserver import LIBRARIES
+from daskbench.clusters import OpenCluster, backend_named, busy_message, forkserver, wait_until_idle
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.flat import measurement_row
@@ -271,7 +269,7 @@ def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
     """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
     module = getattr(node, "module", None)
     names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
-    names += [name for name in LIBRARIES if name in sys.modules]  # what a forked worker has already
+    names += [name for name in forkserver.LIBRARIES if name in sys.modules]  # what a forked worker has already
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 
