@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
-from daskbench.store.engine import sqlite_file
+from daskbench.store import sqlite_file
 from daskbench.text import json_safe, one_line
 
 DEFAULT_DIR = Path("results/evidence")

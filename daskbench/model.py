@@ -3,7 +3,10 @@
 Every record is a frozen dataclass that checks itself on construction and names the
 field that broke a rule, so a bad value is caught where it is made, not three modules
 later when it is stored. Metric values are checked against their declarations in
-`daskbench.catalog`. Stdlib only (and catalog, text): everything else imports this module.
+`daskbench.catalog`. A run, a case and a measurement write their JSON themselves (``to_json``, read
+back by ``from_json``, as pyperf's records do): the store writes those, so the export carries them, and
+`daskbench.flat` shows them (``show``, ``runs``, pytest-benchmark's extra info); nothing else builds
+them. Stdlib only (and catalog, text): everything else imports this module.
 """
 
 from __future__ import annotations
@@ -141,11 +144,13 @@ class ClusterSpec:
             "scheduler_config": dict(self.scheduler_config),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """Every field: `identity` and ``target``."""
         return {**self.identity(), "target": self.target}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        """The spec of `to_json`, or of `identity` (no ``target``: as the store keeps it)."""
         return cls(
             backend=data["backend"],
             n_workers=int(data["n_workers"]),
@@ -183,6 +188,22 @@ class Case:
         blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    def to_json(self) -> dict[str, Any]:
+        """The case as the store keeps it: its fingerprint and identity (the cluster's as `ClusterSpec.identity`);
+        ``info`` and the cluster's ``target`` describe one session's case and are not kept."""
+        return {
+            "fingerprint": self.fingerprint,
+            "workload": self.workload,
+            "params": dict(self.params),
+            "cluster": self.cluster.identity(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Case:
+        return cls(
+            workload=data["workload"], params=dict(data["params"]), cluster=ClusterSpec.from_json(data["cluster"])
+        )
+
 
 @dataclass(frozen=True)
 class Run:
@@ -209,6 +230,37 @@ class Run:
         for key, value in self.tags.items():
             _require(bool(_TAG_KEY.match(key)), "Run", "tags", f"key {key!r} must be lower_snake_case (<= 64 chars)")
             _require(isinstance(value, str), "Run", "tags", f"value of {key!r} must be text, got {value!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, the mappings as plain dicts: what the store writes and `daskbench.flat` shows."""
+        return {
+            "run_id": self.run_id,
+            "label": self.label,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "git_sha": self.git_sha,
+            "ci_url": self.ci_url,
+            **{key: dict(getattr(self, key)) for key in _RUN_MAPPINGS},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Run:
+        mappings = {key: dict(data.get(key) or {}) for key in _RUN_MAPPINGS}
+        return cls(
+            run_id=data["run_id"],
+            label=data["label"],
+            started_at=data["started_at"],
+            ended_at=data.get("ended_at"),
+            git_sha=data.get("git_sha"),
+            ci_url=data.get("ci_url"),
+            versions=mappings["versions"],
+            host=mappings["host"],
+            dask_config=mappings["dask_config"],
+            tags=mappings["tags"],
+        )
+
+
+_RUN_MAPPINGS = ("versions", "host", "dask_config", "tags")
 
 
 @dataclass(frozen=True)
@@ -239,7 +291,7 @@ class TaskMemory:
         _require(self.p95_bytes <= self.peak_bytes, "TaskMemory", "p95_bytes", "must be <= peak_bytes")
         _require(self.concurrency >= 1, "TaskMemory", "concurrency", f"must be >= 1, got {self.concurrency}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "prefix": self.prefix,
             "tasks": self.tasks,
@@ -250,8 +302,8 @@ class TaskMemory:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TaskMemory:
-        """The record from `to_dict`'s shape (or a store row with those keys)."""
+    def from_json(cls, data: Mapping[str, Any]) -> TaskMemory:
+        """The record from `to_json`'s shape (or a store row with those keys)."""
         return cls(
             prefix=str(data["prefix"]),
             tasks=int(data["tasks"]),
@@ -322,6 +374,42 @@ class Measurement:
     @property
     def ok(self) -> bool:
         return self.outcome == "passed"
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field as JSON values (the timeline as ``[seconds, bytes]`` pairs, each task `TaskMemory.to_json`):
+        what the store writes (and so the export) and `daskbench.flat` shows."""
+        return {
+            "run_id": self.run_id,
+            "fingerprint": self.fingerprint,
+            "repeat": self.repeat,
+            "outcome": self.outcome,
+            "message": self.message,
+            "metrics": dict(self.metrics),
+            "phases": dict(self.phases),
+            "timeline": [[seconds, size] for seconds, size in self.timeline],
+            "extra": dict(self.extra),
+            "recorded_at": self.recorded_at,
+            "flags": list(self.flags),
+            "tasks": [task.to_json() for task in self.tasks],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Measurement:
+        """The record of `to_json`'s shape; a flag given twice is kept once."""
+        return cls(
+            run_id=data["run_id"],
+            fingerprint=data["fingerprint"],
+            repeat=data["repeat"],
+            outcome=data["outcome"],
+            message=data.get("message", ""),
+            metrics=dict(data.get("metrics") or {}),
+            phases=dict(data.get("phases") or {}),
+            extra=dict(data.get("extra") or {}),
+            timeline=tuple((float(seconds), int(size)) for seconds, size in data.get("timeline") or ()),
+            recorded_at=data.get("recorded_at", ""),
+            flags=tuple(dict.fromkeys(data.get("flags") or ())),
+            tasks=tuple(TaskMemory.from_json(task) for task in data.get("tasks") or ()),
+        )
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def fingerprint(workload: str, params: dict[str, Any], cluster: dict[str, Any]) 
     """A case's fingerprint, as `daskbench.model.Case` computes it."""
     from daskbench.model import Case, ClusterSpec
 
-    return Case(workload, params, ClusterSpec.from_dict(cluster)).fingerprint
+    return Case(workload, params, ClusterSpec.from_json(cluster)).fingerprint
 
 
 def synthetic_cases(seed: Seed, count: int) -> list[tuple[dict[str, Any], str]]:

@@ -116,3 +116,82 @@ def cycles_text(graph: Graph) -> str:
         others = sorted(set(component) - set(cycle))
         lines.append(" -> ".join(cycle) + (f"  (also tangled: {', '.join(others)})" if others else ""))
     return "\n".join(lines)
+
+
+# -- one import path per name: a package's face ----------------------------------------------
+
+
+def public_names(init: Path) -> set[str]:
+    """The names a package's ``__init__`` lists in ``__all__`` (read with `ast`; none without one)."""
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {elt.value for elt in ast.walk(node.value) if isinstance(elt, ast.Constant)}
+    return set()
+
+
+def around_faces(root: Path, files: list[Path], faces: list[str]) -> list[str]:
+    """``path:line: the import (the way)`` for each import, from outside a package of ``faces``, that goes
+    around the package's face (its ``__init__``): a name from one of its modules, or from the package a name
+    its ``__all__`` does not list. A test (a file under ``tests/``) may import a module of the package as a
+    module, ``from pkg import module``: a white-box test of that module's private parts."""
+    found = []
+    for path in files:
+        relative = path.relative_to(root)
+        module = _module_name(path, root / relative.parts[0])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for line in _around(node, module, root, faces, white_box=relative.parts[0] == "tests"):
+                found.append(f"{relative}:{node.lineno}: {line}")
+    return found
+
+
+def _around(node: ast.AST, module: str, root: Path, faces: list[str], *, white_box: bool) -> Iterator[str]:
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        face = _face_of(node.module, faces)
+        if face is None or _face_of(module, [face]) is not None:
+            return
+        names = [alias.name for alias in node.names]
+        if node.module != face:
+            yield f"from {node.module} import {', '.join(names)} (import it from {face})"
+            return
+        listed, init = public_names(_init(root, face)), _init(root, face)
+        for name in names:
+            submodule = (init.parent / f"{name}.py").exists() or (init.parent / name / "__init__.py").exists()
+            if name not in listed and not (white_box and submodule):
+                yield f"from {face} import {name} ({name} is not in {face}.__all__)"
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            face = _face_of(alias.name, faces)
+            if face is not None and alias.name != face and _face_of(module, [face]) is None:
+                yield f"import {alias.name} (import from {face})"
+
+
+def _face_of(module: str, faces: list[str]) -> str | None:
+    """The longest face ``module`` is or is inside of, or None."""
+    return max((face for face in faces if module == face or module.startswith(face + ".")), key=len, default=None)
+
+
+def _init(root: Path, package: str) -> Path:
+    return root.joinpath(*package.split("."), "__init__.py")
+
+
+def foreign_names(root: Path, face: str) -> list[str]:
+    """The names a package's ``__all__`` lists that are defined outside the package (followed through the
+    ``from ... import`` chain that brings them in): a second import path to another unit's name."""
+    return sorted(
+        name for name in public_names(_init(root, face)) if _face_of(_origin(root, face, name), [face]) is None
+    )
+
+
+def _origin(root: Path, module: str, name: str) -> str:
+    """The module that defines ``name`` as ``module`` has it: itself, or where an absolute import brought it from."""
+    path = root.joinpath(*module.split("."))
+    if (path / name).with_suffix(".py").exists() or (path / name / "__init__.py").exists():
+        return f"{module}.{name}"
+    source = path / "__init__.py" if (path / "__init__.py").exists() else path.with_suffix(".py")
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+            continue
+        if any((alias.asname or alias.name) == name for alias in node.names):
+            is_ours = node.module.split(".")[0] == module.split(".")[0]
+            return _origin(root, node.module, name) if is_ours else node.module
+    return module

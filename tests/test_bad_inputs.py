@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.store import Store
-from daskbench.store.exchange import export_lines
+from daskbench.store import Store, exchange
 from tests.helpers import BENCH_FILE, daskbench_cli, make_case, make_measurement, make_run, run_pytest
 
 #: Files a bad input may point at, written into each test's folder.
@@ -269,7 +268,7 @@ def stores(folder: Path) -> dict[str, str]:
     store.add_run(run)
     store.add_case(case)
     store.add_measurement(make_measurement(run, case))
-    (folder / "good.jsonl").write_text("".join(line + "\n" for line in export_lines(store)))
+    (folder / "good.jsonl").write_text("".join(line + "\n" for line in exchange.export_lines(store)))
     store.close()
     (folder / "binary.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" + bytes(range(256)))
     for name, text in EXPORT_FILES.items():

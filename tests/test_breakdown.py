@@ -11,9 +11,9 @@ import dask.dataframe as dd
 import pandas as pd
 import pytest
 
-from daskbench.cli.runs import measurement_row
 from daskbench.clusters import OpenCluster, open_cluster
 from daskbench.evidence import evidence_root
+from daskbench.flat import measurement_row
 from daskbench.judge.compare import compare_runs
 from daskbench.metrics.breakdown import TOLERANCE, fold
 from daskbench.metrics.cost import load_prices

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from daskbench.clusters.address import HARNESS_PLUGIN_PREFIX
+from daskbench.clusters import address
 from daskbench.metrics import breakdown, collectors, memory, probe, taskmemory
 from daskbench.metrics.breakdown import BreakdownCollector
 from daskbench.metrics.clientmemory import ClientMemoryCollector
@@ -170,7 +170,7 @@ def test_the_breakdown_reads_the_runtime_from_its_window_at_stop() -> None:
 @pytest.mark.parametrize("name", [memory.PLUGIN_NAME, taskmemory.PLUGIN_NAME])
 def test_the_harness_plugins_carry_the_prefix_a_shared_scheduler_is_cleaned_by(name: str) -> None:
     """`clusters.address.close` removes plugins by this prefix, so the metrics' plugins must carry it."""
-    assert name.startswith(HARNESS_PLUGIN_PREFIX)
+    assert name.startswith(address.HARNESS_PLUGIN_PREFIX)
 
 
 def test_the_speed_probe_brackets_the_compute_phase_and_scales_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,9 +40,9 @@ import pytest
 from daskbench import provenance
 from daskbench.cli import build_parser
 from daskbench.judge import confirmed
-from daskbench.judge.format import WIDTH
 from daskbench.model import Case, Run
 from daskbench.store import Store
+from daskbench.text import WIDTH
 from testing.github_server import FakeGitHub, serve
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, git, machine_lock, make_case, standin_project
 
@@ -269,6 +269,13 @@ def workspace(tmp_path: Path, github_api: str, s3_on_5555: None) -> Workspace:
     git(folder, "commit", "-q", "-m", "a change")
     _side_pythons(home)
     _package_checkout(home / "src" / "dask")
+    shas = {"BASE_SHA": base, "HEAD_SHA": git(folder, "rev-parse", "HEAD")}
+    return Workspace(folder, _environment(home, tmp_path / "envs", github_api, shas), old, new)
+
+
+def _environment(home: Path, env_cache: Path, github_api: str, shas: dict[str, str]) -> dict[str, str]:
+    """What the documented commands run with: this interpreter's tools first, the stand-in GitHub and S3,
+    a home of their own, and a pull request's variables (``shas``: its base and head)."""
     venv_bin = str(Path(sys.executable).parent)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("DASKBENCH_", "PYTEST_"))},
@@ -277,17 +284,16 @@ def workspace(tmp_path: Path, github_api: str, s3_on_5555: None) -> Workspace:
         "COLUMNS": str(WIDTH),
         "DASKBENCH_GITHUB_API": github_api,
         "GITHUB_TOKEN": GITHUB_TEST_TOKEN,
-        "DASKBENCH_ENV_CACHE": str(tmp_path / "envs"),
+        "DASKBENCH_ENV_CACHE": str(env_cache),
         "AWS_ACCESS_KEY_ID": "testing-key-id",
         "AWS_SECRET_ACCESS_KEY": "testing-secret",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "BASE_SHA": base,
-        "HEAD_SHA": git(folder, "rev-parse", "HEAD"),
+        **shas,
         "REPOSITORY": "owner/repo",
         "PR_NUMBER": "7",
     }
     env.pop("GITHUB_STEP_SUMMARY", None)
-    return Workspace(folder, env, old, new)
+    return env
 
 
 # -- running a command ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from daskbench.clusters.forkserver import ON_WORKERS, preload
+from daskbench.clusters import forkserver
 
 PROBE = r"""
 import importlib, json, os, sys
@@ -99,5 +99,5 @@ def test_the_server_preloads_the_libraries_and_worker_side_modules_the_client_ha
     loaded: list[str], expected: list[str]
 ) -> None:
     """Only what runs on workers: a store or CLI module the client has is not forked into every worker."""
-    assert preload(loaded) == expected
-    assert all(not name.startswith(ON_WORKERS) or name in loaded for name in preload(loaded))
+    assert forkserver.preload(loaded) == expected
+    assert all(not name.startswith(forkserver.ON_WORKERS) or name in loaded for name in forkserver.preload(loaded))

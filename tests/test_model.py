@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 
-from daskbench.model import Case, ClusterSpec, Measurement
+from daskbench.model import WRONG_RESULT, Case, ClusterSpec, Measurement, Run, TaskMemory
 from tests.helpers import make_case
 
 
@@ -79,3 +80,47 @@ def test_unknown_outcome_is_refused() -> None:
 def test_inf_saturation_is_spelled_inf_in_identity() -> None:
     """Identity is JSON-safe: infinity is the string 'inf', as dask config spells it."""
     assert make_case(saturation=math.inf).cluster.identity()["worker_saturation"] == "inf"
+
+
+def _full_run() -> Run:
+    return Run(
+        "r1", "nightly", "2026-01-01T00:00:00+00:00", "2026-01-01T01:00:00+00:00", "abc", "https://ci/1",
+        {"dask": "2025.1.0"}, {"cores": 8}, {"distributed": {"x": 1}}, {"ab_group": "g"},
+    )  # fmt: skip
+
+
+def test_a_run_reads_back_from_the_json_it_writes() -> None:
+    run = _full_run()
+    assert Run.from_json(json.loads(json.dumps(run.to_json()))) == run
+    assert set(run.to_json()) == {f.name for f in fields(Run)}
+
+
+def test_a_case_reads_back_from_its_json_which_keeps_identity_not_the_clusters_target() -> None:
+    """The store keeps a case's identity: ``info`` and the cluster's ``target`` are not written."""
+    case = make_case(saturation=math.inf)
+    targeted = Case(case.workload, case.params, replace(case.cluster, target="tcp://10.0.0.1:8786"), info={"a": 1})
+    written = json.loads(json.dumps(targeted.to_json()))
+    assert written["fingerprint"] == case.fingerprint and "target" not in written["cluster"]
+    assert Case.from_json(written) == case
+
+
+def test_a_cluster_spec_reads_back_from_its_json_target_included() -> None:
+    spec = ClusterSpec("address", 2, 4, None, 1.5, (("distributed.x", "1"),), target="tcp://10.0.0.1:8786")
+    assert ClusterSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+
+
+def test_a_measurement_reads_back_from_its_json_with_tasks_flags_and_timeline() -> None:
+    m = Measurement.of(
+        run_id="r1", fingerprint="f" * 16, repeat=2, outcome="passed", runtime_s=1.5, peak_memory_bytes=2**30,
+        phases={"compute": 1.5}, timeline=((0.0, 10), (0.5, 20)), extra={"instance": "m5.large"},
+        recorded_at="2026-01-01T00:00:00+00:00", flags=("noisy",), tasks=(TaskMemory("sum", 4, 100, 90, 10, 2),),
+    )  # fmt: skip
+    written = json.loads(json.dumps(m.to_json()))
+    assert written["timeline"] == [[0.0, 10], [0.5, 20]] and written["tasks"][0]["prefix"] == "sum"
+    assert Measurement.from_json(written) == m
+    assert set(written) == {f.name for f in fields(Measurement)}
+
+
+def test_a_measurement_flagged_wrong_result_reads_back_as_wrong_result() -> None:
+    m = Measurement.of(run_id="r1", fingerprint="f", repeat=0, outcome="passed", runtime_s=1.0, flags=(WRONG_RESULT,))
+    assert Measurement.from_json(m.to_json()).outcome == WRONG_RESULT

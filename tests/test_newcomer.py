@@ -11,10 +11,11 @@ from daskbench import catalog
 from daskbench.cli import main
 from daskbench.config import parse_db
 from daskbench.judge.compare import compare_runs
-from daskbench.judge.format import WIDTH, format_table
+from daskbench.judge.format import format_table
 from daskbench.model import SELECT_K, WRONG_RESULT, Case, ClusterSpec
 from daskbench.report import render_report
 from daskbench.store import Store
+from daskbench.text import WIDTH
 from tests.helpers import GIB, add_results, add_run, make_case, make_measurement, make_run, run_pytest
 
 WRONG_FILE = """

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.judge import machine
-from daskbench.store import SCHEMA_VERSION, Store
-from daskbench.store.schema import measurements
+from daskbench.store import SCHEMA_VERSION, Store, schema
 from tests.helpers import (
     BENCH_FILE,
     POSTGRES_PASSWORD,
@@ -76,7 +75,7 @@ def test_a_postgresql_store_of_schema_5_gets_measurement_indexes_holding_the_id(
     )
     store = Store(postgres_url)
     with store.engine.begin() as conn:  # the store as schema 5 left it
-        for index in measurements.indexes:
+        for index in schema.measurements.indexes:
             conn.exec_driver_sql(f"DROP INDEX {index.name}")
             conn.exec_driver_sql(
                 f"CREATE INDEX {index.name} ON measurements ({', '.join(c.name for c in index.columns)})"

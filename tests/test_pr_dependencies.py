@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from daskbench import envs, pr
-from daskbench.envs.deps import changes
+from daskbench.envs import deps
 from daskbench.errors import DaskbenchError
 
 STATIC = """[project]
@@ -89,10 +89,14 @@ def test_changes_are_one_line_per_package_by_meaning_not_spelling() -> None:
     ``_`` for ``-``) is no change."""
     base = ["numpy>=1.24", "toolz>=0.10", "Dask_Expr >= 1.0"]
     head = ["numpy>=1.26", "pyarrow>=13", "dask-expr>=1.0"]
-    assert changes(base, head) == ["numpy >=1.24 -> >=1.26", "pyarrow: added (>=13)", "toolz: removed (was >=0.10)"]
-    assert changes(base, list(reversed(base))) == []
+    assert deps.changes(base, head) == [
+        "numpy >=1.24 -> >=1.26",
+        "pyarrow: added (>=13)",
+        "toolz: removed (was >=0.10)",
+    ]
+    assert deps.changes(base, list(reversed(base))) == []
     with pytest.raises(DaskbenchError, match=r"'numpy >>> 1' is not a PEP 508 requirement"):
-        changes(["numpy >>> 1"], [])
+        deps.changes(["numpy >>> 1"], [])
 
 
 def test_pr_says_how_the_sides_dependencies_differ_and_the_comment_lists_them(tmp_path: Path) -> None:

@@ -54,8 +54,10 @@ def test_only_workloads_declared_with_inputs_have_generators() -> None:
 
 
 def test_config_sizes_are_the_workloads_sizes() -> None:
-    """--size accepts exactly the sizes the workloads declare: one tuple, not two lists."""
-    assert cfg.SIZES is SIZES
+    """--size accepts exactly the sizes the workloads declare (one tuple, `workloads.base.SIZES`)."""
+    assert [cfg.parse_size(size) for size in SIZES] == list(SIZES)
+    with pytest.raises(ValueError, match=f"choose one of {', '.join(SIZES)}"):
+        cfg.parse_size("enormous")
 
 
 # -- cluster backends ---------------------------------------------------------------------

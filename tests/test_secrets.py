@@ -11,7 +11,7 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench import provenance
-from daskbench.clusters.common import check_config_applied
+from daskbench.clusters import check_config_applied
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 from daskbench.redact import masked_choices, redact_text, redact_url, redact_value

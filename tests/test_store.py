@@ -9,8 +9,7 @@ import pytest
 
 from daskbench.errors import DaskbenchError
 from daskbench.redact import redact_url
-from daskbench.store import SCHEMA_VERSION, Store
-from daskbench.store.engine import sqlite_file
+from daskbench.store import SCHEMA_VERSION, Store, sqlite_file
 from tests.helpers import make_case, make_measurement, make_run
 
 

@@ -38,7 +38,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 
 #: The command modules under daskbench.cli, each named for its command; each has register(subparsers).
 SUBCOMMAND_MODULES = (
-    "runs", "baseline", "compare", "ab", "calibrate", "report", "data", "init", "export", "import_", "alert",
+    "runs", "show", "baseline", "compare", "ab", "calibrate", "report", "data", "init", "export", "import_", "alert",
     "publish", "gc", "advise", "env", "bisect", "confirm", "pr",
 )  # fmt: skip
 
@@ -47,7 +47,7 @@ SUBCOMMAND_MODULES = (
 #: so a command's start-up pays only for what it uses (``daskbench --help`` imports them all; a test keeps this
 #: table equal to what the modules add).
 COMMAND_MODULES = {
-    "runs": "runs", "show": "runs", "baseline": "baseline", "compare": "compare", "ab": "ab",
+    "runs": "runs", "show": "show", "show", "baseline": "baseline", "compare": "compare", "ab": "ab",
     "calibrate": "calibrate", "report": "report", "data": "data", "init": "init", "export": "export",
     "import": "import_", "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env",
     "bisect": "bisect", "confirm": "confirm", "pr": "pr",

@@ -11,6 +11,9 @@ not what was asked for. Swept Dask config (``--config``) is set while the cluste
 key is used; the session keeps it set on the client while the cluster's cases run.
 Nothing heavy is imported here at module level, so `daskbench.config` can build
 ``--cluster``'s help from `BACKENDS`.
+
+This module is the package's face: the rest of daskbench imports the names in ``__all__`` from
+``daskbench.clusters`` (``forkserver`` as a namespace: ``forkserver.LIBRARIES``), never from its modules.
 """
 
 from __future__ import annotations
@@ -19,16 +22,25 @@ import time
 from functools import partial
 from typing import Any
 
+from daskbench.clusters import forkserver
 from daskbench.clusters.address import ADDRESS
 from daskbench.clusters.coiled import COILED
 from daskbench.clusters.common import (
+    MACHINE_SHARE_ENV,
     SATURATION_KEY,
+    SERVER_PREFIXES,
     Backend,
     OpenCluster,
+    busy_message,
     check_config_applied,
+    check_kwargs,
     load_kwargs,
+    machine_share,
     read_back,
+    scheduler_address,
+    scheduler_lost,
     typed_config,
+    wait_until_idle,
 )
 from daskbench.clusters.local import LOCAL
 from daskbench.clusters.manager import CLASS_PATH
@@ -37,7 +49,27 @@ from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
 from daskbench.text import inf_or_number
 
-__all__ = ["BACKENDS", "Backend", "OpenCluster", "backend_named", "backend_of", "forms", "load_kwargs", "open_cluster"]
+__all__ = [
+    "BACKENDS",
+    "MACHINE_SHARE_ENV",
+    "SERVER_PREFIXES",
+    "Backend",
+    "OpenCluster",
+    "backend_named",
+    "backend_of",
+    "busy_message",
+    "check_config_applied",
+    "check_kwargs",
+    "forkserver",
+    "forms",
+    "load_kwargs",
+    "machine_share",
+    "open_cluster",
+    "scheduler_address",
+    "scheduler_lost",
+    "typed_config",
+    "wait_until_idle",
+]
 
 #: Every backend, in match order: the first whose pattern matches a ``--cluster`` value wins.
 BACKENDS: tuple[Backend, ...] = (LOCAL, ADDRESS, COILED, CLASS_PATH)

@@ -3,7 +3,8 @@
 Each option is defined once (`options.OPTIONS`) and added both to pytest (`plugin/hooks.py`) and to the
 CLI (`cli/`). Values are parsed at this boundary (`values`, and `dask_config` for ``--config``); a bad
 one raises `DaskbenchError` with a one-line message naming where the value came from and what is
-accepted, before any cluster starts. The names the rest of daskbench uses are importable from here.
+accepted, before any cluster starts. The names the rest of daskbench uses are imported from here (the
+package's face), never from its modules.
 """
 
 from daskbench.config.dask_config import CONFIG_SEPARATOR, ConfigSweep, masked_sweep, parse_config_sweep, unmasked
@@ -25,7 +26,6 @@ from daskbench.config.values import (
     MAX_MEMORY_PER_WORKER,
     MIN_MEMORY_PER_WORKER,
     MIN_TIMEOUT,
-    SIZES,
     Shortened,
     parse_bool,
     parse_bytes,
@@ -58,7 +58,6 @@ __all__ = [
     "OPTIONS",
     "OPTIONS_BY_NAME",
     "OTHER_ENV",
-    "SIZES",
     "ConfigSweep",
     "Option",
     "Settings",

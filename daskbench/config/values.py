@@ -298,7 +298,7 @@ def _known_dialect(url: str) -> str:
 
 def _check_sqlite_url(url: str, parsed: URL) -> None:
     """A SQLite URL names a file: not a host (two slashes), not an in-memory database (lost at exit)."""
-    from daskbench.store.engine import sqlite_file  # here: the store and SQLAlchemy load only for --db
+    from daskbench.store import sqlite_file  # here: the store and SQLAlchemy load only for --db
 
     host = parsed.host
     if host:

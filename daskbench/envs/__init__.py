@@ -6,7 +6,8 @@ interpreter); `index`: where the installer looks and which versions it offers; `
 checkout as source trees an `EnvSpec` installs; `deps`: the dependencies a source tree declares, and
 how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
 ``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the
-rest of daskbench uses are importable from here (``envs.build``, ``envs.spec_from_run``, ...).
+rest of daskbench uses are imported from here (``envs.build``, ``envs.spec_from_run``, ...: the package's
+face), never from its modules.
 """
 
 from daskbench.envs.builds import (

@@ -117,7 +117,7 @@ def case_label(workload: str, params: Mapping[str, Any], cluster: Mapping[str, A
 def slots_suffix(cluster: Mapping[str, Any]) -> str:
     """`` (2 slots)``: the task slots per worker the saturation gives at this thread count."""
     try:
-        spec = ClusterSpec.from_dict({"backend": "?", "n_workers": 1, **cluster})
+        spec = ClusterSpec.from_json({"backend": "?", "n_workers": 1, **cluster})
     except (KeyError, TypeError, ValueError):
         return ""
     return f" ({slots_count(spec.task_slots)})"

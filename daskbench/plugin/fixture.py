@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from daskbench.clusters import OpenCluster, backend_named
-from daskbench.clusters.common import busy_message, wait_until_idle
-from daskbench.clusters.forkserver import LIBRARIES
+from daskbench.clusters import OpenCluster, backend_named, busy_message, forkserver, wait_until_idle
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
+from daskbench.flat import measurement_row
 from daskbench.lockstep.turns import Turns
 from daskbench.model import WRONG_RESULT, Case, Measurement
 from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
@@ -27,6 +26,9 @@ from daskbench.text import compact_bytes, config_key_short, format_bytes, plural
 
 #: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
 QUIET_KEY = pytest.StashKey[set[str]]()
+#: The fields of a measurement's flat row (`daskbench.flat.measurement_row`, what ``show`` prints) handed to
+#: pytest-benchmark's extra info (its --benchmark-json), of the last passed repeat.
+EXTRA_INFO = ("peak_memory_bytes", "peak_worker_memory_bytes", "spilled_bytes", "cost_usd", "fingerprint")
 #: What pytest-benchmark's table says measured a daskbench test.
 MODE = "daskbench measure(...)"
 
@@ -146,7 +148,7 @@ class MeasureFixture:
                 break
         if not results and self.turns is not None:  # the comparison gave this case no turn (its budget ended)
             pytest.skip("daskbench ab gave this case no turn in this part (its budget or deadline came first)")
-        self._feed_pytest_benchmark(results)
+        self._feed_pytest_benchmark(case, results)
         failed = [m for m in results if not m.ok]
         if failed:
             pytest.fail(
@@ -242,7 +244,7 @@ class MeasureFixture:
         spec = callspec.params.get("daskbench_cluster_spec") if callspec else None
         return spec.worker_saturation if spec is not None else math.nan
 
-    def _feed_pytest_benchmark(self, results: list[Measurement]) -> None:
+    def _feed_pytest_benchmark(self, case: Case, results: list[Measurement]) -> None:
         """Hand the measured compute-phase times to pytest-benchmark (its table, --benchmark-json).
 
         pytest-benchmark times a callable itself, which would put our restart and
@@ -259,14 +261,15 @@ class MeasureFixture:
         stats = bench._make_stats(1)
         for m in passed:
             stats.update(m.runtime_s)
-        bench.extra_info.update(_extra_info(passed[-1]))
+        row = measurement_row(passed[-1], case)
+        bench.extra_info.update({key: row[key] for key in EXTRA_INFO})
 
 
 def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
     """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
     module = getattr(node, "module", None)
     names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
-    names += [name for name in LIBRARIES if name in sys.modules]  # what a forked worker has already
+    names += [name for name in forkserver.LIBRARIES if name in sys.modules]  # what a forked worker has already
     return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
 
 
@@ -291,13 +294,3 @@ def progress_line(case: Case, m: Measurement, so_far: str = "") -> str:
         *([f"({so_far})"] if so_far else []),
     ]
     return "\n".join(wrap_items(items))
-
-
-def _extra_info(m: Measurement) -> dict[str, Any]:
-    return {
-        "peak_memory_bytes": m.peak_memory_bytes,
-        "peak_worker_memory_bytes": m.peak_worker_memory_bytes,
-        "spilled_bytes": m.spilled_bytes,
-        "cost_usd": m.cost_usd,
-        "fingerprint": m.fingerprint,
-    }

@@ -21,8 +21,7 @@ import dask
 from distributed import Client, KilledWorker
 
 from daskbench import evidence
-from daskbench.clusters.common import scheduler_address, scheduler_lost
-from daskbench.clusters.forkserver import import_all
+from daskbench.clusters import forkserver, scheduler_address, scheduler_lost
 from daskbench.deadline import within
 from daskbench.metrics import collectors
 from daskbench.metrics.breakdown import BreakdownCollector
@@ -138,7 +137,7 @@ class Measurer:
         """
         start = time.perf_counter()
         if modules:
-            self.client.run(import_all, modules)
+            self.client.run(forkserver.import_all, modules)
         return time.perf_counter() - start
 
     def restart(self) -> float:
@@ -246,31 +245,13 @@ class Measurer:
     ) -> Measurement:
         """The measurement of one finished attempt; ``runtime`` is the compute phase when it ran to the end."""
         outcome, message = said
-        spec = case.cluster
-        cost = estimate(
-            self.prices,
-            runtime,
-            spec.n_workers,
-            spec.threads_per_worker,
-            spec.memory_per_worker,
-            found.metrics.get("peak_worker_memory_bytes"),
-        )
-        extra = {
-            **extra,
-            "instance": cost.instance,
-            "rightsized_instance": cost.rightsized_instance,
-            "prices_as_of": cost.prices_as_of,
-        }
+        priced, costs = self._costs(case, runtime, found)
+        extra = {**extra, **priced}
         if self.worker_start:
             extra["worker_start"] = self.worker_start
         if not self.restart_workers:
             extra["workers_restarted"] = False  # memory measured from the shared workers' current level
-        values = {
-            "runtime_s": runtime,
-            **found.metrics,
-            "cost_usd": cost.cost_usd,
-            "rightsized_cost_usd": cost.rightsized_cost_usd,
-        }
+        values = {"runtime_s": runtime, **found.metrics, **costs}
         return Measurement(
             run_id=self.run_id,
             fingerprint=case.fingerprint,
@@ -284,6 +265,26 @@ class Measurer:
             recorded_at=now_iso(),
             tasks=found.tasks,
         )
+
+    def _costs(
+        self, case: Case, runtime: float | None, found: Collected
+    ) -> tuple[dict[str, Any], dict[str, float | None]]:
+        """What the price table makes of one attempt: its instances (extra) and its costs (metrics)."""
+        spec = case.cluster
+        cost = estimate(
+            self.prices,
+            runtime,
+            spec.n_workers,
+            spec.threads_per_worker,
+            spec.memory_per_worker,
+            found.metrics.get("peak_worker_memory_bytes"),
+        )
+        priced = {
+            "instance": cost.instance,
+            "rightsized_instance": cost.rightsized_instance,
+            "prices_as_of": cost.prices_as_of,
+        }
+        return priced, {"cost_usd": cost.cost_usd, "rightsized_cost_usd": cost.rightsized_cost_usd}
 
 
 def failed_measurement(

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import config as cfg
-from daskbench.clusters import Backend, OpenCluster, backend_named, forkserver, load_kwargs, open_cluster
-from daskbench.clusters.common import (
+from daskbench.clusters import (
     SERVER_PREFIXES,
+    Backend,
+    OpenCluster,
+    backend_named,
     busy_message,
     check_kwargs,
+    forkserver,
+    load_kwargs,
+    open_cluster,
     typed_config,
     wait_until_idle,
 )

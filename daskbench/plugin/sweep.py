@@ -13,7 +13,7 @@ import pytest
 
 from daskbench import config as cfg
 from daskbench import provenance
-from daskbench.clusters.common import machine_share
+from daskbench.clusters import machine_share
 from daskbench.lockstep.turns import case_key
 from daskbench.model import ClusterSpec
 from daskbench.plugin import pace

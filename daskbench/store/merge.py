@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from daskbench.store.rows import in_chunks
+from daskbench.store.rows import MEASUREMENT_KEY, in_chunks
 from daskbench.store.schema import (
     baselines,
     cases,
@@ -25,8 +25,6 @@ from daskbench.store.schema import (
 
 #: Rows read, or merged, at a time: a few megabytes of measurements.
 BATCH = 1000
-#: How a measurement is named in any store (a flag and a task peak name theirs so too).
-MEASUREMENT_KEY = ("run_id", "fingerprint", "repeat")
 _FLAG_COLUMNS = ("flag", "at", "detail")
 
 

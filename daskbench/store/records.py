@@ -19,18 +19,19 @@ from daskbench.store.opening import Database
 from daskbench.store.rows import (
     MeasuredOutcome,
     case_from_row,
+    case_to_row,
     dumps,
     in_chunks,
     known_outcome,
     measurement_from_row,
-    measurement_row,
+    measurement_to_row,
     metrics_by_measurement,
     run_from_row,
-    run_row,
+    run_to_row,
     tag_rows,
     tags_by_run,
-    task_rows,
     tasks_by_measurement,
+    tasks_to_rows,
 )
 from daskbench.store.schema import (
     baselines,
@@ -56,7 +57,7 @@ class RunRecords(Database):
     @retry_busy
     def add_run(self, run: Run) -> None:
         with self._tx(write=True) as conn:
-            conn.execute(runs.insert().values(**run_row(run)))
+            conn.execute(runs.insert().values(**run_to_row(run)))
             if run.tags:
                 conn.execute(run_tags.insert(), tag_rows(run.run_id, run.tags))
 
@@ -208,15 +209,8 @@ class CaseRecords(Database):
     @retry_busy
     def add_case(self, case: Case) -> None:
         """Insert the case if its fingerprint is new (cases are shared across runs)."""
-        row = {
-            "fingerprint": case.fingerprint,
-            "workload": case.workload,
-            "params": dumps(case.params),
-            "cluster": dumps(case.cluster.identity()),
-            "first_seen_at": now_iso(),
-        }
         with self._tx(write=True) as conn:
-            conn.execute(insert_or_ignore(conn, cases, ("fingerprint",)).values(**row))
+            conn.execute(insert_or_ignore(conn, cases, ("fingerprint",)).values(**case_to_row(case)))
 
     def cases(self, fingerprints: Iterable[str] | None = None) -> dict[str, Case]:
         query = sa.select(cases)
@@ -234,7 +228,7 @@ class MeasurementRecords(Database):
         """Append one measurement in its own transaction; a duplicate key is an error."""
         try:
             with self._tx(write=True) as conn:
-                inserted = conn.execute(measurements.insert().values(**measurement_row(measurement)))
+                inserted = conn.execute(measurements.insert().values(**measurement_to_row(measurement)))
                 (measurement_id,) = inserted.inserted_primary_key or (None,)
                 values = [
                     {"measurement_id": measurement_id, "name": name, "value": float(value)}
@@ -243,7 +237,7 @@ class MeasurementRecords(Database):
                 if values:
                     conn.execute(metric_values.insert(), values)
                 if measurement.tasks:
-                    conn.execute(task_memory.insert(), task_rows(measurement))
+                    conn.execute(task_memory.insert(), tasks_to_rows(measurement))
         except IntegrityError as exc:
             raise DaskbenchError(
                 f"measurement {measurement.fingerprint} repeat {measurement.repeat} of run {measurement.run_id} "

@@ -1,5 +1,8 @@
 """Records to rows and back: `Run`, `Case`, `Measurement` (its metric values, flags and task
-memory) as the store keeps them; every text that may hold a secret is redacted on the way in."""
+memory) as the store keeps them; every text that may hold a secret is redacted on the way in.
+
+A row holds what the record's own JSON says (``to_json``; read back with ``from_json``), its mappings as
+JSON text: the store, and so the export, keeps what ``show`` and ``runs`` show (`daskbench.flat`)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from daskbench import catalog
-from daskbench.model import OUTCOMES, Case, ClusterSpec, Measurement, Outcome, Run, TaskMemory, now_iso
+from daskbench.model import OUTCOMES, Case, Measurement, Outcome, Run, now_iso
 from daskbench.redact import redact_text, redact_url, redact_value
 from daskbench.store.schema import measurements, run_tags, task_memory
 from daskbench.text import json_safe
@@ -63,17 +66,15 @@ def dumps(value: Any) -> str:
     return json.dumps(json_safe(value), sort_keys=True, allow_nan=False)
 
 
-def run_row(run: Run) -> dict[str, Any]:
+def run_to_row(run: Run) -> dict[str, Any]:
+    """The ``runs`` row of a run (its tags are `tag_rows`)."""
+    record = run.to_json()
     return {
-        "run_id": run.run_id,
-        "label": run.label,
-        "started_at": run.started_at,
-        "ended_at": run.ended_at,
-        "git_sha": run.git_sha,
-        "ci_url": redact_url(run.ci_url) if run.ci_url else None,
-        "versions": dumps(run.versions),
-        "host": dumps(run.host),
-        "dask_config": dumps(redact_value(dict(run.dask_config))),  # the one rule (daskbench.redact), again here
+        **{key: record[key] for key in ("run_id", "label", "started_at", "ended_at", "git_sha")},
+        "ci_url": redact_url(record["ci_url"]) if record["ci_url"] else None,
+        "versions": dumps(record["versions"]),
+        "host": dumps(record["host"]),
+        "dask_config": dumps(redact_value(record["dask_config"])),  # the one rule (daskbench.redact), again here
     }
 
 
@@ -97,59 +98,55 @@ def run_from_row(row: Mapping[Any, Any], tags: Mapping[str, str], configs: dict[
     configs = {} if configs is None else configs
     if text not in configs:
         configs[text] = redact_value(json.loads(text))  # also stores written before the rule
-    return Run(
-        run_id=row["run_id"],
-        label=row["label"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        git_sha=row["git_sha"],
-        ci_url=row["ci_url"],
-        versions=json.loads(row["versions"]),
-        host=json.loads(row["host"]),
-        dask_config=configs[text],
-        tags=dict(tags),
-    )
+    record = {key: row[key] for key in ("run_id", "label", "started_at", "ended_at", "git_sha", "ci_url")}
+    mappings = {key: json.loads(row[key]) for key in ("versions", "host")}
+    return Run.from_json({**record, **mappings, "dask_config": configs[text], "tags": tags})
+
+
+def case_to_row(case: Case) -> dict[str, Any]:
+    """The ``cases`` row of a case, first seen now."""
+    record = case.to_json()
+    text = {key: dumps(record[key]) for key in ("params", "cluster")}
+    return {"fingerprint": record["fingerprint"], "workload": record["workload"], **text, "first_seen_at": now_iso()}
 
 
 def case_from_row(row: Mapping[Any, Any]) -> Case:
-    return Case(
-        workload=row["workload"],
-        params=json.loads(row["params"]),
-        cluster=ClusterSpec.from_dict(json.loads(row["cluster"])),
-    )
+    return Case.from_json({"workload": row["workload"], **{key: json.loads(row[key]) for key in ("params", "cluster")}})
 
 
-def measurement_row(m: Measurement) -> dict[str, Any]:
-    return dict(
-        run_id=m.run_id,
-        fingerprint=m.fingerprint,
-        repeat=m.repeat,
-        outcome=m.outcome,
-        message=redact_text(m.message),
-        phases=dumps(m.phases),
-        timeline=dumps(m.timeline),
-        extra=dumps(m.extra),
-        recorded_at=m.recorded_at or now_iso(),
-    )
+#: How a measurement is named in any store (its task memory rows, and an export's flags, name it so).
+MEASUREMENT_KEY = ("run_id", "fingerprint", "repeat")
 
 
-def task_rows(m: Measurement) -> list[dict[str, Any]]:
+def measurement_to_row(m: Measurement) -> dict[str, Any]:
+    """The ``measurements`` row of a measurement (its metric values, flags and tasks have tables of their own)."""
+    record = m.to_json()
+    return {
+        **{key: record[key] for key in (*MEASUREMENT_KEY, "outcome")},
+        "message": redact_text(record["message"]),
+        **{key: dumps(record[key]) for key in ("phases", "timeline", "extra")},
+        "recorded_at": record["recorded_at"] or now_iso(),
+    }
+
+
+def tasks_to_rows(m: Measurement) -> list[dict[str, Any]]:
     """The ``task_memory`` rows of one measurement, one per task prefix."""
-    key = {"run_id": m.run_id, "fingerprint": m.fingerprint, "repeat": m.repeat}
-    return [{**key, **task.to_dict()} for task in m.tasks]
+    record = m.to_json()
+    key = {name: record[name] for name in MEASUREMENT_KEY}
+    return [{**key, **task} for task in record["tasks"]]
 
 
 def tasks_by_measurement(
     conn: Connection, where: Sequence[sa.ColumnElement[bool]]
-) -> dict[tuple[str, str, int], tuple[TaskMemory, ...]]:
-    """Task memory per (run id, fingerprint, repeat) of the measurements ``where`` selects."""
+) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    """Task memory rows (`TaskMemory.to_json`'s keys) per (run id, fingerprint, repeat) of the measurements
+    ``where`` selects."""
     same = sa.and_(*(measurements.c[name] == task_memory.c[name] for name in ("run_id", "fingerprint", "repeat")))
     query = sa.select(task_memory).join(measurements, same).where(*where).order_by(task_memory.c.id)
-    found: dict[tuple[str, str, int], list[TaskMemory]] = {}
+    found: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for row in conn.execute(query).mappings():
-        key = (row["run_id"], row["fingerprint"], row["repeat"])
-        found.setdefault(key, []).append(TaskMemory.from_dict(dict(row)))
-    return {key: tuple(tasks) for key, tasks in found.items()}
+        found.setdefault((row["run_id"], row["fingerprint"], row["repeat"]), []).append(dict(row))
+    return found
 
 
 def metrics_by_measurement(rows: Iterable[Mapping[Any, Any]]) -> dict[int, dict[str, float | int]]:
@@ -171,20 +168,12 @@ def measurement_from_row(
     row: Mapping[Any, Any],
     values: Mapping[str, float | int],
     flags: Sequence[str],
-    tasks: tuple[TaskMemory, ...] = (),
+    tasks: Sequence[Mapping[str, Any]] = (),
 ) -> Measurement:
+    """The measurement of a row, its metric values, flags and task memory rows (`tasks_by_measurement`)."""
     outcome, message = known_outcome(row["outcome"], row["message"])  # a newer daskbench's: shown, not a crash
-    return Measurement(
-        run_id=row["run_id"],
-        fingerprint=row["fingerprint"],
-        repeat=row["repeat"],
-        outcome=outcome,
-        message=message,
-        phases=json.loads(row["phases"]),
-        timeline=tuple((float(t), int(v)) for t, v in json.loads(row["timeline"])),
-        extra=json.loads(row["extra"]),
-        recorded_at=row["recorded_at"],
-        metrics=values,
-        flags=tuple(dict.fromkeys(flags)),
-        tasks=tasks,
+    record = {key: row[key] for key in (*MEASUREMENT_KEY, "recorded_at")}
+    text = {key: json.loads(row[key]) for key in ("phases", "timeline", "extra")}
+    return Measurement.from_json(
+        {**record, **text, "outcome": outcome, "message": message, "metrics": values, "flags": flags, "tasks": tasks}
     )

@@ -15,7 +15,8 @@ so in ``Comparison.notes``, because a first nightly set-up has history before an
 named a baseline.
 
 Every mode makes one case's verdict rows the same way (`verdicts.py`) and returns a `Comparison`
-assembled by `comparison.finish`. The names the rest of daskbench uses are importable from here.
+assembled by `comparison.finish`. The names the rest of daskbench uses are imported from here (the
+package's face), never from its modules.
 """
 
 from __future__ import annotations

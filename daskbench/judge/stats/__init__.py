@@ -3,8 +3,8 @@
 `rules`: the history, A/B and prediction rules, each from both sides' values and a floor to a `Decision`
 (how to read them: docs/comparing.md); `intervals`: the intervals of the ratio those rules read;
 `noise`: the run-to-run noise that widens an interval between two runs, pooled over cases;
-`summaries`: median, MAD and robust z. The names the rest of daskbench uses are importable from here
-(``stats.median``, ``stats.ab_decision``, ...).
+`summaries`: median, MAD and robust z. The names the rest of daskbench uses are imported from here
+(``stats.median``, ``stats.ab_decision``, ...: the package's face), never from its modules.
 """
 
 from daskbench.judge.stats.intervals import (
