@@ -60,6 +60,8 @@ class DaskbenchSession:
     #: (``time.monotonic``): each progress line counts against it (`pace.pace`).
     planned: int = 0
     plan_started: float = 0.0
+    #: Lockstep cases the ``daskbench ab`` controller ended: a whole test's later rounds skip without asking.
+    turns_over: set[str] = field(default_factory=set)
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
     #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
