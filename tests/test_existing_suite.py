@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from daskbench.model import Case, Measurement
+from daskbench.plugin import pace
 from daskbench.plugin.whole import WholeTest, checked
 from daskbench.store import Store
 from tests.helpers import LOCKSTEP_SESSION, make_case, make_measurement, make_run, run_ab, run_pytest
@@ -147,6 +148,18 @@ def test_the_example_suite_runs_unchanged_and_each_test_is_a_case_in_the_store(
     assert all(m.runtime_s is not None and m.runtime_s > 0 and m.peak_worker_memory_bytes for m in measurements)
     assert all(m.extra["measured"] == "whole test" and "restart" in m.phases for m in measurements)
     assert "daskbench: uneven_tasks w=1" in result.stdout and "9 measurements stored" in result.stdout
+
+
+def test_a_suite_of_its_own_gets_no_estimate_from_the_bundled_suites_figures(
+    example: tuple[str, subprocess.CompletedProcess[str]],
+) -> None:
+    """The documented seconds a measurement are the bundled workloads': the header of a whole-test suite
+    without history says the progress lines will tell the time left instead; the run records the load and CPU
+    probe it planned at, for later sessions to scale their history from."""
+    db, result = example
+    assert "daskbench: 9 measurements planned; each progress line says the time left" in result.stdout
+    host = Store(db).latest_run().host
+    assert host[pace.LOAD_KEY] >= 0 and host[pace.PROBE_KEY] > 0
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,7 @@ class MeasureFixture:
         except TimeoutError as exc:  # nothing measured yet: the test fails with one line
             pytest.fail(f"timeout: {exc}; nothing measured", pytrace=False)
         self.prepare_seconds = (self.prepare_seconds or 0.0) + (seconds or 0.0)
+        self.session.one_off_seconds += seconds or 0.0  # the time left is not extrapolated from input generation
         return value
 
     def __call__(

@@ -149,7 +149,14 @@ def plan_lines(session: DaskbenchSession, measuring: list[pytest.Item]) -> list[
     s = session.settings
     session.planned = sum(measurements_of(item, s) for item in measuring)
     session.plan_started = time.monotonic()
-    found = pace.estimate(s.db, s.size, str(provenance.host().get("cpu_model", "")))
+    now = pace.current()
+    session.conditions = pace.recorded(now)
+    demand = max(s.workers) * max(s.threads_per_worker) if session.backend == "local" else 0
+    documented = not all(  # the documented figures are the bundled suite's, not a whole-test suite's
+        taking.is_whole_test(getattr(item, "fixturenames", ()), s.client_fixtures) for item in measuring
+    )
+    found = pace.estimate(s.db, s.size, str(provenance.host().get("cpu_model", "")), now, demand, documented)
+    session.estimate_each = found.seconds_each if found is not None else None
     return wrap_line(terminal_safe(pace.plan_line(session.planned, found)))
 
 

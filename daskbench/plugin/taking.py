@@ -89,7 +89,10 @@ def modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
 def progress(node: pytest.Item, session: DaskbenchSession, case: Case, measurement: Measurement) -> None:
     """One line per measurement on the terminal (not captured), so long sweeps show progress, with how
     many are measured and the time left."""
-    so_far = pace(session.count, session.planned, time.monotonic() - session.plan_started) if session.planned else ""
+    so_far = ""
+    if session.planned:
+        elapsed = max(time.monotonic() - session.plan_started - session.one_off_seconds, 0.0)
+        so_far = pace(session.count, session.planned, elapsed, session.estimate_each)
     write(node, progress_line(case, measurement, so_far))
 
 
