@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from daskbench.config import resolve
+from daskbench.config import resolve, resolve_option
 from daskbench.errors import DaskbenchError
 from daskbench.text import WIDTH
 
@@ -30,6 +30,9 @@ def test_flags_beat_env_beat_pyproject_beat_defaults() -> None:
         ({"size": "huge"}, "--size: 'huge' is not a size; choose one of tiny, small, medium, large"),
         ({"memory_per_worker": "lots"}, "--memory-per-worker: 'lots' is not a memory size"),
         ({"repeat": "0"}, "--repeat"),
+        ({"client_fixtures": "small-client"}, "--client-fixtures: 'small-client' is not a fixture name"),
+        ({"client_fixtures": "client,measure"}, "'measure' is a fixture daskbench declares itself"),
+        ({"client_fixtures": "daskbench_client"}, "'daskbench_client' is a fixture daskbench declares itself"),
     ],
 )
 def test_bad_values_give_one_line_error_with_example(flags: dict[str, str], words: str) -> None:
@@ -75,3 +78,14 @@ def test_memory_sizes_parse_binary_and_decimal_units() -> None:
     assert resolve({"memory_per_worker": "4GiB"}, env={}).memory_per_worker == (4 * 2**30,)
     assert resolve({"memory_per_worker": "4GB,auto"}, env={}).memory_per_worker == (4 * 10**9, None)
     assert resolve({}, env={}).memory_per_worker == (None,)
+
+
+def test_client_fixtures_come_from_a_pyproject_list_an_env_var_or_the_flag_alone() -> None:
+    """``client-fixtures = ["small_client", "client"]`` in pyproject, DASKBENCH_CLIENT_FIXTURES or the flag;
+    `resolve_option` layers that one option as `resolve` does (the plugin reads it before collection)."""
+    assert resolve({}, env={}).client_fixtures is None
+    pyproject = {"client-fixtures": ["small_client", "client", "client"]}
+    assert resolve({}, env={}, pyproject=pyproject).client_fixtures == ("small_client", "client")
+    env = {"DASKBENCH_CLIENT_FIXTURES": "big_client"}
+    assert resolve_option("client_fixtures", {}, env, pyproject) == ("big_client",)
+    assert resolve_option("client_fixtures", {"client_fixtures": "c"}, env, pyproject) == ("c",)

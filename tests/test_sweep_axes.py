@@ -17,9 +17,9 @@ from daskbench.clusters import backend_named
 from daskbench.errors import DaskbenchError
 from daskbench.metrics.cost import load_prices
 from daskbench.model import Case, ClusterSpec
-from daskbench.plugin.fixture import progress_line
 from daskbench.plugin.state import DaskbenchSession, check_sweep_fits_backend, config_combinations
 from daskbench.plugin.sweep import header_lines, slots_lines, spec_id
+from daskbench.plugin.taking import progress_line
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from tests.helpers import daskbench_cli, make_measurement, make_run, run_pytest

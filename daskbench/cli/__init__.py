@@ -47,7 +47,7 @@ SUBCOMMAND_MODULES = (
 #: so a command's start-up pays only for what it uses (``daskbench --help`` imports them all; a test keeps this
 #: table equal to what the modules add).
 COMMAND_MODULES = {
-    "runs": "runs", "show": "show", "show", "baseline": "baseline", "compare": "compare", "ab": "ab",
+    "runs": "runs", "show": "show", "baseline": "baseline", "compare": "compare", "ab": "ab",
     "calibrate": "calibrate", "report": "report", "data": "data", "init": "init", "export": "export",
     "import": "import_", "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env",
     "bisect": "bisect", "confirm": "confirm", "pr": "pr",

@@ -22,6 +22,7 @@ from daskbench.config.values import (
     parse_data,
     parse_db,
     parse_endpoint,
+    parse_fixture_names,
     parse_floors,
     parse_label,
     parse_memory_list,
@@ -155,6 +156,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("record_versions", parse_package_names, None,
            "comma list of packages whose versions a run records besides dask, numpy and the rest "
            "(so daskbench env and confirm can rebuild them)", "--record-versions standin,dask-ml"),
+    Option("client_fixtures", parse_fixture_names, None,
+           "comma list of client fixtures a suite written for another harness takes (small_client,client): each "
+           "gives a Client on daskbench's cluster, and a test taking one without calling measure is measured whole",
+           "--client-fixtures small_client,client"),
 )  # fmt: skip
 OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
 
@@ -193,6 +198,7 @@ class Settings:
     evidence_dir: str | None = None
     task_memory: bool = False
     record_versions: tuple[str, ...] | None = None
+    client_fixtures: tuple[str, ...] | None = None
 
 
 def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:
@@ -241,6 +247,17 @@ def resolve(
     settings = Settings(**values)
     _check_limits(settings)
     return settings
+
+
+def resolve_option(
+    name: str,
+    flags: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    pyproject: Mapping[str, Any] | None = None,
+) -> Any:
+    """One option's value, layered as `resolve` layers them all: for what the plugin must know before
+    the session's settings are read (the client fixtures it declares before collection)."""
+    return _resolve_one(OPTIONS_BY_NAME[name], flags, os.environ if env is None else env, pyproject or {})
 
 
 def _check_env_names(env: Mapping[str, str]) -> None:

@@ -191,6 +191,22 @@ def parse_text(text: str) -> str:
     return text.strip()
 
 
+#: Fixtures daskbench declares itself (and pytest's ``request``): no client fixture may take their names.
+OWN_FIXTURES = frozenset({"measure", "size", "data_location", "benchmark", "request"})
+
+
+def parse_fixture_names(text: str) -> tuple[str, ...]:
+    """``small_client,client``: the client fixtures of a suite written for another harness (Python names,
+    none of daskbench's own fixtures)."""
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    for name in names:
+        if not name.isidentifier():
+            raise ValueError(f"{name!r} is not a fixture name (a Python name, as the tests' parameter is spelt)")
+        if name in OWN_FIXTURES or name.startswith("daskbench_"):
+            raise ValueError(f"{name!r} is a fixture daskbench declares itself; name only the suite's client fixtures")
+    return names
+
+
 def parse_package_names(text: str) -> tuple[str, ...]:
     """``standin,dask-ml``: package names whose versions a run records besides the fixed list."""
     names = tuple(part.strip() for part in text.split(",") if part.strip())

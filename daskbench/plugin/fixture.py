@@ -4,8 +4,6 @@ their times handed to pytest-benchmark's table. The fixture itself is declared i
 from __future__ import annotations
 
 import contextlib
-import math
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -13,19 +11,17 @@ from typing import Any
 
 import pytest
 
-from daskbench.clusters import OpenCluster, backend_named, busy_message, forkserver, wait_until_idle
+from daskbench.clusters import OpenCluster
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError
 from daskbench.flat import measurement_row
 from daskbench.lockstep.turns import Turns
 from daskbench.model import WRONG_RESULT, Case, Measurement
+from daskbench.plugin import taking
 from daskbench.plugin.measuring import call_once, failed_measurement, interrupted_measurement
-from daskbench.plugin.pace import pace
 from daskbench.plugin.state import DaskbenchSession
-from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text, wrap_items, wrap_line
+from daskbench.text import plural, saturation_text
 
-#: Node ids that wrote daskbench progress lines: pytest's own ``.``/``F`` for them is dropped.
-QUIET_KEY = pytest.StashKey[set[str]]()
 #: The fields of a measurement's flat row (`daskbench.flat.measurement_row`, what ``show`` prints) handed to
 #: pytest-benchmark's extra info (its --benchmark-json), of the last passed repeat.
 EXTRA_INFO = ("peak_memory_bytes", "peak_worker_memory_bytes", "spilled_bytes", "cost_usd", "fingerprint")
@@ -80,7 +76,7 @@ class MeasureFixture:
     @property
     def _cluster(self) -> OpenCluster:
         """The session's live cluster (a fresh one after a harness error), else the fixture's."""
-        return self.session.cluster or self.cluster
+        return taking.live_cluster(self.session, self.cluster)
 
     def prepare(self, fn: Callable[[], Any]) -> Any:
         """Run data preparation once, timed as the ``prepare`` phase; returns its value.
@@ -93,6 +89,7 @@ class MeasureFixture:
         except TimeoutError as exc:  # nothing measured yet: the test fails with one line
             pytest.fail(f"timeout: {exc}; nothing measured", pytrace=False)
         self.prepare_seconds = (self.prepare_seconds or 0.0) + (seconds or 0.0)
+        self.session.one_off_seconds += seconds or 0.0  # the time left is not extrapolated from input generation
         return value
 
     def __call__(
@@ -113,18 +110,7 @@ class MeasureFixture:
             info={"test": self.node.nodeid},
         )
         phases = self._prepare(case, prepare)
-        return self._run(case, target, self._repeats(), phases)
-
-    def _repeats(self) -> Iterator[int]:
-        """The repeats to measure: ``--repeat`` of them (one with ``--interleave``), or in a lockstep
-        ``daskbench ab`` session as many as the controller gives turns for."""
-        if self.turns is None:
-            yield from [self.only_repeat] if self.only_repeat is not None else range(self.session.settings.repeat)
-            return
-        repeat = 0
-        while self.turns.wait(self.key, repeat):
-            yield repeat
-            repeat += 1
+        return self._run(case, target, taking.repeats(self.session, self.only_repeat, self.turns, self.key), phases)
 
     def _prepare(self, case: Case, prepare: Callable[[], Any] | None) -> dict[str, float]:
         phases = {"cluster_start": round(self._cluster.start_seconds, 6)}
@@ -141,7 +127,7 @@ class MeasureFixture:
             began = time.perf_counter()
             measurement, last = self._one(case, target, repeat, phases)
             results.append(measurement)
-            self._progress(case, measurement)
+            taking.progress(self.node, self.session, case, measurement)
             if self.turns is not None:  # what it measured, and what the turn cost (stored and said included)
                 self.turns.done(self.key, repeat, measurement, time.perf_counter() - began)
             if not measurement.ok:
@@ -164,24 +150,24 @@ class MeasureFixture:
         try:
             count = store.flag_measurements(run.run_id, self.returned, WRONG_RESULT, detail)
         except DaskbenchError as exc:  # the test has failed anyway; say what the store did not take
-            self._write(f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}")
+            taking.write(self.node, f"daskbench: could not record {self.node.name} as {WRONG_RESULT}: {exc}")
             return
-        self._write(
-            f"daskbench: {plural(count, 'measurement')} of {self.node.name} recorded as {WRONG_RESULT}: {detail}"
+        taking.write(
+            self.node,
+            f"daskbench: {plural(count, 'measurement')} of {self.node.name} recorded as {WRONG_RESULT}: {detail}",
         )
 
     def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
         measurer = self.session.measurer
         assert measurer is not None
-        owner = self.session.claim(case, repeat, self.node.nodeid)
-        if owner is not None:  # the first test's measurement stays; this one is not measured
-            pytest.fail(
-                f"{self.node.nodeid} measures the same case as {owner} ({case.workload!r}, params "
-                f"{dict(case.params)}, same cluster); give one of them another name= or params= in measure()",
-                pytrace=False,
-            )
-        extra = {"test": self.node.nodeid, "requested_saturation": saturation_text(self._requested_saturation())}
-        busy = self._shared_cluster_busy()
+        taking.claim_or_fail(
+            self.session, self.node, case, repeat, "give one of them another name= or params= in measure()"
+        )
+        extra = {
+            "test": self.node.nodeid,
+            "requested_saturation": saturation_text(taking.requested_saturation(self.node)),
+        }
+        busy = taking.shared_cluster_busy(self.session, self.cluster)
         if busy is not None and self.session.settings.allow_busy_cluster:  # told to: measured, and marked
             extra["shared_cluster_busy"] = busy
         elif busy is not None:  # another client's work would be in the figures: not measured, recorded
@@ -189,7 +175,9 @@ class MeasureFixture:
             self.session.record(case, measurement)
             return measurement, None
         try:
-            measurement, result = measurer.measure(case, repeat, target, phases, extra, _modules_to_preload(self.node))
+            measurement, result = measurer.measure(
+                case, repeat, target, phases, extra, taking.modules_to_preload(self.node)
+            )
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM mid-measurement: the record says so, then pytest stops
             self.session.record(case, interrupted_measurement(measurer.run_id, case, repeat, phases))
             raise
@@ -200,49 +188,6 @@ class MeasureFixture:
             return measurement, result
         self.session.record(case, measurement)
         return measurement, result
-
-    def _shared_cluster_busy(self) -> str | None:
-        """On a running scheduler: None once it is idle (waiting up to --wait-idle), else why not."""
-        if not backend_named(self.session.backend).fixed_size:
-            return None
-        wait = self.session.settings.wait_idle
-        busy = wait_until_idle(self._cluster.client, wait)
-        return busy_message(self.session.settings.cluster, busy, wait) if busy else None
-
-    def _progress(self, case: Case, measurement: Measurement) -> None:
-        """One line per measurement on the terminal (not captured), so long sweeps show progress, with how
-        many are measured and the time left."""
-        session = self.session
-        so_far = (
-            pace(session.count, session.planned, time.monotonic() - session.plan_started) if session.planned else ""
-        )
-        self._write(progress_line(case, measurement, so_far))
-
-    def _write(self, text: str) -> None:
-        """Write ``text`` in lines of at most 120 columns (wrapped between words, never cut), each
-        `shown_message`: secrets hidden and control characters escaped, whatever the benchmark put in it."""
-        for line in (part for whole in text.split("\n") for part in wrap_line(shown_message(whole))):
-            self._write_line(line)
-
-    def _write_line(self, line: str) -> None:
-        """Write a whole line without resetting pytest's file header (which would repeat per test)."""
-        plugins = self.node.config.pluginmanager
-        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
-        if reporter is None or self.node.config.get_verbosity() < 0:
-            return
-        self.node.config.stash.setdefault(QUIET_KEY, set()).add(self.node.nodeid)
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            if self.node.config.get_verbosity() > 0:  # -v: pytest then rewrites "test id PASSED" below
-                reporter.write_line(line)
-                return
-            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
-                reporter.line("")
-            reporter.line(line)
-
-    def _requested_saturation(self) -> float:
-        callspec = getattr(self.node, "callspec", None)
-        spec = callspec.params.get("daskbench_cluster_spec") if callspec else None
-        return spec.worker_saturation if spec is not None else math.nan
 
     def _feed_pytest_benchmark(self, case: Case, results: list[Measurement]) -> None:
         """Hand the measured compute-phase times to pytest-benchmark (its table, --benchmark-json).
@@ -263,34 +208,3 @@ class MeasureFixture:
             stats.update(m.runtime_s)
         row = measurement_row(passed[-1], case)
         bench.extra_info.update({key: row[key] for key in EXTRA_INFO})
-
-
-def _modules_to_preload(node: pytest.Item) -> tuple[str, ...]:
-    """The benchmark's module, the loaded workload modules and libraries, to import on fresh workers."""
-    module = getattr(node, "module", None)
-    names = [name for name in sys.modules if name == "daskbench.workloads" or name.startswith("daskbench.workloads.")]
-    names += [name for name in forkserver.LIBRARIES if name in sys.modules]  # what a forked worker has already
-    return tuple(dict.fromkeys([*names, *([module.__name__] if module is not None else [])]))
-
-
-def progress_line(case: Case, m: Measurement, so_far: str = "") -> str:
-    """``daskbench: wordcount size=small w=2 t=1 mem=4GiB sat=1.1 memory.target=0.6 r0 passed 1.23s
-    peak/worker 1.1 GiB``: the params and every cluster axis (workers, threads, memory, saturation,
-    config), so no two cases of a sweep read the same; too wide, it wraps between whole items."""
-    spec = case.cluster
-    runtime = f"{m.runtime_s:.2f}s" if m.runtime_s is not None else "-"
-    items = [
-        f"daskbench: {case.workload}",
-        *(f"{key}={value}" for key, value in sorted(case.params.items())),
-        f"w={spec.n_workers}",
-        f"t={spec.threads_per_worker}",
-        f"mem={compact_bytes(spec.memory_per_worker)}",
-        f"sat={saturation_text(spec.worker_saturation)}",
-        *(f"{config_key_short(key)}={value}" for key, value in spec.scheduler_config),
-        f"r{m.repeat}",
-        m.outcome,
-        runtime,
-        f"peak/worker {format_bytes(m.peak_worker_memory_bytes)}",
-        *([f"({so_far})"] if so_far else []),
-    ]
-    return "\n".join(wrap_items(items))

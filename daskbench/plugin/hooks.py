@@ -15,9 +15,12 @@ line and the summary section.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
+import re
 import signal
 import threading
+import types
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
@@ -29,9 +32,11 @@ from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
-from daskbench.plugin import sweep
-from daskbench.plugin.fixture import QUIET_KEY, MeasureFixture, benchmark_fixture_of
+from daskbench.plugin import sweep, taking
+from daskbench.plugin.fixture import MeasureFixture, benchmark_fixture_of
 from daskbench.plugin.state import DaskbenchSession
+from daskbench.plugin.taking import QUIET_KEY
+from daskbench.plugin.whole import WholeTest
 from daskbench.text import plural, wrap_line
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
@@ -43,6 +48,11 @@ SEEN_KEY = pytest.StashKey[bool]()
 TURNS_KEY = pytest.StashKey[turns.Turns]()
 #: The test's `MeasureFixture`, so its report can mark a result the test itself found wrong.
 MEASURE_KEY = pytest.StashKey["MeasureFixture"]()
+#: A test measured as a whole (`daskbench.plugin.whole`): its measurement, opened by its client fixture.
+WHOLE_KEY = pytest.StashKey[WholeTest]()
+#: The client fixtures declared (``--client-fixtures``), and those a conftest.py of the suite overrides.
+CLIENT_FIXTURES_KEY = pytest.StashKey[tuple[str, ...]]()
+SHADOWED_KEY = pytest.StashKey[dict[str, str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,21 +64,68 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker; resolve the settings now only if a daskbench flag was given."""
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
     _refuse_side_by_side(config)
+    _declare_client_fixtures(config)
     if any(value is not None for value in _flags(config).values()):
         _require_state(config)
+
+
+def _selects_benchmarks(config: pytest.Config) -> bool:
+    markexpr = config.getoption("markexpr", "") or ""
+    return "benchmark" in markexpr and "not benchmark" not in markexpr
 
 
 def _refuse_side_by_side(config: pytest.Config) -> None:
     """Benchmarks under pytest-xdist (``-n N``) would measure side by side on one machine, each
     in the other's load: refused in one line before anything starts."""
-    markexpr = config.getoption("markexpr", "") or ""
-    selects_benchmarks = "benchmark" in markexpr and "not benchmark" not in markexpr
     workers = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin("xdist") else None
-    if selects_benchmarks and workers and not hasattr(config, "workerinput"):
+    if _selects_benchmarks(config) and workers and not hasattr(config, "workerinput"):
         raise pytest.UsageError(
             f"-n {workers} (pytest-xdist) would measure benchmarks side by side, each in the other's load; "
             "run them without -n"
         )
+
+
+def _declare_client_fixtures(config: pytest.Config) -> None:
+    """Declare a fixture of each ``--client-fixtures`` name before any test module is collected (a suite
+    written for another harness: `daskbench.plugin.whole`). Only this setting is read now; a bad value stops a
+    session that selects benchmarks, and is ignored by one that does not (the plugin stays out of its way)."""
+    try:
+        pyproject = cfg.load_pyproject(config.rootpath)
+        names = cfg.resolve_option("client_fixtures", _flags(config), pyproject=pyproject) or ()
+    except DaskbenchError as exc:
+        if _selects_benchmarks(config):
+            raise pytest.UsageError(cfg.shown_message(str(exc))) from None
+        return
+    if names:
+        holder = types.ModuleType("daskbench_client_fixtures", "The client fixtures --client-fixtures names.")
+        for index, name in enumerate(names):
+            setattr(holder, f"client_fixture_{index}", _client_fixture(name))
+        config.pluginmanager.register(holder, "daskbench-client-fixtures")
+        config.stash[CLIENT_FIXTURES_KEY] = names
+
+
+def _client_fixture(name: str) -> Any:
+    """A fixture called ``name`` that gives the test a ``distributed.Client`` on daskbench's cluster."""
+
+    @pytest.fixture(name=name)
+    def client(
+        request: pytest.FixtureRequest,
+        daskbench_session: DaskbenchSession,
+        daskbench_cluster: OpenCluster,
+        daskbench_repeat: int | None,
+    ) -> Any:
+        """A distributed.Client on daskbench's cluster for this case (--client-fixtures); a test that takes it
+        and does not call measure is measured as a whole, from now to its end (daskbench.plugin.whole)."""
+        if "measure" in request.fixturenames:  # measure() times what it is given; this is only its client
+            return taking.live_cluster(daskbench_session, daskbench_cluster).client
+        link = request.config.stash.get(TURNS_KEY, None)
+        key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""
+        whole = WholeTest(request.node, daskbench_session, daskbench_cluster, daskbench_repeat or 0, link, key)
+        request.node.stash[WHOLE_KEY] = whole
+        request.addfinalizer(whole.abandon)  # measured already, unless the session was stopped meanwhile
+        return whole.start()
+
+    return client
 
 
 def _flags(config: pytest.Config) -> dict[str, Any]:
@@ -114,9 +171,47 @@ def _uses_daskbench(item: pytest.Item) -> bool:
     return "daskbench_session" in names or "daskbench_cluster_spec" in names
 
 
+def _measures(item: pytest.Item) -> bool:
+    """Whether the test makes measurements: it calls ``measure``, or is measured as a whole."""
+    names = getattr(item, "fixturenames", ())
+    return "measure" in names or (_uses_daskbench(item) and _whole(item))
+
+
+def _whole(item: pytest.Item) -> bool:
+    return taking.is_whole_test(getattr(item, "fixturenames", ()), item.config.stash.get(CLIENT_FIXTURES_KEY, ()))
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
+    """Note a test that uses daskbench; a test measured as a whole is a benchmark (``-m benchmark`` selects
+    it, unmarked as a suite written for another harness is); one whose client fixture the suite's own
+    conftest.py overrides is not daskbench's to measure, and the header says so."""
     if _uses_daskbench(item):
         item.config.stash[SEEN_KEY] = True
+        if _whole(item):
+            item.add_marker(pytest.mark.benchmark)
+    elif _whole(item):
+        shadowed = item.config.stash.setdefault(SHADOWED_KEY, {})
+        declared: tuple[str, ...] = item.config.stash.get(CLIENT_FIXTURES_KEY, ())
+        for name in sorted(set(getattr(item, "fixturenames", ())) & set(declared)):
+            shadowed.setdefault(name, _defined_where(item, name))
+
+
+def _defined_where(item: pytest.Item, name: str) -> str:
+    """The file that defines the fixture ``name`` this test gets (pytest's fixture lookup), else ``?``."""
+    with contextlib.suppress(Exception):
+        definitions = item._fixtureinfo.name2fixturedefs[name]  # type: ignore[attr-defined]
+        path = inspect.getsourcefile(definitions[-1].func) or "?"
+        return os.path.relpath(path, item.config.rootpath)
+    return "?"
+
+
+def shadowed_lines(config: pytest.Config) -> list[str]:
+    """One line per client fixture the suite defines itself: its tests are not measured by daskbench."""
+    return [
+        f"daskbench: {name} is defined in {where}, which wins over daskbench's --client-fixtures {name}: "
+        f"tests taking it are not measured (remove or rename that fixture to measure them)"
+        for name, where in sorted(config.stash.get(SHADOWED_KEY, {}).items())
+    ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -152,9 +247,11 @@ def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list
     if link is None:
         return
     config.stash[TURNS_KEY] = link
-    keys = {item: sweep.case_key_of(item, session) for item in items if "measure" in getattr(item, "fixturenames", ())}
-    names = {key: item.name for item, key in keys.items()}
-    order = {key: index for index, key in enumerate(link.plan(list(keys.values()), names))}
+    keys = {item: sweep.case_key_of(item, session) for item in items if _measures(item)}
+    names: dict[str, str] = {}
+    for item, key in keys.items():  # a whole test's rounds are items of one case: named without their -rN
+        names.setdefault(key, re.sub(r"-r\d+\]$", "]", item.name) if _whole(item) else item.name)
+    order = {key: index for index, key in enumerate(link.plan(list(names), names))}
     dropped = [item for item, key in keys.items() if key not in order]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -187,7 +284,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     try:
-        if "measure" in used:
+        if any(_measures(item) for item in session.items):
             state.preflight()
         if "data_location" in used:
             state.data_location()
@@ -198,11 +295,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """The settings line, after "collected N items", only when a selected test uses daskbench;
     and, when the run's label fell back to ``local``, why (`DaskbenchSession.label_lines`)."""
+    shadowed = shadowed_lines(config) if _selects_benchmarks(config) else []
     state = config.stash.get(SESSION_KEY, None)
     if state is None or not any(_uses_daskbench(item) for item in items):
-        return []
-    plan = sweep.plan_lines(state, [item for item in items if "measure" in getattr(item, "fixturenames", ())])
-    return [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *plan, *state.label_lines()]
+        return [part for line in shadowed for part in wrap_line(line)]
+    plan = sweep.plan_lines(state, [item for item in items if _measures(item)])
+    header = [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *plan, *state.label_lines()]
+    return header + [part for line in shadowed for part in wrap_line(line)]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -345,6 +444,21 @@ def measure(
     return fixture
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """A test measured as a whole: its timed region ends with its body, however the body ended."""
+    whole = item.stash.get(WHOLE_KEY, None)
+    if whole is None:
+        return (yield)
+    try:
+        result = yield
+    except BaseException as exc:
+        whole.finish(exc)
+        raise
+    whole.finish(None)
+    return result
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """A test that fails after ``measure()`` returned judged its own result wrong: flag its
@@ -353,6 +467,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     the session: the next measurements would be lost too."""
     outcome = yield
     report = outcome.get_result()
+    whole = item.stash.get(WHOLE_KEY, None)
+    if whole is not None and call.when == "setup" and call.excinfo is not None:  # a fixture after its client
+        whole.finish(call.excinfo.value)
     if call.excinfo is not None and isinstance(call.excinfo.value, StoreFault):  # the store took no more
         report.longrepr = f"daskbench: {call.excinfo.value} (this measurement is not stored)"
         item.session.shouldstop = "daskbench: stopped at the first measurement the store could not take"

@@ -11,6 +11,7 @@ region (the cluster cannot restart) propagates.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -109,6 +110,21 @@ def completed(found: Collected) -> tuple[Outcome, str]:
 
 
 @dataclass
+class Opened:
+    """A measurement under way (`Measurer.open`): what `Measurer.close` needs to end it."""
+
+    case: Case
+    repeat: int
+    phases: dict[str, float]
+    extra: dict[str, Any]
+    window: collectors.Window
+    started: list[collectors.Collector]
+    errors: dict[str, str]
+    keeping: contextlib.ExitStack  # the evidence kept around the timed region (`evidence.kept`)
+    kept: evidence.Kept
+
+
+@dataclass
 class Measurer:
     """Takes measurements on one open cluster for one run."""
 
@@ -164,47 +180,78 @@ class Measurer:
     ) -> tuple[Measurement, Any]:
         """Restart, warm up, measure ``target`` once; return the measurement and the result. The
         scheduler lost on the way (before, in or after the timed region) is a ``cluster-lost`` measurement."""
-        if scheduler_lost(self.client):  # lost between measurements: calls would wait out the reconnection
-            return self.lost(case, repeat, phases), None
+        opened = self.open(case, repeat, phases, extra, preload)
+        if isinstance(opened, Measurement):
+            return opened, None
         try:
-            return self._measure(case, repeat, target, phases, extra, preload)
+            attempt = run_target(self.client, target, self.timeout)
+        except BaseException:  # Ctrl-C / SIGTERM: the evidence closes as it would leaving a with block
+            opened.keeping.close()
+            raise
+        return self.close(opened, attempt), attempt.result
+
+    def open(
+        self, case: Case, repeat: int, phases: dict[str, float], extra: dict[str, Any], preload: tuple[str, ...] = ()
+    ) -> Opened | Measurement:
+        """Everything before the timed region: workers restarted and warmed up, collectors started,
+        evidence being kept. A test measured as a whole (`daskbench.plugin.whole`) times its body between
+        this and `close`. The scheduler lost before or on the way: a ``cluster-lost`` measurement instead."""
+        if scheduler_lost(self.client):  # lost between measurements: calls would wait out the reconnection
+            return self.lost(case, repeat, phases)
+        try:
+            return self._open(case, repeat, phases, extra, preload)
         except Exception as exc:
             if not scheduler_lost(self.client, exc):
                 raise
-            return self.lost(case, repeat, phases), None
+            return self.lost(case, repeat, phases)
 
-    def _measure(
-        self,
-        case: Case,
-        repeat: int,
-        target: Target,
-        phases: dict[str, float],
-        extra: dict[str, Any],
-        preload: tuple[str, ...],
-    ) -> tuple[Measurement, Any]:
+    def close(self, opened: Opened, attempt: Attempt) -> Measurement:
+        """The measurement of what happened in the timed region (``attempt``): collectors stopped, outcome
+        classified; a scheduler lost in or after it gives a ``cluster-lost`` measurement."""
+        try:
+            return self._close(opened, attempt)
+        except Exception as exc:
+            if not scheduler_lost(self.client, exc):
+                raise
+            return self.lost(opened.case, opened.repeat, {**opened.phases, **attempt.phases})
+
+    def abandon(self, opened: Opened) -> None:
+        """End a measurement that measured nothing (its test skipped itself): evidence and collectors closed,
+        what they found dropped."""
+        opened.keeping.close()
+        collectors.stop_all(self.client, opened.started, {})
+
+    def _open(
+        self, case: Case, repeat: int, phases: dict[str, float], extra: dict[str, Any], preload: tuple[str, ...]
+    ) -> Opened:
         phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
         window = collectors.Window(case)
         errors: dict[str, str] = {}
-        opened = time.perf_counter()
+        began = time.perf_counter()
         started = collectors.start_all(self.client, self._collectors(window), errors)
-        phases["collectors"] = time.perf_counter() - opened
-        with evidence.kept(self.client, self.evidence_dir) as kept:
-            attempt = run_target(self.client, target, self.timeout)
+        phases["collectors"] = time.perf_counter() - began
+        keeping = contextlib.ExitStack()
+        kept = keeping.enter_context(evidence.kept(self.client, self.evidence_dir))
+        return Opened(case, repeat, phases, dict(extra), window, started, errors, keeping, kept)
+
+    def _close(self, opened: Opened, attempt: Attempt) -> Measurement:
+        opened.keeping.close()  # the evidence of the timed region, kept before the collectors stop
+        phases = dict(opened.phases)
         if scheduler_lost(self.client, attempt.error):  # no collector can be stopped on a lost scheduler
-            return self.lost(case, repeat, {**phases, **attempt.phases}), None
-        window.runtime_s = attempt.phases.get("compute", 0.0)
+            return self.lost(opened.case, opened.repeat, {**phases, **attempt.phases})
+        opened.window.runtime_s = attempt.phases.get("compute", 0.0)
         closing = time.perf_counter()
-        found = collectors.merge(collectors.stop_all(self.client, started, errors))
+        found = collectors.merge(collectors.stop_all(self.client, opened.started, opened.errors))
         phases["collectors"] += time.perf_counter() - closing  # both ends of the window: start and stop
         if scheduler_lost(self.client):  # lost while the collectors stopped: their figures are cut short
-            return self.lost(case, repeat, {**phases, **attempt.phases}), None
+            return self.lost(opened.case, opened.repeat, {**phases, **attempt.phases})
         outcome, message = classify(attempt.error, found)
-        extra = {**extra, **found.extra, **kept.extra, **({"collector_errors": errors} if errors else {})}
+        errors = {"collector_errors": opened.errors} if opened.errors else {}
+        extra = {**opened.extra, **found.extra, **opened.kept.extra, **errors}
         runtime = attempt.phases.get("compute") if attempt.error is None else None
-        measurement = self._record(
-            case, repeat, (outcome, message), {**phases, **attempt.phases}, found, extra, runtime
+        return self._record(
+            opened.case, opened.repeat, (outcome, message), {**phases, **attempt.phases}, found, extra, runtime
         )
-        return measurement, attempt.result
 
     def lost(self, case: Case, repeat: int, phases: Mapping[str, float]) -> Measurement:
         """The measurement during which the scheduler was lost: ``cluster-lost``, nothing measured, never judged."""

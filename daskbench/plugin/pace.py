@@ -1,14 +1,24 @@
-"""How long a benchmark session takes, said before and while it runs (issue 32).
+"""How long a benchmark session takes, said before and while it runs (issues 32 and 42).
 
-Before: the measurements planned and an estimate of their time on this machine, from this store's own
-history (the newest finished runs of the same size on this kind of CPU: their seconds per measurement,
-worker restarts included), else from the documented seconds per measurement of that size scaled by the
-CPU probe (`daskbench.metrics.probe`: this machine's speed against the nominal). While: each progress
-line says how many are measured and the time left at this session's own pace so far.
+Before: the measurements planned and an estimate of their time on this machine now. The base figure is the
+median seconds a measurement took in this store's newest finished runs of the same size on this kind of CPU,
+else the documented seconds a measurement of that size; it is scaled by how much slower this machine runs now
+than when that figure was measured (`slowdown`): on a machine busier than then, by the contention (the load
+average plus the session's own workers, over the cores), else by the CPU probe (`daskbench.metrics.probe`).
+Under load 3-12 on 2 cores the probe alone read 2x where tiny sessions ran 3-7x longer: their restarts and
+short tasks are many processes competing for the cores, and they slow as the square of the contention
+(`LOAD_EXPONENT`; how far the estimates were off: docs/measured.md, measure/estimate-error).
+
+While: each progress line's time left is the measurements left at a pace that starts at the estimate and moves
+to the session's own as it measures (`time_left`), one-off input generation left out; so a slow first
+measurement (a cluster start) does not dictate the rest, and an estimate far off is soon corrected.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,8 +32,30 @@ from daskbench.text import plural
 #: measurements on this project's 2-core machine (docs/measured.md), workers forked from a preloading server:
 #: tiny 27 s and small 690 s on 2026-11-26 (741 s on 2026-11-22 with spawned workers), the probe at 22 ms.
 DOCUMENTED = {"tiny": (0.65, 0.022), "small": (16.4, 0.022)}
+#: The load average and cores the documented figures were measured at: a quiet 2-core machine.
+DOCUMENTED_LOAD, DOCUMENTED_CORES = 1.0, 2
+#: How a size's sessions slow with contention: as its square at ``tiny``, whose measurements are worker restarts
+#: and round trips between processes that each wait for a core (load 13 on 2 cores: contention 4.9x, measured
+#: 5.2x more than that; at load 6 the issue's tiny sessions ran 6.4-7.6x longer, contention 2.7x); as itself else.
+LOAD_EXPONENT = {"tiny": 2.0}
 #: How many of the newest finished runs of the same size teach the estimate (of the newest `LOOKED_AT` runs).
 HISTORY_RUNS, LOOKED_AT = 3, 20
+#: How many measurements' worth the estimate weighs against the session's own pace in the time left.
+PRIOR_MEASUREMENTS = 1
+#: Probes read for the header (their median): one alone wanders by 13-22% on a shared machine.
+PROBES = 3
+#: The keys of a run's host record that say how fast the machine was when its session planned.
+LOAD_KEY, PROBE_KEY = "load_1m", "probe_s"
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """How fast this machine runs a session at one moment: the CPU probe's seconds, the 1-minute load
+    average and the cores (None where not known: a figure measured before they were recorded)."""
+
+    probe_s: float | None
+    load: float | None
+    cores: int | None
 
 
 @dataclass(frozen=True)
@@ -34,6 +66,64 @@ class Estimate:
     basis: str
 
 
+def current() -> Conditions:
+    """This machine now: the median of `PROBES` CPU probes, the 1-minute load average, the logical cores."""
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:  # no load average on this platform: the probe alone scales the estimate
+        load = None
+    return Conditions(statistics.median(probe_seconds() for _ in range(PROBES)), load, os.cpu_count())
+
+
+def recorded(now: Conditions) -> dict[str, float]:
+    """What a run's host record keeps of ``now``, so later estimates can scale from it."""
+    found = {LOAD_KEY: now.load, PROBE_KEY: now.probe_s}
+    return {key: round(value, 4) for key, value in found.items() if value is not None}
+
+
+def contention(load: float, cores: int, demand: float) -> float:
+    """How many times over its cores the machine is asked to run: (the load average + the session's own busy
+    processes) / cores, at least 1 (below that every process has a core)."""
+    return max(1.0, (load + demand) / max(cores, 1))
+
+
+def slowdown(now: Conditions, then: Conditions, demand: float, exponent: float = 1.0) -> tuple[float, str]:
+    """How many times longer a measurement takes now than under ``then``, and why (for the header). On a
+    machine busier than then, the contention's ratio to the ``exponent`` (`LOAD_EXPONENT`): the load average is
+    a minute's sustained state, where the probe's 90 ms reading on a loaded machine says less, noisier.
+    Otherwise the CPU probe's ratio: a slower or faster core. A reading either side lacks counts as no change."""
+    if now.load is not None and then.load is not None and now.cores and then.cores:
+        busier = contention(now.load, now.cores, demand) / contention(then.load, then.cores, demand)
+        if busier > 1:
+            power = f", {'squared' if exponent == 2 else f'to the power {exponent:g}'}" if exponent != 1 else ""
+            return (
+                busier**exponent,
+                f"for load {now.load:.1f} on {plural(now.cores, 'core')} (was {then.load:.1f}{power})",
+            )
+    if not now.probe_s or not then.probe_s:
+        return 1.0, "(this machine's speed unknown)"
+    return now.probe_s / then.probe_s, f"by CPU probe {1000 * now.probe_s:.0f} ms (was {1000 * then.probe_s:.0f})"
+
+
+def estimate(
+    db: str, size: str, cpu_model: str, now: Conditions, demand: float, documented: bool = True
+) -> Estimate | None:
+    """From the store's history of this size on this CPU model, else the documented figure (the bundled suite's:
+    not for a suite of its own, ``documented=False``); either scaled to this machine ``now`` (`slowdown`,
+    ``demand``: the cores the session's largest cluster keeps busy). None for a size with neither (the
+    progress lines still say the time left)."""
+    found = _from_history(db, size, cpu_model)
+    if found is not None:
+        seconds, then, basis = found
+    elif documented and size in DOCUMENTED:
+        seconds, then = DOCUMENTED[size][0], Conditions(DOCUMENTED[size][1], DOCUMENTED_LOAD, DOCUMENTED_CORES)
+        basis = f"{seconds:g} s a measurement at {size} as documented"
+    else:
+        return None
+    factor, why = slowdown(now, then, demand, LOAD_EXPONENT.get(size, 1.0))
+    return Estimate(seconds * factor, f"{basis}, x{factor:.1f} {why}")
+
+
 def clock(seconds: float) -> str:
     """``45 s``, ``12 min``, ``2 h 05 min``: a time to plan with, not to the second."""
     if seconds < 90:
@@ -42,22 +132,9 @@ def clock(seconds: float) -> str:
     return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def estimate(db: str, size: str, cpu_model: str) -> Estimate | None:
-    """From the store's history of this size on this CPU model, else the documented figure scaled by the
-    probe; None for a size with neither (the progress lines still say the time left)."""
-    found = _from_history(db, size, cpu_model)
-    if found is not None:
-        return found
-    documented = DOCUMENTED.get(size)
-    if documented is None:
-        return None
-    seconds, probe_then = documented
-    scale = probe_seconds() / probe_then  # this machine's speed now against the documenting machine's then
-    return Estimate(seconds * scale, f"{seconds:g} s a measurement at {size} as documented, x{scale:.1f} by CPU probe")
-
-
-def _from_history(db: str, size: str, cpu_model: str) -> Estimate | None:
-    """Seconds per measurement of the newest finished runs of ``size`` on ``cpu_model`` (their median)."""
+def _from_history(db: str, size: str, cpu_model: str) -> tuple[float, Conditions, str] | None:
+    """Seconds per measurement of the newest finished runs of ``size`` on ``cpu_model`` (their median), the
+    conditions they ran under (the medians of what their host records say), and the header's words for it."""
     try:
         store = Store(db, create=False)
         runs = [
@@ -66,20 +143,32 @@ def _from_history(db: str, size: str, cpu_model: str) -> Estimate | None:
             if run.ended_at and not runstatus.made_side_by_side(run) and run.host.get("cpu_model") == cpu_model
         ]
         finished = runstatus.statuses(store, runs)
-        each = []
+        each: list[tuple[float, Run]] = []
         for run in (run for run in runs if finished[run.run_id] == runstatus.FINISHED):
             seconds = _seconds_each(store, run, size)
             if seconds is not None:
-                each.append(seconds)
+                each.append((seconds, run))
             if len(each) == HISTORY_RUNS:
                 break
     except DaskbenchError:  # no store yet (the first run), or one this session will report on itself
         return None
     if not each:
         return None
-    middle = sorted(each)[len(each) // 2]
+    middle = statistics.median_high([seconds for seconds, _ in each])
     shown = f"{middle:.1f}" if middle < 10 else f"{middle:.0f}"
-    return Estimate(middle, f"{shown} s a measurement in the last {plural(len(each), 'run')} of {size} here")
+    basis = f"{shown} s a measurement in the last {plural(len(each), 'run')} of {size} here"
+    return middle, _conditions_of([run for _, run in each]), basis
+
+
+def _conditions_of(runs: list[Run]) -> Conditions:
+    """The median load and probe the runs' host records kept (None when none kept one), and their cores."""
+
+    def median(key: str) -> float | None:
+        values = [float(value) for run in runs if isinstance(value := run.host.get(key), (int, float))]
+        return statistics.median(values) if values else None
+
+    cores = runs[0].host.get("cores")
+    return Conditions(median(PROBE_KEY), median(LOAD_KEY), cores if isinstance(cores, int) else None)
 
 
 def _seconds_each(store: Store, run: Run, size: str) -> float | None:
@@ -103,8 +192,21 @@ def plan_line(planned: int, found: Estimate | None) -> str:
     return f"daskbench: {plural(planned, 'measurement')} planned, about {total} here ({found.basis})"
 
 
-def pace(done: int, planned: int, elapsed: float) -> str:
-    """``3/42 measured, about 7 min left`` at the pace of this session so far."""
-    planned = max(planned, done)
-    left = f", about {clock(elapsed / done * (planned - done))} left" if done and planned > done else ""
-    return f"{done}/{planned} measured{left}"
+def time_left(done: int, planned: int, elapsed: float, each: float | None) -> float | None:
+    """Seconds the rest of the session takes: the measurements left, each at a pace that starts at the
+    estimate ``each`` and moves to this session's own (``elapsed`` over ``done``) as it measures: their
+    geometric mean weighted `PRIOR_MEASUREMENTS` to ``done``, so an estimate 10x off is 3.2x off after one
+    measurement and 1.3x after nine. Without an estimate, the session's own pace alone (None before the first)."""
+    left = max(planned, done) - done
+    own = elapsed / done if done and elapsed > 0 else None
+    if own is None or not each:
+        alone = own if own is not None else each
+        return alone * left if alone else None
+    weight = PRIOR_MEASUREMENTS / (PRIOR_MEASUREMENTS + done)
+    return math.exp(weight * math.log(each) + (1 - weight) * math.log(own)) * left
+
+
+def pace(done: int, planned: int, elapsed: float, each: float | None = None) -> str:
+    """``3/42 measured, about 7 min left`` (`time_left`)."""
+    left = time_left(done, planned, elapsed, each) if done < planned else None
+    return f"{done}/{max(planned, done)} measured" + (f", about {clock(left)} left" if left is not None else "")

@@ -65,6 +65,14 @@ class DaskbenchSession:
     #: (``time.monotonic``): each progress line counts against it (`pace.pace`).
     planned: int = 0
     plan_started: float = 0.0
+    #: The header's estimate of one measurement's seconds here (`pace.estimate`), None without one; and the
+    #: seconds spent on one-off work (input generation in ``measure.prepare``), left out of the pace so far.
+    estimate_each: float | None = None
+    one_off_seconds: float = 0.0
+    #: Lockstep cases the ``daskbench ab`` controller ended: a whole test's later rounds skip without asking.
+    turns_over: set[str] = field(default_factory=set)
+    #: What the header read of this machine's speed (``load_1m``, ``probe_s``), recorded with the run's host.
+    conditions: dict[str, float] = field(default_factory=dict)
     #: The swept Dask config set on this client while the open cluster's cases run.
     _client_config: Any = None
     #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
@@ -186,7 +194,7 @@ class DaskbenchSession:
                 git_sha=provenance.git_sha(),
                 ci_url=provenance.ci_url(),
                 versions=provenance.versions(self.settings.record_versions or ()),
-                host=provenance.host(),
+                host={**provenance.host(), **self.conditions},  # what the header read: load, probe
                 dask_config=provenance.dask_config(),
                 tags=self.selection,
             )

@@ -7,16 +7,18 @@ one cluster spec and starts each cluster once; the test ids name the swept axes.
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterable, Mapping
 
 import pytest
 
 from daskbench import config as cfg
 from daskbench import provenance
 from daskbench.clusters import machine_share
-from daskbench.lockstep.turns import case_key
+from daskbench.lockstep import turns
 from daskbench.model import ClusterSpec
-from daskbench.plugin import pace
+from daskbench.plugin import pace, taking
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.redact import redact_url
 from daskbench.text import (
@@ -85,9 +87,29 @@ def parametrize(metafunc: pytest.Metafunc, session: DaskbenchSession) -> None:
     specs = session.requested_specs()
     ids = [spec_id(spec, session.settings) for spec in specs]
     metafunc.parametrize("daskbench_cluster_spec", specs, ids=ids, indirect=True, scope="session")
-    if session.settings.interleave and session.settings.repeat > 1 and "daskbench_repeat" in metafunc.fixturenames:
-        repeats = list(range(session.settings.repeat))
+    repeats = list(range(items_per_case(metafunc.fixturenames, session.settings)))
+    if len(repeats) > 1 and "daskbench_repeat" in metafunc.fixturenames:
         metafunc.parametrize("daskbench_repeat", repeats, ids=[f"r{r}" for r in repeats], indirect=True)
+
+
+def items_per_case(fixturenames: Iterable[str], s: cfg.Settings) -> int:
+    """How many test items one case of a test is: a test measured as a whole, one per repeat (in a lockstep
+    ``daskbench ab`` session, one per round the controller may ask for: `lockstep_rounds`); a ``measure``
+    test one per repeat with ``--interleave``, else one (``measure`` repeats inside it)."""
+    if taking.is_whole_test(fixturenames, s.client_fixtures):
+        return lockstep_rounds() or s.repeat
+    return s.repeat if s.interleave else 1
+
+
+def lockstep_rounds(environ: Mapping[str, str] = os.environ) -> int | None:
+    """The most rounds the ``daskbench ab`` controller of this session may ask of a case; None outside one."""
+    rounds = environ.get(turns.ENV_MAX_ROUNDS, "") if environ.get(turns.ENV_CONTROL) else ""
+    return int(rounds) if rounds.isdigit() else None
+
+
+def measurements_of(item: pytest.Item, s: cfg.Settings) -> int:
+    """How many measurements a selected test item makes: its repeats, unless each is an item of its own."""
+    return 1 if items_per_case(getattr(item, "fixturenames", ()), s) > 1 else s.repeat
 
 
 def header_lines(session: DaskbenchSession, fixed_size: bool) -> list[str]:
@@ -125,9 +147,16 @@ def plan_lines(session: DaskbenchSession, measuring: list[pytest.Item]) -> list[
     if not measuring:
         return []
     s = session.settings
-    session.planned = len(measuring) * (1 if s.interleave and s.repeat > 1 else s.repeat)
+    session.planned = sum(measurements_of(item, s) for item in measuring)
     session.plan_started = time.monotonic()
-    found = pace.estimate(s.db, s.size, str(provenance.host().get("cpu_model", "")))
+    now = pace.current()
+    session.conditions = pace.recorded(now)
+    demand = max(s.workers) * max(s.threads_per_worker) if session.backend == "local" else 0
+    documented = not all(  # the documented figures are the bundled suite's, not a whole-test suite's
+        taking.is_whole_test(getattr(item, "fixturenames", ()), s.client_fixtures) for item in measuring
+    )
+    found = pace.estimate(s.db, s.size, str(provenance.host().get("cpu_model", "")), now, demand, documented)
+    session.estimate_each = found.seconds_each if found is not None else None
     return wrap_line(terminal_safe(pace.plan_line(session.planned, found)))
 
 
@@ -141,4 +170,4 @@ def case_key_of(item: pytest.Item, session: DaskbenchSession) -> str:
     specs = session.requested_specs()
     index = specs.index(spec) if spec in specs else 0
     test = getattr(item, "originalname", item.name)
-    return case_key(item.path.name, test, params, index)
+    return turns.case_key(item.path.name, test, params, index)
