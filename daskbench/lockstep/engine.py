@@ -32,7 +32,7 @@ from typing import Any
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import repeat, sequential
+from daskbench.judge import repeat, sequential, suite
 from daskbench.judge.repeat import Judged
 from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
@@ -263,6 +263,10 @@ class Lockstep:
                 self.say(f"ab: {plural(len(alone), 'case')} only side {name} has, not measured: {first_few(alone, 2)}")
         if not common:
             raise DaskbenchError("sides A and B have no benchmark in common; check the arguments after --")
+        family = self.question.family
+        if family.alpha is not None:  # false alarms counted over every case both sides have, in every metric judged
+            counted = suite.family_size(len(common), suite.metrics_judged(self.question.metric))
+            self.question = replace(self.question, family=family.at_least(counted))
         chosen = common if self.part.only is None else [key for key in common if key in set(self.part.only)]
         for link in links.values():
             link.send({"plan": chosen})

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
-from daskbench.judge.sequential import Question
+from daskbench.judge.sequential import ALPHA, Question
 from daskbench.lockstep import turns
 from daskbench.lockstep.cost import RoundCost
 from daskbench.lockstep.engine import CaseResult, Lockstep, Part, pytest_command
@@ -123,6 +123,7 @@ def run_parts(
         runner = start(part)
         for result in runner.run():
             spent.results[result.key] = result
+        question = runner.question  # its family counts the cases the sessions found (`Lockstep._plan`)
         spent.parts += 1
         spent.startup += runner.startup
         spent.wall = time.monotonic() - began
@@ -176,7 +177,12 @@ def _open_case(result: CaseResult, question: Question) -> OpenCase:
     fresh = result.repeating and result.plan_rounds == 0
     logs = log_ratios(result, 0 if fresh else None)
     done = 0 if fresh else None
-    return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done)
+    alpha = ALPHA
+    if result.repeating:
+        alpha = question.family.repeat_alpha()
+    elif result.judged is not None and result.judged.confirming:
+        alpha = question.family.alone_alpha()
+    return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done, alpha)
 
 
 def run_group(
@@ -204,7 +210,14 @@ def run_group(
     def start(part: Part) -> Lockstep:
         number = first_part + part.number
         shared = turns.session_env(
-            group, number, question.max_rounds, question.metric, question.boundary, question.repeat_within
+            group,
+            number,
+            question.max_rounds,
+            question.metric,
+            question.boundary,
+            question.repeat_within,
+            question.family.alpha,
+            question.family.verdicts,
         )
 
         def command(side: Side) -> list[str]:
