@@ -10,11 +10,25 @@ import numpy as np
 import pytest
 
 from daskbench.errors import DaskbenchError
-from daskbench.judge.suite import SUITE_ALPHA
+from daskbench.judge.sequential import Question
+from daskbench.judge.suite import SUITE_ALPHA, Family, metrics_judged
+from daskbench.lockstep.engine import Lockstep
+from daskbench.lockstep.sessions import Side
 from daskbench.model import Case
 from daskbench.shards import merge
 from daskbench.shards.history import case_history, history_seconds
-from daskbench.shards.plan import Past, Shard, ShardPlan, case_name, expected_seconds, measured_name, parse_shard, plan
+from daskbench.shards.plan import (
+    Past,
+    Selector,
+    Shard,
+    ShardPlan,
+    case_name,
+    expected_seconds,
+    key_name,
+    measured_name,
+    parse_shard,
+    plan,
+)
 from daskbench.store import Store, exchange
 from tests.helpers import add_lockstep_group, lockstep_test, make_case
 
@@ -205,3 +219,53 @@ def test_the_history_of_a_store_gives_each_case_its_rounds_and_seconds(tmp_path:
     name = _names(CASES)[0]
     assert sorted(past.rounds for past in case_history(store)[name]) == [5, 8]
     assert history_seconds(store)[name] == pytest.approx(3.0 * 6.5)  # 3 s a round (both sides) x median 6.5 rounds
+
+
+# -- a shard's cases in a lockstep comparison -------------------------------------------------------
+
+KEYS = [f"bench_{i:02d}.py::test_case[n={i}]#0" for i in range(6)]
+SHOWN = {key: f"test_case[{i}]" for i, key in enumerate(KEYS)}
+
+
+def test_a_selector_picks_its_shards_cases_by_the_names_sessions_and_measurements_share() -> None:
+    """Every runner plans the same split from the same cases; together the shards pick every case once."""
+    picked = []
+    for number in (1, 2, 3):
+        selector = Selector(Shard(number, 3))
+        picked += selector(KEYS, SHOWN)
+        assert selector.used == plan([key_name(key, SHOWN) for key in KEYS], 3)
+    assert sorted(picked) == sorted(KEYS)
+    assert (
+        key_name(KEYS[0], SHOWN) == "bench_00.py::test_case[0]"
+        and key_name(KEYS[0], {}) == "bench_00.py::test_case[n=0]#0"
+    )
+
+
+def test_a_given_plan_that_misses_a_case_of_the_suite_is_one_line() -> None:
+    given = plan([key_name(key, SHOWN) for key in KEYS[:5]], 2)
+    assert Selector(Shard(1, 2), given)(KEYS[:5], SHOWN) == [
+        k for k in KEYS[:5] if key_name(k, SHOWN) in given.shards[0]
+    ]
+    with pytest.raises(
+        DaskbenchError, match=r"names no shard for 1 case of this suite \(bench_05.py::test_case\[5\]\)"
+    ):
+        Selector(Shard(1, 2), given)(KEYS, SHOWN)
+
+
+def test_a_lockstep_comparison_measures_its_shards_cases_and_counts_false_alarms_over_the_suite(tmp_path: Path) -> None:
+    lockstep = Lockstep(
+        {name: Side(name) for name in "AB"},
+        command=lambda side: [],
+        environment=lambda side: {},
+        question=Question(1.1, 30, family=Family(alpha=SUITE_ALPHA)),
+        max_seconds=60.0,
+        log_dir=tmp_path,
+        say=lambda line: None,
+        pick=Selector(Shard(2, 3)),
+        names=dict(SHOWN),
+    )
+    chosen = lockstep._chosen(list(KEYS))
+    assert chosen == [
+        key for key in KEYS if key_name(key, SHOWN) in plan([key_name(k, SHOWN) for k in KEYS], 3).shards[1]
+    ]
+    assert 0 < len(chosen) < len(KEYS) and lockstep.question.family.verdicts == len(KEYS) * metrics_judged()

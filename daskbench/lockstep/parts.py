@@ -199,12 +199,13 @@ def run_group(
     wrap: Callable[[Side, list[str]], list[str]] | None = None,
     first_part: int = 0,
     exact: bool = False,
+    pick: Callable[[Sequence[str], Mapping[str, str]], Sequence[str]] | None = None,
 ) -> Spent:
     """A lockstep group of two interpreters (``ab``, ``bisect``, ``confirm``, ``pr``), in parts as
     `run_parts` decides: part ``n`` (counted from ``first_part``: a continued group adds parts) has the
     sessions labelled ``GROUP-An`` / ``GROUP-Bn``, in ``environ`` (default this process's) with each side's
     own variables and the turn variables, each command passed through ``wrap`` when given (e.g. to start it
-    in another folder); a line per round."""
+    in another folder); a line per round. ``pick``: which of the common cases to measure (a shard's)."""
     base = dict(os.environ if environ is None else environ)
 
     def start(part: Part) -> Lockstep:
@@ -234,6 +235,7 @@ def run_group(
             say=say,
             exact=exact,
             part=part,
+            pick=pick,
         )
 
     return run_parts(start, question, budget, say, max_seconds)

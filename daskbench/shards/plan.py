@@ -28,7 +28,7 @@ import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from daskbench.errors import DaskbenchError
@@ -195,3 +195,36 @@ def _cuts(times: Sequence[float], count: int) -> list[int]:
             start = min(max(start, cuts[-1] + 1), len(times) - (count - k))
         cuts.append(max(start, cuts[-1]))
     return [*cuts, len(times)]
+
+
+def key_name(key: str, names: Mapping[str, str]) -> str:
+    """The `case_name` of a lockstep case key (``bench.py::test_sum[...]#0``, `daskbench.lockstep.turns.case_key`),
+    given what side A calls each case (its pytest name); the key's test part when it calls it nothing."""
+    file, _, rest = key.partition("::")
+    return case_name(file, names.get(key) or rest)
+
+
+@dataclass
+class Selector:
+    """The cases of ``shard`` among those both sides of a lockstep comparison have (`daskbench.lockstep.engine`'s
+    ``pick``): by the ``given`` plan, else by a plan made here from the cases' names (and ``seconds`` of history:
+    every runner makes the same one from the same input); ``used`` is the plan it used, to tag the runs with."""
+
+    shard: Shard
+    given: ShardPlan | None = None
+    seconds: Mapping[str, float] | None = None
+    used: ShardPlan | None = field(default=None, init=False)
+
+    def __call__(self, keys: Sequence[str], names: Mapping[str, str]) -> list[str]:
+        named = {key: key_name(key, names) for key in keys}
+        split = self.given or plan(list(named.values()), self.shard.count, self.seconds)
+        unknown = sorted(name for name in named.values() if split.shard_of(name) is None)
+        if unknown:
+            raise DaskbenchError(
+                f"the shard plan names no shard for {plural(len(unknown), 'case')} of this suite "
+                f"({', '.join(unknown[:2])}{', ...' if len(unknown) > 2 else ''}): it was made for another suite; "
+                "make it again from this one"
+            )
+        self.used = split
+        mine = set(split.of(self.shard))
+        return [key for key, name in named.items() if name in mine]
