@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.errors import DaskbenchError
-from daskbench.judge import confirmed, sequential, stats
+from daskbench.judge import confirmed, sequential, stats, suite
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
@@ -168,7 +168,8 @@ class Runner:
         floor = self.floors.get(self.metric, stats.default_floor(self.metric))
         lows = [v.ci_low for v in plan.suspects if v.metric == self.metric and v.ci_low is not None]
         boundary = sequential.boundary_between(min(lows), floor) if lows else None
-        return sequential.Question(floor, self.max_rounds, boundary, self.metric)
+        family = suite.Family(alpha=suite.SUITE_ALPHA)  # the suspects' false alarms counted together
+        return sequential.Question(floor, self.max_rounds, boundary, self.metric, family=family)
 
     def run(self, plan: ConfirmPlan, group: str, good_python: str, tonight_python: str) -> Spent:
         """Side A the good environment, side B tonight's, the suspect workloads only (``-k``)."""

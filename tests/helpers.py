@@ -6,7 +6,8 @@ helpers from this module and never from one another or from conftest.py
 
 - records: ``HOST``, ``make_run``, ``make_case``, ``make_measurement`` (records, not yet
   stored) and ``add_run``, ``add_results`` (runs with readable ids and their repeats,
-  written into a store); ``advise_config`` and ``ADVISE_RUN`` (one measured configuration
+  written into a store), ``add_lockstep_group`` (a lockstep A/B group's parts, as its sessions store them;
+  ``lockstep_test`` the test it names); ``advise_config`` and ``ADVISE_RUN`` (one measured configuration
   for ``daskbench advise``);
 - processes: ``run_pytest`` (pytest with the daskbench plugin in a fresh process),
   ``daskbench_cli`` (the CLI in a fresh process, or in this one given ``capsys``),
@@ -137,6 +138,44 @@ def add_results(
                 peak_memory_bytes=int(GIB * (1 + wiggle)) if ok else None,
             )
         )
+
+
+def add_lockstep_group(
+    store: Store,
+    group: str,
+    ratios: list[tuple[Case, list[list[float]]]],
+    *,
+    first: int = 0,
+    tags: dict[str, str] | None = None,
+    suite: bool = True,
+) -> list[Run]:
+    """A lockstep A/B group as its sessions store it: part ``p`` is runs ``GROUP-A{p+1}``/``GROUP-B{p+1}`` (run
+    indexes from ``first``), round ``r`` of case ``c`` in it a repeat of 1 s on side A and ``parts[p][r]`` s on
+    side B (``ratios``: pairs of ``c`` and its ``parts``) (its memory the same on both sides). ``suite``: measured with false alarms counted per suite (tag
+    ``ab_suite_alpha``), as ``ab``, ``pr`` and ``confirm`` measure; each measurement names its test
+    (`lockstep_test`) and its phases (0.5 s restart, its compute). Returns the runs, A before B in each part."""
+    parts = max(len(per_part) for _, per_part in ratios)
+    shared = {"ab_group": group, "ab_mode": "lockstep", "ab_max_rounds": "30", "ab_repeat_within": "1.2",
+              **({"ab_suite_alpha": "0.1", "ab_family": "1"} if suite else {}), **(tags or {})}  # fmt: skip
+    runs = []
+    for number in range(parts):
+        for offset, side in enumerate("AB"):
+            run_tags = {**shared, "ab_side": side, "ab_round": str(number)}
+            run = add_run(store, first + 2 * number + offset, label=f"{group}-{side}{number + 1}", tags=run_tags)
+            runs.append(run)
+            for case, per_part in ratios:
+                store.add_case(case)
+                for repeat, ratio in enumerate(per_part[number] if number < len(per_part) else []):
+                    runtime = 1.0 if side == "A" else ratio
+                    phases, test = {"restart": 0.5, "compute": runtime}, {"test": lockstep_test(case)}
+                    store.add_measurement(make_measurement(run, case, repeat, runtime_s=runtime, cost_usd=runtime / 1000,
+                                                           phases=phases, extra=test))  # fmt: skip
+    return runs
+
+
+def lockstep_test(case: Case) -> str:
+    """The pytest node id `add_lockstep_group` records for a case: ``benchmarks/bench.py::test_<workload>``."""
+    return f"benchmarks/bench.py::test_{case.workload}"
 
 
 #: The sweep ``advise_config``'s measurements belong to.

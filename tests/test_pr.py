@@ -275,12 +275,12 @@ def test_bad_input_is_one_line_before_anything_is_built(
     assert not cache.exists()
 
 
-def test_an_inconclusive_comparison_is_a_success_status_that_says_so() -> None:
-    """Commit statuses have no neutral: inconclusive is success, its description starting "inconclusive:"."""
+def test_an_inconclusive_comparison_is_a_pending_status_that_says_undecided() -> None:
+    """Commit statuses have no neutral: undecided is pending (never success), its description "undecided:"."""
     undecided = Verdict("fp", "w", {}, "runtime_s", "inconclusive", 1.05, 0.9, 1.2, 1.1, (1.0,) * 6, (1.05,) * 6)
     outcome = pr.Outcome.of_verdicts((undecided,))
     state, description = pr.status_of(outcome)
-    assert (outcome.state, state) == ("inconclusive", "success") and description.startswith("inconclusive:")
+    assert (outcome.state, state) == ("inconclusive", "pending") and description.startswith("undecided:")
 
 
 def test_hostile_case_names_and_refs_keep_the_table_whole_and_inert(tmp_path: Path) -> None:

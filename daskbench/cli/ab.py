@@ -11,9 +11,10 @@ A side's interpreter is this one, ``--X-python PATH``, or (``--X-from RUN``) the
 from that run's recorded versions (`daskbench.envs`, as ``daskbench env RUN``), named in the header.
 
 Arguments after ``--`` go to each ``pytest -m benchmark`` session (e.g. ``-- -k ocean --size
-tiny``). Exit codes like ``compare``: 0 nothing regressed, 1 B regressed or newly fails, 2 could
-not run, 130 interrupted: the finished rounds are kept (judge them with ``daskbench compare --group
-GROUP``, or continue with ``daskbench ab --group GROUP``).
+tiny``). Exit codes: 0 every case decided and nothing regressed, 1 B regressed or newly fails, 2 could
+not run, 3 some case undecided (or nothing measured), 130 interrupted: the finished rounds are kept (judge them
+with ``daskbench compare --group GROUP``, or continue with ``daskbench ab --group GROUP``). False alarms are
+counted per suite (`daskbench.judge.suite`): the table's note says the suite-level rate.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from daskbench import envs
+from daskbench.cli.app import EXIT_UNDECIDED, verdicts_exit
 from daskbench.cli.common_args import (
     add_round_options,
     budget_seconds,
@@ -40,6 +43,7 @@ from daskbench.judge import stats
 from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
+from daskbench.judge.suite import SUITE_ALPHA, Family
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import (
     GroupRunner,
@@ -51,9 +55,9 @@ from daskbench.lockstep.sessions import (
     pytest_arguments,
     side_tags,
 )
-from daskbench.model import Run
+from daskbench.model import Run, Verdict
 from daskbench.store import Store
-from daskbench.text import say
+from daskbench.text import plural, say
 
 #: ``ab``'s texts (add_parser's keywords).
 TEXTS = {
@@ -64,7 +68,8 @@ TEXTS = {
     "session per side alive and alternates measurement by measurement; sessions mode alternates whole "
     "pytest sessions (for a running scheduler, which both sides cannot use at once).",
     "epilog": "example: daskbench ab --b-python ../new/.venv/bin/python -- -k array --size tiny; "
-    "exit codes: 0 nothing regressed, 1 B regressed or newly fails, 2 could not run, 130 interrupted",
+    "exit codes: 0 every case decided, nothing regressed, 1 B regressed or newly fails, 2 could not run, "
+    "3 some case undecided, 130 interrupted",
 }
 #: The help of each side's flags; ``{side}`` is A or B.
 SIDE_HELP = {
@@ -137,7 +142,19 @@ def cmd_ab(args: argparse.Namespace) -> int:
     chosen = Selection(ab_group=group, floors=limits)
     for line in spent.lines() if spent is not None else ():
         say(line)
-    return print_comparison(compare(store, chosen), args.format, {"ab_group": group, "ab_mode": mode})
+    comparison = compare(store, chosen)
+    print_comparison(comparison, args.format, {"ab_group": group, "ab_mode": mode})
+    return _undecided(comparison.verdicts, group)
+
+
+def _undecided(verdicts: Sequence[Verdict], group: str) -> int:
+    """Exit 3, said in one line, when some case has no verdict yet (or nothing was measured); else 0."""
+    code = verdicts_exit(verdicts)
+    if code == EXIT_UNDECIDED:
+        open_ = len({v.fingerprint for v in verdicts if v.verdict == "inconclusive"})
+        said = f"{plural(open_, 'case')} undecided" if open_ else "nothing measured on both sides"
+        say(f"ab: {said} (exit 3): more rounds (daskbench ab --group {group}, --max-rounds, --budget) decide them")
+    return code
 
 
 def resolve_sides(args: argparse.Namespace, store: Store | None) -> dict[str, Side]:
@@ -216,7 +233,11 @@ def _lockstep(
     floor = floors.get(metric, stats.default_floor(metric))
     exact = args.rounds is not None  # --rounds N: N rounds, as asked, pooled (a change is not repeated)
     question = Question(
-        floor, args.rounds or args.max_rounds, metric=metric, repeat_within=None if exact else REPEAT_WITHIN
+        floor,
+        args.rounds or args.max_rounds,
+        metric=metric,
+        repeat_within=None if exact else REPEAT_WITHIN,
+        family=Family(alpha=SUITE_ALPHA),  # false alarms counted over the suite (its cases found in the sessions)
     )
     budget = budget_seconds(args) if args.rounds is None else None
     within = f"; budget {budget / 60:g} min for all cases" if budget is not None else ""

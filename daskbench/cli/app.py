@@ -11,11 +11,14 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from daskbench import config
 from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.text import say, terminal_safe
+
+if TYPE_CHECKING:
+    from daskbench.model import Verdict
 
 #: Exit codes, one meaning each (`daskbench --help` lists them, as the package's docstring does).
 EXIT_OK = 0
@@ -23,14 +26,24 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 #: The command could not run: bad input, a missing baseline or run, an unusable store, a failed build.
 EXIT_ERROR = 2
-#: Measured, but not decided: a bisection step still inconclusive at --rounds-cap (--group continues it).
+#: Measured, but not decided: some case undecided or not measured (ab, pr, confirm), a bisection step still
+#: inconclusive at --rounds-cap (--group continues it); a comparison that measured nothing is never "ok".
 EXIT_UNDECIDED = 3
 #: Interrupted (Ctrl-C); what was finished is kept.
 EXIT_INTERRUPTED = 130
 EXIT_CODES = (
     "exit codes: 0 ok (nothing regressed), 1 a regression found, confirmed or bisected, 2 could not run (bad "
-    "input, missing baseline, unusable store), 3 undecided (a bisection step inconclusive), 130 interrupted"
+    "input, missing baseline, unusable store), 3 undecided (some case without a verdict, or nothing measured), "
+    "130 interrupted"
 )
+
+
+def verdicts_exit(verdicts: Sequence[Verdict], not_measured: int = 0) -> int:
+    """The exit code of a side-by-side comparison's verdicts (`daskbench.judge.suite.state`): 1 a regression,
+    3 some case undecided or not measured (or none measured at all), 0 every case decided and none regressed."""
+    from daskbench.judge.suite import state
+
+    return {"regressed": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}.get(state(verdicts, not_measured), EXIT_OK)
 
 
 class Parser(argparse.ArgumentParser):

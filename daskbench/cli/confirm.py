@@ -6,17 +6,20 @@ last good run, rebuilds its versions of the packages that differ as an overlay o
 (`daskbench.confirm`), and runs the suspect workloads side by side until each is decided. Run it with
 the interpreter the candidate ran in (``python -m daskbench confirm``): that is side B. Exit codes: 0
 nothing confirmed (or nothing suspect), 1 a regression confirmed side by side, 2 could not run, which
-includes "no other environment can be rebuilt" (then a re-run of the same environment is the fallback).
+includes "no other environment can be rebuilt" (then a re-run of the same environment is the fallback), 3 a
+suspect undecided side by side (neither confirmed nor cleared). The suspects' false alarms are counted
+together (`daskbench.judge.suite`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from daskbench import alerts, confirm
-from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, verdicts_exit
 from daskbench.cli.common_args import (
     add_round_options,
     add_selection_options,
@@ -31,6 +34,7 @@ from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.lockstep.sessions import new_group_name, pytest_arguments
+from daskbench.model import Verdict
 from daskbench.text import plural, say
 
 #: ``confirm``'s texts (add_parser's keywords).
@@ -43,8 +47,8 @@ TEXTS = {
     "case is decided. The group's runs are tagged confirm_of=RUN; daskbench alert --group GROUP "
     "alerts only what it confirms. Run it with the interpreter the run was made in.",
     "epilog": "example: python -m daskbench confirm --history 20 --group confirm-tonight -- --size tiny; "
-    "exit codes: 0 nothing confirmed, 1 a regression confirmed, 2 could not run (no environment to "
-    "rebuild: the good run recorded the same versions, a build failed, bad input)",
+    "exit codes: 0 nothing confirmed, 1 a regression confirmed, 3 a suspect undecided, 2 could not run (no "
+    "environment to rebuild: the good run recorded the same versions, a build failed, bad input)",
 }
 
 
@@ -80,7 +84,16 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     held = judged.regressions
     said = f"{len(held)} of {plural(len(plan.suspects), 'regression')}"
     print_wrapped(f"confirmed side by side: {said} (daskbench compare --group {group})")
-    return EXIT_REGRESSION if held else EXIT_OK
+    return EXIT_REGRESSION if held else _exit(judged.verdicts, plan.suspects)
+
+
+def _exit(verdicts: Sequence[Verdict], suspects: Sequence[Verdict]) -> int:
+    """1 a regression confirmed; 3 a suspect still undecided side by side (or not measured); 0 none held."""
+    asked = {(v.fingerprint, v.metric) for v in suspects}
+    code = verdicts_exit([v for v in verdicts if (v.fingerprint, v.metric) in asked])
+    if code == EXIT_UNDECIDED:
+        print_wrapped("confirm: a suspect is undecided side by side (exit 3): neither confirmed nor cleared")
+    return code
 
 
 def _line(verdict: Any, confirmation: alerts.Confirmation) -> str:

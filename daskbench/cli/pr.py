@@ -7,7 +7,9 @@ different dependencies), runs one lockstep A/B group (base is side A, head side
 B), and prints the verdict table as Markdown (stdout; progress on stderr). With ``--github OWNER/REPO --pr N``
 and ``GITHUB_TOKEN`` it creates, or edits, one comment on the pull request and sets a commit status on the
 head; without a token (a pull request from a fork) the table goes to the job summary only, as said.
-Exit codes: 0 no regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted.
+Exit codes: 0 every case decided and none regressed (or base and head are one commit), 1 head regressed, 2
+could not run, 3 some case undecided or nothing measured (the status is then pending, not success), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs, pr
-from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION
+from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from daskbench.cli.common_args import (
     add_old_spellings,
     add_round_options,
@@ -34,8 +36,11 @@ from daskbench.cli.values import whole_number
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
+from daskbench.judge import suite
 from daskbench.judge.compare import group_rounds
+from daskbench.lockstep.parts import Spent
 from daskbench.lockstep.sessions import pytest_arguments
+from daskbench.model import Comparison
 from daskbench.store import Store
 from daskbench.text import say
 
@@ -58,11 +63,11 @@ TEXTS = {
     "decided) and print the verdict table as Markdown: what changed first, then the unchanged counts. "
     "Each side's session runs in its own source tree (its benchmarks, its settings). With --github and "
     "--pr, one comment on the pull request is created, then edited on every later run, and the head "
-    "commit gets a status (context daskbench): failure for a regression, else success (an inconclusive "
-    "one says so in its description).",
+    "commit gets a status (context daskbench): failure for a regression, pending (not running: undecided) "
+    "when some case is undecided, else success. False alarms are counted per suite: the comment says the rate.",
     "epilog": 'example: daskbench pr main HEAD -- -k ocean --size tiny; in CI: daskbench pr "$BASE_SHA" '
     '"$HEAD_SHA" --github "$REPO" --pr "$PR" --report results/pr.html (token in GITHUB_TOKEN); exit codes: 0 '
-    "no regression (inconclusive included), 1 head regressed, 2 could not run, 130 interrupted",
+    "no regression, every case decided, 1 head regressed, 2 could not run, 3 some case undecided, 130 interrupted",
 }
 #: The help of ``pr``'s own options.
 HELP = {
@@ -153,13 +158,14 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
         _status(github, args, head, "error", why, link, quiet=True)
         raise
     pr.tag_group(store, plan, args.pr)
-    outcome = pr.Outcome.of(pr.judged(store, plan))
+    comparison = pr.judged(store, plan)
+    outcome = pr.Outcome.of(comparison)
     say(f"pr: measured in {pr.elapsed(started)}: {outcome.headline()}")
     for line in spent.lines():
         say(f"pr: {line}")
     report = None if args.no_report else _report(store, plan, args.report)
     page = pr.Page(
-        base, head, plan.group, link or report, measured=pr.measured_text(spent), dependencies=plan.dependencies
+        base, head, plan.group, link or report, measured=_measured(spent, comparison), dependencies=plan.dependencies
     )
     return _finish(args, github, head, outcome, page)
 
@@ -183,7 +189,12 @@ def _finish(
         done = pr.publish(github, args.pr, head.commit, markdown, outcome, _target(page.report))
         verb = "created" if done.created else "edited"
         say(f"pr: {verb} comment {done.comment_id} on pull request #{args.pr}; status {done.state} on {head.short}")
-    return EXIT_REGRESSION if outcome.state == "regressed" else EXIT_OK
+    return {"regressed": EXIT_REGRESSION, "inconclusive": EXIT_UNDECIDED}.get(outcome.state, EXIT_OK)
+
+
+def _measured(spent: Spent, comparison: Comparison) -> str:
+    """How the rounds went, and the suite-level rate of false alarms the verdicts keep (`suite.said`)."""
+    return "; ".join(part for part in (pr.measured_text(spent), suite.said(comparison.notes)) if part)
 
 
 def _github(args: argparse.Namespace, head: pr.Revision) -> GitHub | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daskbench.judge.sequential import classify, classify_against, looks, spending
+from daskbench.judge.sequential import ALPHA, classify, classify_against, looks, spending
 from daskbench.judge.stats import student_t_ppf
 
 #: Rounds every case gets first (the first look of the sequential rule).
@@ -37,7 +37,8 @@ DEFAULT_SPREAD = 0.10
 class OpenCase:
     """A case not decided yet: its per-round log ratios so far, what a round of it costs, how it is judged;
     ``done`` the rounds its plan has (default: its log ratios; a repeat in fresh sessions not begun has 0,
-    and is projected from the first reading's log ratios)."""
+    and is projected from the first reading's log ratios); ``alpha`` the error its plan spends (a repeat's
+    is the suite's share, `daskbench.judge.suite`)."""
 
     key: str
     log_ratios: tuple[float, ...]
@@ -46,6 +47,7 @@ class OpenCase:
     floor: float
     boundary: float | None = None  # a bisection step's boundary (`sequential.classify_against`), else the floor
     done: int | None = None
+    alpha: float = ALPHA
 
     @property
     def have(self) -> int:
@@ -74,7 +76,7 @@ def rounds_to_decide(case: OpenCase, fallback: float = DEFAULT_SPREAD) -> int | 
     would be decided; None when no look up to its most rounds would decide it."""
     mean = float(np.mean(case.log_ratios)) if case.log_ratios else 0.0
     sd = spread(case.log_ratios, fallback)
-    budget = spending(case.max_rounds)
+    budget = spending(case.max_rounds, case.alpha)
     for rounds in looks(case.max_rounds):
         if rounds <= case.have or rounds < 2:
             continue

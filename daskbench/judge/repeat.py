@@ -24,8 +24,14 @@ measured beside other suites, about 21% x 10% = 2% (simulated in tests/test_repe
 pays the repeat's rounds and one session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose interval clears `REPEAT_WITHIN` (a
 bisection's 25x, a planted 1.5x) is not repeated: no bias measured comes near it.
 
+A comparison of a whole suite counts its false alarms per suite (`daskbench.judge.suite`): the first reading
+still screens at the case's own 5%, the repeat is judged at the suite's share (`Family.repeat_alpha`), and a
+change too large to repeat counts only once its interval at `Family.alone_alpha` excludes 1 too (``confirming``:
+more rounds of the same pair of sessions; at the plan's end it is repeated instead). A comparison of one case
+is judged as before.
+
 Rounds come in parts (`parts`: each part one pair of sessions, in order). The first reading pools the
-parts up to the first part whose end decides it (a suite within a budget gives a case rounds in several
+parts up to the first part whose end decides it (or counts it, when it is confirming) (a suite within a budget gives a case rounds in several
 parts before it decides); the repeat pools every later part. Pure: numbers in, a `Judged` out.
 """
 
@@ -35,7 +41,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from daskbench.judge.sequential import REPEAT_WITHIN, Question, is_decided, ratios_text
+from daskbench.judge.sequential import ALPHA, REPEAT_WITHIN, Question, is_decided, ratios_text
 from daskbench.judge.stats import Decision
 
 Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B values), round by round
@@ -45,13 +51,16 @@ Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B valu
 class Judged:
     """What a case's rounds say: its ``decision``; ``settled`` when it needs no more rounds; ``first`` the
     rounds of its first reading (all its rounds when not repeated); ``repeating`` when that reading is a
-    change to repeat (every round after ``first`` must come from fresh sessions), ``first_verdict`` its verdict."""
+    change to repeat (every round after ``first`` must come from fresh sessions), ``first_verdict`` its verdict;
+    ``confirming`` when it is a change too large to repeat that counts once its interval at the suite's share
+    (`daskbench.judge.suite.Family.alone_alpha`) excludes 1 too: more rounds of the same sessions."""
 
     decision: Decision
     settled: bool = False
     first: int = 0
     repeating: bool = False
     first_verdict: str = ""
+    confirming: bool = False
 
 
 def needs_repeat(decision: Decision, within: float = REPEAT_WITHIN) -> bool:
@@ -65,39 +74,78 @@ def needs_repeat(decision: Decision, within: float = REPEAT_WITHIN) -> bool:
 
 def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
     """The verdict of a case's rounds, part by part (each part one pair of sessions), as the module says;
-    ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group)."""
+    ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group).
+    The errors are the question's family's (`daskbench.judge.suite`): the first reading screens at the case's
+    own; its repeat, or a change counted without one, is judged at the suite's share."""
+    family, within = question.family, question.repeat_within
+    screen = ALPHA if within is not None else family.pooled_alpha(ALPHA)
     a: list[float] = []
     b: list[float] = []
     first: Decision | None = None
     used = 0  # the parts of the first reading
-    while used < len(parts) and not (first is not None and is_decided(first)):
+    while used < len(parts):
         a += parts[used][0]
         b += parts[used][1]
         used += 1
-        first = question.decide(a, b) if a else None
+        first = question.decide(a, b, screen) if a else None
+        if first is None or not is_decided(first):
+            continue
+        if within is not None and needs_repeat(first, within):
+            break
+        alone = _alone(question, first, a, b)
+        if alone is not None:
+            return Judged(alone, settled=is_decided(alone), first=len(a))
+        if len(a) >= question.max_rounds:  # not sure enough alone by the plan's end: repeated instead
+            break
     if first is None:
         return Judged(Decision("inconclusive", method="sequential", note="no round measured yet"))
-    within = question.repeat_within
-    if within is None or not needs_repeat(first, within):
-        return Judged(first, settled=is_decided(first), first=len(a))
+    if not is_decided(first):
+        return Judged(first, first=len(a))
     again_a = [value for part in parts[used:] for value in part[0]]
     again_b = [value for part in parts[used:] for value in part[1]]
     if not again_a:
-        note = f"{first.verdict} {reading(first)} in one pair of sessions; it counts once a fresh pair repeats it"
-        return Judged(_open(first, note), first=len(a), repeating=True, first_verdict=first.verdict)
-    again = question.decide(again_a, again_b)
+        return _waiting(question, first, len(a))
+    again = question.decide(again_a, again_b, family.repeat_alpha(ALPHA))
+    return _repeated(first, again, a + again_a, b + again_b, len(a))
+
+
+def _waiting(question: Question, first: Decision, rounds: int) -> Judged:
+    """A change read by one pair of sessions that does not count yet: to repeat in a fresh pair, or, too large
+    for that and its plan not at its end, to read surer in more rounds of the same pair."""
+    within = question.repeat_within
+    if within is not None and not needs_repeat(first, within) and rounds < question.max_rounds:
+        alpha = question.family.alone_alpha(ALPHA)
+        note = f"{first.verdict} {reading(first)}; it counts once its interval at {1 - alpha:.2%} excludes 1 too"
+        return Judged(_open(first, note), first=rounds, first_verdict=first.verdict, confirming=True)
+    note = f"{first.verdict} {reading(first)} in one pair of sessions; it counts once a fresh pair repeats it"
+    return Judged(_open(first, note), first=rounds, repeating=True, first_verdict=first.verdict)
+
+
+def _alone(question: Question, first: Decision, a: Sequence[float], b: Sequence[float]) -> Decision | None:
+    """The first reading as the verdict when it needs no repeat: not a change, pooled rounds (no repeats
+    asked), or a change whose interval at the suite's share for a change counted alone (`Family.alone_alpha`)
+    excludes 1 as well (that interval is the one shown); None: the change must be repeated."""
+    alpha = question.family.alone_alpha(ALPHA)
+    if question.repeat_within is None or first.verdict not in ("regressed", "improved") or alpha >= ALPHA:
+        return first
+    alone = question.decide(a, b, alpha)
+    return alone if alone.verdict == first.verdict else None
+
+
+def _repeated(first: Decision, again: Decision, a: Sequence[float], b: Sequence[float], used: int) -> Judged:
+    """A change read twice: its repeat (in a fresh pair of sessions) still open, disagreeing, or agreeing."""
     if not is_decided(again):
         note = f"{first.verdict} {reading(first)} in the first pair of sessions; its repeat in a fresh pair so far"
-        return Judged(_open(again, note), first=len(a), repeating=True, first_verdict=first.verdict)
-    both = _both(first, again, a + again_a, b + again_b)
+        return Judged(_open(again, note), first=used, repeating=True, first_verdict=first.verdict)
+    both = _both(first, again, a, b)
     if again.verdict != first.verdict:
         note = (
             f"the sessions disagree: {first.verdict} {reading(first)} in the first pair, {again.verdict} "
             f"{reading(again)} in a fresh pair; a difference between sessions, not between A and B"
         )
-        return Judged(_open(both, note), settled=True, first=len(a), repeating=True, first_verdict=first.verdict)
+        return Judged(_open(both, note), settled=True, first=used, repeating=True, first_verdict=first.verdict)
     note = f"repeated in a fresh pair of sessions: {reading(first)} in the first, {reading(again)} in the second"
-    return Judged(replace(both, note=note), settled=True, first=len(a), repeating=True, first_verdict=first.verdict)
+    return Judged(replace(both, note=note), settled=True, first=used, repeating=True, first_verdict=first.verdict)
 
 
 def reading(decision: Decision) -> str:

@@ -44,11 +44,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from daskbench.judge.stats import Decision, student_t_ppf
+from daskbench.judge.suite import CASE_ALPHA, PER_CASE, Family
 from daskbench.model import VerdictKind
 from daskbench.text import plural
 
 #: Total chance of calling a change that is not there, over all looks of one comparison.
-ALPHA = 0.05
+ALPHA = CASE_ALPHA
 #: The power-family spending exponent: above 1 keeps most of ALPHA for the later, surer looks.
 RHO = 1.5
 #: Rounds before the first look: an interval needs a spread, and two rounds give a wild one.
@@ -96,14 +97,24 @@ def look_interval(log_ratios: Sequence[float], alpha: float) -> Look:
     return Look(n, math.exp(mean - half), math.exp(mean + half))
 
 
-def sequential_interval(log_ratios: Sequence[float], max_rounds: int) -> tuple[float, float] | None:
+def sequential_interval(
+    log_ratios: Sequence[float], max_rounds: int, alpha: float = ALPHA
+) -> tuple[float, float] | None:
     """The running intersection of the intervals of every look reached by ``len(log_ratios)``
-    rounds; None before the first look."""
-    budget = spending(max_rounds)
-    reached = [look_interval(log_ratios[:n], budget[n]) for n in budget if n <= len(log_ratios)]
+    rounds, ``alpha`` spent over the looks; None before the first look. (`look_interval` of each look, all
+    looks at once: a suite's judging asks this after every round of hundreds of verdicts.)"""
+    budget = spending(max_rounds, alpha)
+    reached = [n for n in budget if n <= len(log_ratios)]
     if not reached:
         return None
-    low, high = max(look.low for look in reached), min(look.high for look in reached)
+    values = np.asarray(log_ratios[: reached[-1]], dtype=float)
+    counts = np.asarray(reached)
+    prefix = np.arange(len(values)) < counts[:, None]  # row k: the rounds of look k
+    means = np.where(prefix, values, 0.0).sum(axis=1) / counts
+    spreads = np.sqrt(np.where(prefix, (values - means[:, None]) ** 2, 0.0).sum(axis=1) / (counts - 1))
+    quantiles = np.asarray([student_t_ppf(1.0 - budget[n] / 2.0, n - 1) for n in reached])
+    halves = quantiles * spreads / np.sqrt(counts)
+    low, high = math.exp(float(np.max(means - halves))), math.exp(float(np.min(means + halves)))
     return (low, high) if low <= high else (high, low)  # disjoint looks: the (rare) narrowest gap
 
 
@@ -149,13 +160,16 @@ class Question:
     """What a comparison asks of each case's rounds: is ``metric`` changed beyond ``floor`` (the floor
     band, `classify`), or, for a bisection step, is it like the bad end or the good one (``boundary``,
     `classify_against`); at most ``max_rounds`` rounds (the plan the error is spent over); a change verdict
-    within ``repeat_within`` of 1 repeated in fresh sessions (`daskbench.judge.repeat`; None: never)."""
+    within ``repeat_within`` of 1 repeated in fresh sessions (`daskbench.judge.repeat`; None: never); the
+    verdicts whose false alarms are counted together (``family``: `daskbench.judge.suite`; by default each
+    case on its own)."""
 
     floor: float
     max_rounds: int = MAX_ROUNDS
     boundary: float | None = None
     metric: str = "runtime_s"
     repeat_within: float | None = REPEAT_WITHIN
+    family: Family = PER_CASE
 
     def __post_init__(self) -> None:
         if self.floor < 1.0 or self.max_rounds < 1 or (self.boundary is not None and self.boundary <= 1.0):
@@ -163,9 +177,9 @@ class Question:
         if self.repeat_within is not None and self.repeat_within <= 1.0:
             raise ValueError(f"Question: repeat_within above 1 needed ({self})")
 
-    def decide(self, a_rounds: Sequence[float], b_rounds: Sequence[float]) -> Decision:
-        """The sequential verdict of the rounds so far."""
-        return sequential_decision(a_rounds, b_rounds, self.floor, self.max_rounds, self.boundary)
+    def decide(self, a_rounds: Sequence[float], b_rounds: Sequence[float], alpha: float = ALPHA) -> Decision:
+        """The sequential verdict of the rounds so far, ``alpha`` spent over the plan's looks."""
+        return sequential_decision(a_rounds, b_rounds, self.floor, self.max_rounds, self.boundary, alpha)
 
 
 def is_decided(decision: Decision) -> bool:
@@ -179,18 +193,21 @@ def sequential_decision(
     floor: float,
     max_rounds: int = MAX_ROUNDS,
     boundary: float | None = None,
+    alpha: float = ALPHA,
 ) -> Decision:
     """The verdict of per-round values (``a_rounds[i]`` and ``b_rounds[i]`` measured side by side)
-    after ``len(a_rounds)`` rounds of a comparison allowed ``max_rounds``: against the floor band
-    (`classify`), or, for a bisection step, against ``boundary`` (`classify_against`)."""
+    after ``len(a_rounds)`` rounds of a comparison allowed ``max_rounds``, ``alpha`` spent over its looks:
+    against the floor band (`classify`), or, for a bisection step, against ``boundary`` (`classify_against`)."""
     if len(a_rounds) != len(b_rounds) or not a_rounds:
         raise ValueError(f"rounds must pair up: {len(a_rounds)} A values, {len(b_rounds)} B values")
     if min(a_rounds) <= 0 or min(b_rounds) <= 0:
         return Decision("inconclusive", method="exact", note="a value of 0 or less has no ratio")
     logs = [math.log(b / a) for a, b in zip(a_rounds, b_rounds, strict=True)]
     ratio = math.exp(sum(logs) / len(logs))
-    method = f"sequential: {len(logs)} of at most {max(max_rounds, len(logs))} rounds, alpha {ALPHA:g} spent over looks"
-    interval = sequential_interval(logs, max(max_rounds, len(logs)))
+    method = (
+        f"sequential: {len(logs)} of at most {max(max_rounds, len(logs))} rounds, alpha {alpha:.2g} spent over looks"
+    )
+    interval = sequential_interval(logs, max(max_rounds, len(logs)), alpha)
     if interval is None:
         return Decision(
             "inconclusive",
@@ -209,11 +226,12 @@ def rounds_decision(
     floor: float,
     max_rounds: int | None = None,
     boundary: float | None = None,
+    alpha: float = ALPHA,
 ) -> Decision:
     """`sequential_decision` with the per-round ratios B/A in the note (what ``compare --group``
     shows); ``max_rounds`` defaults to the rounds given (a comparison of fixed length)."""
     most = max(max_rounds or len(a_rounds), len(a_rounds))
-    decision = sequential_decision(a_rounds, b_rounds, floor, most, boundary)
+    decision = sequential_decision(a_rounds, b_rounds, floor, most, boundary, alpha)
     parts = (rounds_text(len(a_rounds), most, is_decided(decision)), decision.note, ratios_text(a_rounds, b_rounds))
     return replace(decision, note="; ".join(part for part in parts if part))
 

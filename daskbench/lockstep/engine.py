@@ -32,7 +32,7 @@ from typing import Any
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import repeat, sequential
+from daskbench.judge import repeat, sequential, suite
 from daskbench.judge.repeat import Judged
 from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
@@ -175,6 +175,9 @@ class Lockstep:
     exact: bool = False  # --rounds N: every case runs exactly the question's most rounds
     rounds_said: bool = True  # a line per round; False: only the line that ends a case
     part: Part = field(default_factory=Part)
+    #: Which of the cases both sides have this comparison measures (a shard's: `daskbench.shards.plan.selector`),
+    #: given their keys and what side A calls each; None: every one. The family of false alarms still counts all.
+    pick: Callable[[Sequence[str], Mapping[str, str]], Sequence[str]] | None = None
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # what side A calls each case (its pytest name)
     #: Seconds from starting the sessions to the end of the part, and in its cases' rounds.
@@ -263,10 +266,22 @@ class Lockstep:
                 self.say(f"ab: {plural(len(alone), 'case')} only side {name} has, not measured: {first_few(alone, 2)}")
         if not common:
             raise DaskbenchError("sides A and B have no benchmark in common; check the arguments after --")
-        chosen = common if self.part.only is None else [key for key in common if key in set(self.part.only)]
+        chosen = self._chosen(common)
         for link in links.values():
             link.send({"plan": chosen})
         return chosen
+
+    def _chosen(self, common: list[str]) -> list[str]:
+        """The cases this part measures, of the ``common`` ones: this comparison's (``pick``: a shard's), this
+        part's (``only``). False alarms are counted over every common case, in every metric judged."""
+        family = self.question.family
+        if family.alpha is not None:
+            counted = suite.family_size(len(common), suite.metrics_judged(self.question.metric))
+            self.question = replace(self.question, family=family.at_least(counted))
+        chosen = common if self.pick is None else [key for key in common if key in set(self.pick(common, self.names))]
+        if self.pick is not None and self.part.number == 0:
+            self.say(f"ab: {plural(len(chosen), 'case')} of the {len(common)} both sides have are this comparison's")
+        return chosen if self.part.only is None else [key for key in chosen if key in set(self.part.only)]
 
     def _case(self, key: str, links: Mapping[str, Link]) -> CaseResult:
         """Rounds of ``key`` until decided, at its target, out of rounds or out of time; then both sides move on."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
-from daskbench.judge.sequential import Question
+from daskbench.judge.sequential import ALPHA, Question
 from daskbench.lockstep import turns
 from daskbench.lockstep.cost import RoundCost
 from daskbench.lockstep.engine import CaseResult, Lockstep, Part, pytest_command
@@ -127,6 +127,7 @@ def run_parts(
         runner = start(part)
         for result in runner.run():
             spent.results[result.key] = result
+        question = runner.question  # its family counts the cases the sessions found (`Lockstep._plan`)
         spent.parts += 1
         spent.startup += runner.startup
         spent.wall = time.monotonic() - began
@@ -180,7 +181,12 @@ def _open_case(result: CaseResult, question: Question) -> OpenCase:
     fresh = result.repeating and result.plan_rounds == 0
     logs = log_ratios(result, 0 if fresh else None)
     done = 0 if fresh else None
-    return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done)
+    alpha = ALPHA
+    if result.repeating:
+        alpha = question.family.repeat_alpha()
+    elif result.judged is not None and result.judged.confirming:
+        alpha = question.family.alone_alpha()
+    return OpenCase(result.key, logs, per_round, question.max_rounds, question.floor, question.boundary, done, alpha)
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,8 @@ class GroupPlan:
     wrap: Callable[[Side, list[str]], list[str]] | None = None
     first_part: int = 0
     exact: bool = False
+    #: Which of the common cases to measure (a shard's: ``pr --shard K/N``); all when None.
+    pick: Callable[[Sequence[str], Mapping[str, str]], Sequence[str]] | None = None
 
 
 def run_group(plan: GroupPlan, say: Callable[[str], None]) -> Spent:
@@ -215,7 +223,14 @@ def run_group(plan: GroupPlan, say: Callable[[str], None]) -> Spent:
     def start(part: Part) -> Lockstep:
         number = plan.first_part + part.number
         shared = turns.session_env(
-            plan.group, number, question.max_rounds, question.metric, question.boundary, question.repeat_within
+            plan.group,
+            number,
+            question.max_rounds,
+            question.metric,
+            question.boundary,
+            question.repeat_within,
+            question.family.alpha,
+            question.family.verdicts,
         )
 
         def command(side: Side) -> list[str]:
@@ -232,6 +247,7 @@ def run_group(plan: GroupPlan, say: Callable[[str], None]) -> Spent:
             say=say,
             exact=plan.exact,
             part=part,
+            pick=plan.pick,
         )
 
     return run_parts(start, question, plan.budget, say, plan.max_seconds)

@@ -43,6 +43,9 @@ ENV_METRIC, ENV_BOUNDARY = "DASKBENCH_AB_METRIC", "DASKBENCH_AB_BOUNDARY"
 #: Within what factor of 1 a change verdict is repeated in fresh sessions (`daskbench.judge.repeat`), tagged
 #: likewise; a group without it (older, or ``--rounds N``) pools its rounds.
 ENV_REPEAT = "DASKBENCH_AB_REPEAT_WITHIN"
+#: The error an unchanged suite's verdicts share (`daskbench.judge.suite`) and the fewest verdicts it is spent
+#: over (a shard's whole suite), tagged likewise; a group without them judges each case on its own.
+ENV_SUITE_ALPHA, ENV_FAMILY = "DASKBENCH_AB_SUITE_ALPHA", "DASKBENCH_AB_FAMILY"
 #: How many clusters share this machine while the sessions run (each side's auto memory is a share).
 ENV_SHARE = MACHINE_SHARE_ENV
 
@@ -134,13 +137,17 @@ def session_env(
     metric: str = "runtime_s",
     boundary: float | None = None,
     repeat_within: float | None = None,
+    suite_alpha: float | None = None,
+    family: int = 1,
 ) -> dict[str, str]:
     """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
-    the group, the part, the most rounds, the question (metric, boundary, repeat), and that two clusters
-    share this machine."""
+    the group, the part, the most rounds, the question (metric, boundary, repeat, the suite's error and the
+    fewest verdicts it is spent over), and that two clusters share this machine."""
     asked = {ENV_METRIC: metric, **({ENV_BOUNDARY: repr(boundary)} if boundary is not None else {})}
     if repeat_within is not None:
         asked[ENV_REPEAT] = repr(repeat_within)
+    if suite_alpha is not None:
+        asked.update({ENV_SUITE_ALPHA: repr(suite_alpha), ENV_FAMILY: str(family)})
     return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2", **asked}
 
 
@@ -158,4 +165,6 @@ def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
         **({"ab_metric": environ[ENV_METRIC]} if environ.get(ENV_METRIC) else {}),
         **({"ab_boundary": environ[ENV_BOUNDARY]} if environ.get(ENV_BOUNDARY) else {}),
         **({"ab_repeat_within": environ[ENV_REPEAT]} if environ.get(ENV_REPEAT) else {}),
+        **({"ab_suite_alpha": environ[ENV_SUITE_ALPHA]} if environ.get(ENV_SUITE_ALPHA) else {}),
+        **({"ab_family": environ[ENV_FAMILY]} if environ.get(ENV_FAMILY) else {}),
     }

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.github import GitHub, keep_comment, status_description
-from daskbench.judge import stats
+from daskbench.judge import stats, suite
 from daskbench.judge.format import case_label, too_noisy
 from daskbench.lockstep.parts import Spent
 from daskbench.model import Comparison, Verdict
@@ -56,14 +56,10 @@ class Outcome:
 
     @classmethod
     def of_verdicts(cls, verdicts: Sequence[Verdict]) -> Outcome:
+        """Read as `suite.state` reads it (undecided is ``inconclusive`` here; no verdict at all is too)."""
         changed = tuple(v for v in verdicts if v.verdict != "unchanged")
         unchanged = tuple(v for v in verdicts if v.verdict == "unchanged")
-        if any(v.is_regression for v in verdicts):
-            state = "regressed"
-        elif any(v.verdict == "inconclusive" for v in verdicts):
-            state = "inconclusive"
-        else:
-            state = "unchanged"
+        state = {"regressed": "regressed", "undecided": "inconclusive"}.get(suite.state(verdicts), "unchanged")
         return cls(state, changed, unchanged)
 
     def cases(self, *kinds: str) -> int:
@@ -75,6 +71,8 @@ class Outcome:
         regressed = self.cases("regressed", "newly-failing")
         if regressed:
             return f"{plural(regressed, 'case')} regressed"
+        if self.state == "inconclusive" and not self.changed and not self.unchanged:
+            return "nothing measured"
         parts = [
             f"{plural(n, 'case')} {word}"
             for n, word in ((self.cases("inconclusive"), "undecided"), (self.cases("improved", "fixed"), "improved"))
@@ -84,20 +82,21 @@ class Outcome:
 
 
 def status_of(outcome: Outcome) -> tuple[str, str]:
-    """The commit status of an outcome: ``failure`` for a regression, else ``success``; an inconclusive
-    comparison is ``success`` with a description that starts ``inconclusive:`` (commit statuses have no
-    neutral state: ``pending`` would read as still running and hold a required check forever, ``error`` as
-    daskbench failing; a check run's ``neutral``, which branch protection passes, is what this mirrors)."""
+    """The commit status of an outcome: ``failure`` for a regression; ``pending`` when some case is undecided
+    (or nothing was measured), its description starting ``undecided:``; else ``success``. Commit statuses have
+    no neutral state: ``success`` would pass a required check on a comparison that decided nothing, and
+    ``error`` reads as daskbench failing. ``pending`` says neither pass nor fail: a required check holds the
+    merge until a re-run decides it (or a maintainer overrides it), which is what an undecided case asks of a
+    person; the description says that nothing is running."""
     effect = _biggest(outcome)
-    if not outcome.changed and not outcome.unchanged:
-        return "success", "nothing compared: base and head are the same code"
     if outcome.state == "regressed":
         return "failure", status_description(f"{outcome.headline()}{effect}")
     if outcome.state == "inconclusive":
-        said = f"inconclusive: {outcome.headline()} at the most rounds; no regression shown"
-    else:
-        said = f"{outcome.headline()}; {plural(len(outcome.unchanged), 'verdict')} unchanged"
-    return "success", status_description(said)
+        said = outcome.headline() if outcome.changed else "nothing measured on both sides"
+        return "pending", status_description(f"undecided: {said}; not running: re-run (or a larger --budget) to decide")
+    if not outcome.changed and not outcome.unchanged:
+        return "success", "nothing compared: base and head are the same code"
+    return "success", status_description(f"{outcome.headline()}; {plural(len(outcome.unchanged), 'verdict')} unchanged")
 
 
 def _biggest(outcome: Outcome) -> str:
@@ -167,10 +166,12 @@ def comment_markdown(outcome: Outcome, page: Page) -> str:
 def _lead(outcome: Outcome) -> str:
     if outcome.state == "regressed":
         return "**Regressed**: head is slower, bigger or failing where base was not, with confidence."
+    if outcome.state == "inconclusive" and not outcome.changed:
+        return "**Undecided**: no case was measured on both sides, so nothing is known; the status is pending."
     if outcome.state == "inconclusive":
         return (
-            "**Inconclusive**: no regression shown, but some verdicts are still undecided at the most rounds "
-            "(more rounds, or a quieter machine, would decide them)."
+            "**Undecided**: no regression shown, but some verdicts are still undecided at the most rounds "
+            "(more rounds, or a quieter machine, would decide them); the status is pending, not success."
         )
     return "**No regression**: every case judged on both sides is within its floor, or better."
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from daskbench.judge import stats
+from daskbench.judge import stats, suite
 from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.sequential import Question
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
@@ -68,7 +68,7 @@ def measure(plan: PrPlan, say: Say) -> Spent:
         sides,
         plan.db,
         plan.pytest_args,
-        Question(floor, plan.max_rounds),
+        Question(floor, plan.max_rounds, family=suite.Family(alpha=suite.SUITE_ALPHA)),
         plan.max_seconds,
         budget=plan.budget,
         environ=environment,

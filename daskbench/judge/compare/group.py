@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import repeat, sequential, stats
+from daskbench.judge import repeat, sequential, stats, suite
 from daskbench.judge.compare.comparison import Against, finish
 from daskbench.judge.compare.verdicts import (
     Decide,
@@ -38,7 +38,12 @@ def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
 
 
 def compare_group(
-    store: Store, group: str, *, floors: Mapping[str, float] | None = None, include_worker_loss: bool = False
+    store: Store,
+    group: str,
+    *,
+    floors: Mapping[str, float] | None = None,
+    include_worker_loss: bool = False,
+    family: int = 1,
 ) -> Comparison:
     """Verdicts of an interleaved A/B group: each case's per-round B/A ratios, judged by the
     sequential rule (`sequential.rounds_decision`) over the rounds the group allowed.
@@ -48,6 +53,10 @@ def compare_group(
     sides; in a group of sessions, one session per side and the median of its repeats. The
     pairs carry the drift between rounds themselves, so no run-to-run noise is assumed. A
     B-side failure where A passed is ``newly-failing``.
+
+    A group measured with false alarms counted per suite (tag ``ab_suite_alpha``, `daskbench.judge.suite`)
+    spends that error over its cases times the metrics judged, or over at least its tag ``ab_family`` or
+    ``family`` verdicts (a shard judged as part of its whole suite), and says so in its notes.
     """
     rounds = group_rounds(store, group)
     if not rounds:
@@ -64,13 +73,16 @@ def compare_group(
     a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
     cases = store.cases({*a_by, *b_by})
     shape = _GroupShape.of(by_side)
+    counted = shape.family.at_least(max(family, suite.family_size(len(cases), suite.metrics_judged(asked))))
+    shape = replace(shape, family=counted)
+    notes = [counted.text(len(cases))] if counted.alpha is not None else []
 
     def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: Rules) -> Judge:
         return _rounds_rule(a_side, b_side, shape, own)
 
     verdicts = paired_verdicts(a_by, b_by, cases, True, rules, rule)
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
-    return finish("ab", Against(base_runs, shape.label(group), base_runs[-1:]), cand_runs[-1], verdicts, [])
+    return finish("ab", Against(base_runs, shape.label(group), base_runs[-1:]), cand_runs[-1], verdicts, notes)
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,7 @@ class _GroupShape:
     max_rounds: int | None
     boundary: tuple[str, float] | None = None  # a bisection step's question: (metric, boundary)
     repeat_within: float | None = None  # change verdicts repeated in fresh sessions (`daskbench.judge.repeat`)
+    family: suite.Family = suite.PER_CASE  # the verdicts whose false alarms are counted together
 
     @classmethod
     def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
@@ -91,7 +104,8 @@ class _GroupShape:
         pairs = tuple((a.run_id, b.run_id) for a, b in zip(by_side["A"], by_side["B"], strict=True))
         lockstep = newest.get("ab_mode") == "lockstep"
         within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
-        return cls(lockstep, pairs, int(limit) if limit.isdigit() else None, _boundary(newest), within)
+        most = int(limit) if limit.isdigit() else None
+        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest))
 
     def label(self, group: str) -> str:
         if self.lockstep:
@@ -121,9 +135,10 @@ def _rounds_rule(
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
         boundary = shape.boundary[1] if shape.boundary is not None and shape.boundary[0] == metric else None
         if shape.repeat_within is None or metric not in sizes or sum(sizes[metric]) != len(a) or not a:
-            return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary)
+            alpha = shape.family.pooled_alpha(sequential.ALPHA)
+            return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary, alpha)
         most = max(shape.max_rounds or len(a), 1)
-        question = sequential.Question(rules.floors[metric], most, boundary, metric, shape.repeat_within)
+        question = sequential.Question(rules.floors[metric], most, boundary, metric, shape.repeat_within, shape.family)
         edges = list(itertools.accumulate(sizes[metric], initial=0))
         parts = [(a[i:j], b[i:j]) for i, j in itertools.pairwise(edges) if j > i]
         return repeat.with_rounds(repeat.judge(question, parts), a, b)
@@ -131,13 +146,22 @@ def _rounds_rule(
     return per_round, decide
 
 
-def _number(text: str) -> float | None:
-    """A tag's number above 1 (a repeat's factor), else None."""
+def _number(text: str, below: float | None = None) -> float | None:
+    """A tag's number above 1 (a repeat's factor), or with ``below`` between 0 and it (an error), else None."""
     try:
         value = float(text)
     except ValueError:
         return None
+    if below is not None:
+        return value if 0.0 < value < below else None
     return value if value > 1.0 else None
+
+
+def _family(tags: Mapping[str, str]) -> suite.Family:
+    """The suite-level error a group was measured with (tags ``ab_suite_alpha``, ``ab_family``); none: per case."""
+    alpha = _number(tags.get("ab_suite_alpha", ""), below=1.0)
+    counted = tags.get("ab_family", "")
+    return suite.Family(int(counted) if counted.isdigit() and int(counted) > 0 else 1, alpha)
 
 
 def _boundary(tags: Mapping[str, str]) -> tuple[str, float] | None:

@@ -26,6 +26,7 @@ an interval of the effect can, and it says how big the change is.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,8 +56,10 @@ class Interval:
 # -- Student t ------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_ppf(q: float, df: float) -> float:
-    """The q-quantile of Student's t with ``df`` degrees of freedom (real df > 0): scipy ``t.ppf``."""
+    """The q-quantile of Student's t with ``df`` degrees of freedom (real df > 0): scipy ``t.ppf``. Kept once
+    computed: a suite's verdicts ask the same few (one per look of the sequential plan) thousands of times."""
     if not 0.0 < q < 1.0 or not df > 0:
         raise ValueError(f"student_t_ppf needs 0 < q < 1 and df > 0, got q={q}, df={df}")
     from scipy import stats as scipy_stats  # here, not at the top: every CLI command imports this module
