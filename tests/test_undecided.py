@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from ci.github_server import FakeGitHub
 from daskbench import confirm, pr
 from daskbench.cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
-from daskbench.lockstep.parts import Spent
+from daskbench.lockstep.parts import GroupPlan, Spent
 from daskbench.model import Case, Verdict
 from daskbench.store import Store
+from testing.github_server import FakeGitHub
 from tests.helpers import add_lockstep_group, add_results, add_run, daskbench_cli, git, make_case
 
 SLOW, STEADY = make_case("slow_work"), make_case("steady_work")
@@ -32,8 +32,8 @@ Rounds = list[tuple[Case, list[list[float]]]]
 def _stub_sessions(rounds: Rounds) -> Callable[..., Spent]:
     """A stand-in for `run_group`: the group its sessions would have stored, at once."""
 
-    def run_group(group: str, sides: Any, db: str, pytest_args: Any, **_: Any) -> Spent:
-        add_lockstep_group(Store(db), group, rounds)
+    def run_group(plan: GroupPlan, say: Any) -> Spent:
+        add_lockstep_group(Store(plan.db), plan.group, rounds)
         return Spent()
 
     return run_group
@@ -77,7 +77,7 @@ def _pr(repo: Path, rounds: Rounds, github: FakeGitHub, monkeypatch: pytest.Monk
     monkeypatch.setattr(pr, "exported", lambda repo, revision, cache: revision)
     monkeypatch.setattr(pr, "dependency_changes", lambda base, head, say: ())
     monkeypatch.setattr(pr, "side_python", lambda *args, **kwargs: sys.executable)
-    monkeypatch.setattr(pr, "measure", lambda plan, say: _stub_sessions(rounds)(plan.group, None, plan.db, None))
+    monkeypatch.setattr(pr, "measure", lambda plan, say: _stub_sessions(rounds)(plan, say))
     db = f"sqlite:///{repo.parent / 'pr.db'}"
     return daskbench_cli("pr", "main", "head", "--repo", str(repo), "--db", db, "--no-report", "--github",
                          "owner/project", "--pr", "7", capsys=capsys)  # fmt: skip
