@@ -45,7 +45,7 @@ from daskbench.text import plural
 PythonOf = Callable[[bisect_plan.Candidate], str]
 #: The exit code of each way a bisection ends (`bisect.Outcome.kind`): undecided is neither a culprit nor
 #: "could not run" (2, the bad inputs), so a script can tell "rerun with --resume" from "fix the command".
-EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}
+EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED, "budget": EXIT_UNDECIDED}
 
 
 def register(subparsers: Any) -> None:
