@@ -5,10 +5,11 @@ a command module never imports another. Exit codes mean one thing each, for ever
 
 - 0: ok, nothing regressed (or nothing to do);
 - 1: a regression: found (compare, alert, ab, pr), confirmed side by side (confirm), or its first bad
-  release or commit named (bisect);
+  release or commit named (bisect, culprit);
 - 2: the command could not run: bad input (a usage error too), a missing baseline or run, an unusable
   store, a failed build;
-- 3: measured but undecided: a bisection step still inconclusive at ``--rounds-cap`` (``--resume``);
+- 3: measured but undecided: a bisection step still inconclusive at ``--rounds-cap`` (``--resume``), or its
+  ``--budget`` used up first;
 - 130: interrupted (Ctrl-C); what was finished is kept.
 """
 
@@ -41,7 +42,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 #: Modules under daskbench.cli that add subcommands; each has register(subparsers).
 SUBCOMMAND_MODULES = (
     "runs", "compare", "ab", "calibrate", "report", "prepare", "init", "exchange", "alert", "publish", "gc", "advise",
-    "env", "bisect", "confirm", "pr",
+    "env", "bisect", "confirm", "pr", "culprit",
 )  # fmt: skip
 
 
@@ -52,7 +53,7 @@ COMMAND_MODULES = {
     "runs": "runs", "show": "runs", "baseline": "compare", "compare": "compare", "ab": "ab", "calibrate": "calibrate",
     "report": "report", "data": "prepare", "init": "init", "export": "exchange", "import": "exchange",
     "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env", "bisect": "bisect",
-    "confirm": "confirm", "pr": "pr",
+    "confirm": "confirm", "pr": "pr", "culprit": "culprit",
 }  # fmt: skip
 
 

@@ -1,0 +1,179 @@
+"""``daskbench culprit --group CONFIRMATION``: the first bad commit (or release) of a regression confirmed side by
+side, found unattended within a budget, and said on the regression's issue.
+
+Reads the confirmation (``daskbench confirm``'s A/B group: the night's run, the last good run), judges the night
+as ``confirm`` did (the same ``--history``/``--baseline``), keeps what the A/B confirmed, plans the route between
+the two runs (`daskbench.culprit.route`: commits from a mirror of each package's repository, made once under
+``--mirrors``; or releases), bisects it (`daskbench.culprit.hunt`) and writes what it found
+(`daskbench.culprit.comment`) to the job summary and, with ``--github``, as a comment on each confirmed case's
+issue. Run it with the interpreter the night ran in (``python -m daskbench culprit``): every step is an overlay
+over it. Exit codes: 0 no culprit (nothing confirmed, or no regression between the ends), 1 a culprit named, 2
+could not run, 3 undecided (a step, or the budget: run it again with more ``--budget``; its steps are reused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from daskbench import alerts, envs
+from daskbench.bisect import search
+from daskbench.cli.common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNDECIDED,
+    add_build_options,
+    add_db_option,
+    add_group_option,
+    add_output_option,
+    add_pytest_args,
+    add_selection_options,
+    build_options,
+    duration,
+    open_store,
+    print_wrapped,
+    say,
+    selection,
+    settings,
+    whole_number,
+)
+from daskbench.cli.rounds import add_budget_options, add_metric_option, metric_of
+from daskbench.culprit import comment, hunt, route
+from daskbench.errors import DaskbenchError
+from daskbench.judge import confirmed
+from daskbench.judge.compare import compare, compare_group
+from daskbench.judge.sequential import ROUNDS_LIMIT
+from daskbench.lockstep.sessions import pytest_arguments
+from daskbench.model import Comparison, Run
+from daskbench.store import Store
+
+#: The budget of a hunt when neither --budget nor this variable gives one (``60m``: a GitHub Actions job).
+BUDGET_ENV = "DASKBENCH_CULPRIT_BUDGET"
+EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED, "budget": EXIT_UNDECIDED}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "culprit",
+        help="find the first bad commit (or release) of a regression confirmed side by side, within a budget",
+        description="Go on from a side-by-side confirmation (daskbench confirm --group GROUP) by itself: bisect "
+        "between the last good run and the confirmed run over what changed as they recorded it (the commits of "
+        "dask and distributed when they were installed from git, from a mirror of each repository made once "
+        "under --mirrors; else their releases), dask first, then distributed; all confirmed cases in one search "
+        "while they share a cause. Writes the first bad commit with the step table to the job summary and, with "
+        "--github, as a comment on each confirmed case's issue. Run it with the interpreter the night ran in.",
+        epilog="example: python -m daskbench culprit --history 20 --group confirm-1a2b3c4d --github dask/daskbench "
+        "-- --size small; exit codes: 0 no culprit, 1 a culprit named, 2 could not run, 3 undecided (run it again "
+        "with more --budget: its finished steps are reused)",
+    )
+    add_selection_options(parser, verb="judge (as the confirmation did)", group=False)
+    add_group_option(parser, "the side-by-side confirmation to go on from (daskbench confirm --group GROUP)")
+    parser.add_argument(
+        "--name", metavar="NAME", help="the bisection's name (default culprit-RUN): running it again continues it"
+    )
+    parser.add_argument(
+        "--budget",
+        type=duration("m", 7 * 24 * 60, "--budget 60m"),
+        default=os.environ.get(BUDGET_ENV) or str(hunt.BUDGET_MINUTES),
+        metavar="TIME",
+        help=f"time for the whole hunt, builds included: 60m, 2h; a bare number is minutes (default ${BUDGET_ENV}, "
+        f"else {hunt.BUDGET_MINUTES:g}m: one GitHub Actions job beside the night)",
+    )
+    parser.add_argument(
+        "--mirrors",
+        metavar="DIR",
+        help=f"where the mirrors of the packages' repositories are kept (default ${envs.MIRRORS_ENV}, else "
+        "~/.cache/daskbench/mirrors): made once, fetched when a commit is missing; CI caches it",
+    )
+    parser.add_argument(
+        "--rounds-cap",
+        type=whole_number(3, ROUNDS_LIMIT, "a number of rounds", "--rounds-cap 120"),
+        default=search.ROUNDS_CAP,
+        help=f"most rounds an undecided step is raised to (default {search.ROUNDS_CAP})",
+    )
+    parser.add_argument("--github", metavar="OWNER/REPO", help="comment on each confirmed case's issue there")
+    add_output_option(parser, "append the Markdown here (default: $GITHUB_STEP_SUMMARY)", "--summary",
+                      metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"))  # fmt: skip
+    add_budget_options(parser, rounds=" in a step's first attempt", minutes=" in one attempt of a step")
+    add_metric_option(parser, "a step is judged by (default runtime_s)")
+    add_db_option(parser)
+    add_build_options(parser)
+    add_pytest_args(parser)
+    parser.set_defaults(func=cmd_culprit)
+
+
+def cmd_culprit(args: argparse.Namespace) -> int:
+    github = _github(args.github)  # a bad repository or a missing token fails before anything runs
+    if not args.group:
+        raise DaskbenchError("give the confirmation to go on from: --group GROUP (daskbench confirm --group GROUP)")
+    pytest_args, options = pytest_arguments(args.pytest_args), build_options(args)
+    store = open_store(args)
+    found = confirmed.stored(store, args.group)
+    judged = _confirmed(args, store, found)
+    if not judged.regressions:
+        print_wrapped(f"culprit: A/B group {args.group} confirmed no regression; no culprit to find")
+        return EXIT_OK
+    path = _route(args, store.run(found.good), judged, options)
+    hunter = hunt.Hunter(
+        store, settings(args).db, pytest_args, path, args.name or f"culprit-{judged.candidate_run.run_id[:8]}",
+        found.floors or settings(args).floor or {}, options, budget=args.budget * 60, max_rounds=args.max_rounds,
+        rounds_cap=args.rounds_cap, max_seconds=args.max_time * 60, metric=metric_of(args), say=say,
+        show=print_wrapped,
+    )  # fmt: skip
+    result = hunter.run(sorted({verdict.workload for verdict in judged.regressions}), args.group)
+    text = comment.markdown(result)
+    if args.output:
+        with Path(args.output).open("a", encoding="utf-8") as out:
+            out.write(text + "\n")
+    if github is not None:
+        print(_commented(github, judged, text))
+    return EXITS.get(result.kind(), EXIT_UNDECIDED)
+
+
+def _route(args: argparse.Namespace, good: Run, judged: Comparison, options: Mapping[str, Any]) -> route.Route:
+    """What the hunt bisects between the good run and the night's, said in progress lines."""
+
+    def listed(name: str) -> list[str]:
+        return envs.available_versions(name, options["index"], args.installer)
+
+    path = route.make_route(good, judged.candidate_run, envs.mirrors_root(args.mirrors), listed, say)
+    say(f"culprit: {path.describe()}; at most {path.plan.max_steps()} steps, budget {args.budget:g} min")
+    for note in (*path.plan.notes, *path.notes):
+        say(f"culprit: note: {note}")
+    return path
+
+
+def _confirmed(args: argparse.Namespace, store: Store, found: confirmed.Stored) -> Comparison:
+    """The night judged as the confirmation judged it, with only what its A/B confirmed left regressed."""
+    chosen = selection(args)
+    if chosen.candidate is None:
+        chosen = chosen.with_candidate(found.candidate)
+    night = compare(store, chosen)
+    if not night.candidate_run.run_id.startswith(found.candidate):
+        raise DaskbenchError(
+            f"A/B group {args.group} confirms run {found.candidate[:8]}, not {night.candidate_run.run_id[:8]}; "
+            f"pass --candidate {found.candidate[:8]} (or leave it out)"
+        )
+    ab = compare_group(store, args.group, floors=found.floors or settings(args).floor)
+    judged, _ = alerts.side_by_side(night, ab, reference=args.group, good=found.good, versions=found.versions())
+    return judged
+
+
+def _commented(github: alerts.GitHub, judged: Comparison, text: str) -> str:
+    """Comment ``text`` on the open issue of each confirmed case (`alerts.sync_issues` opened them); what it did."""
+    existing = github.open_issues(alerts.REGRESSION_LABEL)
+    numbers = sorted({int(existing[v.fingerprint]["number"]) for v in judged.regressions if v.fingerprint in existing})
+    for number in numbers:
+        github.comment(number, text)
+    if not numbers:
+        return "issues: no open issue of the confirmed cases to comment on (daskbench alert --github opens them)"
+    return "issues: commented on " + ", ".join(f"#{number}" for number in numbers)
+
+
+def _github(repo: str | None) -> alerts.GitHub | None:
+    if not repo:
+        return None
+    return alerts.GitHub(repo, os.environ.get("GITHUB_TOKEN", ""), os.environ.get(alerts.API_ENV) or alerts.DEFAULT_API)
