@@ -322,8 +322,10 @@ _FIXES = {
     "pull-requests: write, statuses: write)",
     404: "not found: check --github OWNER/REPO and the issue or pull request number (a private repository reads as "
     "not found to a token that cannot see it)",
-    422: "GitHub refused the request as invalid; fix what it names (a commit status needs the commit pushed to GitHub)",
+    422: "GitHub refused the request as invalid; fix what it names",
 }
+#: What a refusal of a commit status (``POST /statuses/SHA``) most often means, added to its fix.
+_STATUS_HINT = " (a commit status needs the commit pushed to GitHub)"
 
 
 def answer_line(call: str, answer: Answer, waited: Sequence[float], now: float) -> str:
@@ -343,6 +345,8 @@ def answer_line(call: str, answer: Answer, waited: Sequence[float], now: float) 
             "(www.githubstatus.com); run again later"
         )
     fix = _FIXES.get(answer.status, "GitHub did not take the request")
+    if answer.status == 422 and " /statuses/" in call:
+        fix += _STATUS_HINT
     return f"{call} answered {answer.status} {answer.reason}{said}: {fix}"
 
 

@@ -27,11 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ci.github_server import FakeGitHub, serve
+from testing.github_server import FakeGitHub, serve
 
 TOP = Path(__file__).resolve().parent.parent
 GOOD, BAD = "2024.7.1", "2024.8.0"
-#: The same on both nights, so they differ in dask and distributed alone (what ci/history-bisect pins).
+#: The same on both nights, so they differ in dask and distributed alone (what measure/history-bisect pins).
 ERA = ("numpy==2.0.2", "pandas==2.2.3", "xarray==2024.10.0")
 #: Where this machine keeps mirrors of dask's and distributed's repositories (else they are cloned from GitHub).
 MIRRORS = {"dask": Path("/work/.mirror/dask+dask/repo"), "distributed": Path("/work/.mirror/dask+distributed/repo")}

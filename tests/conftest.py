@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ci.github_server import FakeGitHub, serve
 from daskbench.store import Store
+from testing.github_server import FakeGitHub, serve
 from tests.helpers import (
     GITHUB_TEST_TOKEN,
     LOCKSTEP_BENCH,
@@ -112,7 +112,7 @@ def running_scheduler(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    """The loopback stand-in for GitHub's issues API (`ci.github_server`), with the token
+    """The loopback stand-in for GitHub's issues API (`testing.github_server`), with the token
     `GITHUB_TEST_TOKEN` in the environment and no job summary file."""
     fake = FakeGitHub()
     server = serve(fake)

@@ -23,8 +23,8 @@ helpers from this module and never from one another or from conftest.py
   version of it committed) and ``git``.
 
 Larger stand-ins have modules of their own: report_data.py (the report's story store),
-s3server.py (moto's S3) and import_graph.py; ci/github_server.py (GitHub's issues API) and
-ci/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in ci/, which never imports tests/.
+s3server.py (moto's S3) and import_graph.py; testing/github_server.py (GitHub's issues API) and
+testing/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in testing/, which never imports tests/.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ci.wheel import write_wheel
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory, now_iso
 from daskbench.store import Store
+from testing.wheel import write_wheel
 
 if TYPE_CHECKING:  # imported where used: conftest.py imports this module in every session
     from daskbench.advise import Config

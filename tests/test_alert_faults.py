@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, Misbehaviour
 from daskbench import alerts
 from daskbench.cli import main
 from daskbench.model import ClusterSpec, Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import ZERO_WIDTH_SPACE
+from testing.github_server import FakeGitHub, Misbehaviour
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, add_run, make_case
 
 SLOW, OTHER = make_case("shuffle", size="small"), make_case("groupby", size="small")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub
 from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
 from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.text import WIDTH
+from testing.github_server import FakeGitHub
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, add_run, make_case
 
 SLOW, STEADY = make_case("shuffle", size="small"), make_case("groupby", size="small")

@@ -9,13 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci.docs_tables import TABLES, differences, rewritten
 from daskbench import catalog
 from daskbench.cli import build_parser
+from tools.docs_tables import TABLES, differences, rewritten
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+#: Pages whose links are checked too: the index of the measurement scripts links into docs/measured.md.
+LINKED_PAGES = [*PAGES, ROOT / "measure" / "README.md"]
 DASKBENCH = str(Path(sys.executable).parent / "daskbench")
 MAX_README_LINES = 250
 
@@ -60,16 +62,16 @@ def anchors(text: str) -> set[str]:
 
 def test_heading_anchors_are_the_ones_github_makes() -> None:
     """Code marks, colons, slashes and commas go, hyphens stay, spaces become hyphens, repeats are numbered."""
-    lines = ["# Top", "## Lockstep power: `ci/power`", "```", "# a comment, not a heading", "```"]
+    lines = ["# Top", "## Lockstep power: `measure/power`", "```", "# a comment, not a heading", "```"]
     found = anchors("\n".join([*lines, "## Memory, above idle --twice", "## Top", ""]))
-    assert found == {"top", "lockstep-power-cipower", "memory-above-idle---twice", "top-1"}
+    assert found == {"top", "lockstep-power-measurepower", "memory-above-idle---twice", "top-1"}
 
 
 def test_relative_links_point_to_existing_files_and_headings() -> None:
-    """Every relative link and image in README.md and docs/*.md names a file that exists, and its #anchor
-    (if any; alone, on the same page) a heading of that file."""
+    """Every relative link and image in README.md, docs/*.md and measure/README.md names a file that exists, and
+    its #anchor (if any; alone, on the same page) a heading of that file."""
     checked, broken = 0, []
-    for page in PAGES:
+    for page in LINKED_PAGES:
         for target in relative_links(page):
             checked += 1
             path, _, anchor = target.partition("#")
@@ -140,7 +142,7 @@ def test_pytest_benchmark_flags_in_docs_are_real_options() -> None:
 
 def test_the_tables_that_restate_the_code_are_what_it_says() -> None:
     """docs/options.md's options table and docs/workloads-and-metrics.md's sizes and metrics tables are exactly
-    what ci/docs-tables writes from `config.OPTIONS` (flag, env var, pyproject key, default, help), each
+    what tools/docs-tables writes from `config.OPTIONS` (flag, env var, pyproject key, default, help), each
     workload's SIZES through the registry, and the metric catalog."""
     found = differences()
     assert found == [], "\n".join(found)
@@ -157,8 +159,8 @@ def test_a_table_row_that_drifted_is_named_with_the_fix(tmp_path: Path) -> None:
     found = differences(tmp_path, (options, sizes))
     assert found[0].startswith("docs/options.md, table options, row 5:\n  page: | `--workers` |"), found
     assert "| `1,2,4` |" in found[0].splitlines()[1] and "| `1,2` |" in found[0].splitlines()[2]
-    assert found[1].startswith("docs/workloads-and-metrics.md has no line <!-- ci/docs-tables: sizes (from"), found
-    assert found[-1] == "run ci/docs-tables to write the tables from the code" and len(found) == 3
+    assert found[1].startswith("docs/workloads-and-metrics.md has no line <!-- tools/docs-tables: sizes (from"), found
+    assert found[-1] == "run tools/docs-tables to write the tables from the code" and len(found) == 3
     assert differences(tmp_path, (options,))[:1] == found[:1]
     fixed = rewritten((tmp_path / options.page).read_text(), options)
     assert fixed == page

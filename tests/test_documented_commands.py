@@ -10,7 +10,7 @@ are filled in (``<run-id>``, ``RUN``, ``1a2b3c4d``: a stored run; ``<group>``: a
 optional ``[...]`` parts dropped; ``ci/setup`` stands for itself (it built the venv the tests run in).
 
 A command that measures (pytest sessions, ``ab``, ``pr``, ``bisect``, ``confirm``, ``calibrate``, ``env``,
-``ci/power``...) runs through its argument parsing to its first progress line (the session's
+``measure/power``...) runs through its argument parsing to its first progress line (the session's
 ``daskbench:`` header, a ``bisect: ...`` line), then gets Ctrl-C; every other command runs to its end and
 exits 0 with no line wider than 120 columns. A command that cannot run here is marked in its page by a
 comment on a line of its own before the block or table row, saying why:
@@ -37,25 +37,25 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, serve
 from daskbench import provenance
 from daskbench.cli import build_parser
 from daskbench.judge import confirmed
 from daskbench.judge.format import WIDTH
 from daskbench.model import Case, Run
 from daskbench.store import Store
+from testing.github_server import FakeGitHub, serve
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, git, machine_lock, make_case, standin_project
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^[ \t]*```(?:bash|sh|shell)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 MARKER = re.compile(r"<!--\s*not run here:\s*`([^`]+)`\s*(.+?)\s*-->")
-#: An inline command in a table row: `daskbench gc`, `pytest -m benchmark`, `ci/power`.
-TABLE_COMMAND = re.compile(r"`((?:daskbench [a-z]|pytest |ci/[a-z])[^`]*)`")
+#: An inline command in a table row: `daskbench gc`, `pytest -m benchmark`, `measure/power`.
+TABLE_COMMAND = re.compile(r"`((?:daskbench [a-z]|pytest |(?:ci|measure|tools)/[a-z])[^`]*)`")
 #: Commands that measure: run to their first progress line, then stopped with Ctrl-C.
 LONG = re.compile(
     r"(?:^|[\s;&|(])(?:\S*pytest(?:\s|$)|(?:python -m )?daskbench (?:ab|pr|bisect|confirm|calibrate|env|data)\b"
-    r"|ci/(?:power|right-size|round-noise|overhead|suite-ab|bisect-load)\b)"
+    r"|measure/(?:power|right-size|round-noise|collector-overhead|verdict-cost|bisect-under-load)\b)"
 )
 #: A progress line: the session's header (``daskbench: cluster=local ...``, after collection: its arguments were
 #: taken) or a measuring command's own ``ab: ...``, ``env: building ...`` line (not pytest's ``rootdir: ...``).

@@ -1,6 +1,6 @@
 """GitHub failing in every way it fails, against the loopback stand-in told to misbehave (issue 35, class 2).
 
-Each answer is a real HTTP answer from `ci.github_server` (a `Misbehaviour`): a status with its headers and
+Each answer is a real HTTP answer from `testing.github_server` (a `Misbehaviour`): a status with its headers and
 body, an answer held back past the time limit, a connection broken mid-answer. ``daskbench alert`` and
 ``daskbench pr`` meet them through `daskbench.github`, and each is told apart in one line with its fix:
 a bad token, a missing permission, nothing found, a request refused as invalid (GitHub's words shown),
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, Misbehaviour, serve
 from daskbench import github as gh
 from daskbench.cli import main
+from testing.github_server import FakeGitHub, Misbehaviour, serve
 from tests.helpers import GITHUB_TEST_TOKEN, git, standin_project
 
 ISSUES = "/repos/owner/repo/issues"
@@ -270,3 +270,16 @@ def test_a_redirect_on_the_same_host_is_followed_with_its_method_and_body(
     assert code == 0, err
     assert [call["path"] for call in posts] == ["/repos/owner/repo/issues", "/repos/owner/renamed/issues"]
     assert posts[1]["token"] and posts[1]["body"] == posts[0]["body"] and len(github.issues) == 1
+
+
+def test_a_422_names_the_commit_status_only_for_a_commit_status(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``alert`` sets no commit status, so its 422 says nothing of one; a 422 to ``POST /statuses/SHA`` says a
+    status needs the commit pushed."""
+    github.misbehave.append(Misbehaviour(422, b'{"message": "Validation Failed"}'))
+    code, err, _ = _alert(capsys, tmp_path)
+    assert code == 2 and "refused the request as invalid" in err and "commit" not in err
+    refused = gh.Answer(422, "Unprocessable Entity", {}, b'{"message": "No commit found for SHA"}')
+    line = gh.answer_line("GitHub API POST /statuses/" + "a" * 40, refused, [], time.time())
+    assert line.endswith("fix what it names (a commit status needs the commit pushed to GitHub)")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ci.history_bisect import REGRESSIONS
 from daskbench import catalog
 from daskbench.cli import build_parser
+from measure.history_bisect import REGRESSIONS
 from tests.helpers import daskbench_cli, run_pytest
 
 REPO = Path(__file__).resolve().parent.parent

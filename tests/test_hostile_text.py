@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub
 from daskbench.cli import main
 from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import ZERO_WIDTH_SPACE
+from testing.github_server import FakeGitHub
 from tests.helpers import make_measurement, make_run, run_pytest
 
 #: A parameter value that would colour the terminal, ring its bell, retitle its window, and on

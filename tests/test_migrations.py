@@ -9,6 +9,7 @@ result files as fixtures.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -206,3 +207,21 @@ def test_an_upgraded_version_4_store_reads_and_judges_its_history_as_written(v4_
         (2.6182,)
     )  # the median of its two repeats
     assert len(comparison.baseline_runs) == 4  # the side-by-side run is skipped
+
+
+def test_a_read_only_command_that_upgrades_the_store_says_so_once_and_who_can_no_longer_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``daskbench runs`` on a schema-4 store upgrades it (that is right) and says so in one line on stderr,
+    naming both schemas and that an older daskbench refuses it now; the next command says nothing; the JSON on
+    stdout stays JSON."""
+    from daskbench.cli import main
+
+    url = _copy_fixture(tmp_path, "store-v4.db")
+    assert main(["runs", "--db", url, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    said = " ".join(err.split())  # the note is wrapped to the terminal's 120 columns
+    assert said.count("note: upgraded the store") == 1 and f"from schema 4 to {SCHEMA_VERSION}:" in said
+    assert f"knows schema {SCHEMA_VERSION - 1} or older refuses it from now on" in said and json.loads(out)["runs"]
+    assert main(["show", BASE_RUN[:8], "--db", url]) in (0, 2)  # whatever show says of the run: no second note
+    assert "upgraded the store" not in capsys.readouterr().err

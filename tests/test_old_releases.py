@@ -2,7 +2,7 @@
 
 These run on the installed (newest) release: the older forms are reached by hiding the newer one, or by
 planted worker state of the older shape (digest keys, a spill buffer without counters). Real old
-releases are measured by ``ci/release-matrix``, which runs a bundled case on 2023.1.0, a middle one and
+releases are measured by ``measure/release-matrix``, which runs a bundled case on 2023.1.0, a middle one and
 the newest.
 """
 

@@ -3,7 +3,7 @@
 The project ``standin`` (flit) has ``work()`` and ``steady()``, each sleeping 0.4 s, and a benchmark file
 measuring both. Branch ``head`` makes ``work()`` 1.3x slower; branch ``fix`` (on head) restores it, so
 ``fix``'s tree is ``main``'s: a measured A/A (of ``work`` alone, to save time). Both measured runs talk to the loopback stand-in for GitHub
-(`ci.github_server`), the second after the first, so the comment is created once and then edited. The
+(`testing.github_server`), the second after the first, so the comment is created once and then edited. The
 benchmark file refuses to run with a GitHub token in its environment: the sessions run the pull request's
 code and never get it. ``--max-rounds 10 --floor 1.2`` (a planted 1.3x still reaches past it) lets
 the cases decide in a few rounds even on a busy machine; a measurement costs about 3 s (restart, warm-up).
@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from ci.github_server import FakeGitHub, serve
 from daskbench import pr
 from daskbench.judge.compare import compare_group
 from daskbench.model import Verdict
 from daskbench.store import Store
+from testing.github_server import FakeGitHub, serve
 from tests.helpers import GITHUB_TEST_TOKEN, daskbench_cli, git, standin_project
 
 NUMBER = 7

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from daskbench.cli import main
-from tests.helpers import CHROMIUM, metric_switch, needs_chromium, open_offline
+from daskbench.store import Store
+from tests.helpers import (
+    CHROMIUM,
+    add_results,
+    add_run,
+    make_case,
+    metric_switch,
+    needs_chromium,
+    open_offline,
+)
 from tests.report_data import build_report_store
 
 WORKLOADS = ("ocean_anomaly", "wordcount")
@@ -79,3 +88,22 @@ def test_workload_page_opens_offline_and_draws_its_history(site: Path, workload:
             )
             assert len(switched) == len(titles) and all(title.startswith("Cost") for title in switched)
         browser.close()
+
+
+def test_hostile_workload_names_and_labels_get_pages_of_their_own_and_stay_inert(tmp_path: Path) -> None:
+    """A 10 KB workload name gets a page whose file name fits the file system; ``col.lide`` and ``col-lide`` get
+    a page each (neither overwrites the other) and the index links both; an imported label's raw ESC and BEL
+    bytes never reach index.html (shown escaped)."""
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    run = add_run(store, 1, label="night\x1b[31m\x07")
+    names = ("w" * 10_000, "col.lide", "col-lide", "ocean_anomaly")
+    for name in names:
+        add_results(store, run, make_case(name), 1.0)
+    assert main(["publish", "-o", str(tmp_path / "site"), "--reports", "1", "--db", store.url]) == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    pages = sorted((tmp_path / "site" / "workloads").iterdir())
+    assert len(pages) == len(names) and max(len(page.name) for page in pages) <= 90
+    assert (tmp_path / "site" / "workloads" / "ocean_anomaly.html").exists()  # a plain name keeps its page
+    for page in pages:
+        assert f'href="workloads/{page.name}"' in index
+    assert "\x1b" not in index and "\x07" not in index and "night\\x1b[31m\\x07" in index

@@ -100,7 +100,7 @@ def test_peeking_at_every_look_keeps_a_a_false_alarms_under_alpha() -> None:
 
 
 def test_a_true_1_10x_change_with_sd_0_05_is_caught_nearly_always_within_12_rounds() -> None:
-    """The arithmetic behind the power targets, on simulated rounds (the real figures come from ci/power)."""
+    """The arithmetic behind the power targets, on simulated rounds (the real figures come from measure/power)."""
     rng = np.random.default_rng(11)
     runs = [_stops(rng, 1.10, 0.05, 1.05) for _ in range(200)]
     caught = sum(v == "regressed" for v, _ in runs) / len(runs)

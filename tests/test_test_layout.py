@@ -1,6 +1,6 @@
 """The tests' own layout: shared helpers live in tests/helpers.py, fixtures in tests/conftest.py,
-no module under tests/ imports a test module or conftest.py, and nothing in ci/ imports or runs
-anything of tests/ (read with ``ast`` and as text, never imported)."""
+no module under tests/ imports a test module or conftest.py, and nothing in ci/, measure/, testing/ or tools/
+imports or runs anything of tests/ (read with ``ast`` and as text, never imported)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-CI = TESTS.parent / "ci"
+#: The folders beside tests/ that tests and CI use (testing/) or that run on their own (ci/, measure/, tools/).
+SERVING = tuple(TESTS.parent / name for name in ("ci", "measure", "testing", "tools"))
 #: A script's use of tests/: ``python -m tests.x`` or a path ``tests/x.py``.
 RUNS_TESTS = re.compile(r"-m\s+tests\.|(?<![\w/.-])tests/[\w/.-]*\.py")
 
@@ -114,7 +115,7 @@ def uses_of_tests(source: str) -> list[str]:
 
 
 def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
-    """Planted uses of tests/ in a Python file and in a shell script are found; ci/'s own modules are not."""
+    """Planted uses of tests/ in a Python file and in a shell script are found; testing/'s own modules are not."""
     pkg = "tests"  # spelled apart, so that the check of this repository's ci/ files never meets these lines
     planted = "\n".join(
         [
@@ -122,7 +123,7 @@ def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
             f"import {pkg}.github_server",
             f"from {pkg} import helpers",
             f'runpy.run_module("{pkg}.github_server")',
-            "from ci.wheel import write_wheel",
+            "from testing.wheel import write_wheel",
             f'"""A docstring that mentions {pkg}/helpers.py in prose."""',
         ]
     )
@@ -138,11 +139,14 @@ def test_the_ci_check_sees_imports_of_tests_and_scripts_running_them() -> None:
     assert RUNS_TESTS.findall(script) == ["-m tests.", "tests/helpers.py"]
 
 
-def test_nothing_in_ci_imports_or_runs_anything_of_tests() -> None:
-    """ci/ serves the tests (the GitHub stand-in, the wheel writer), never the reverse: a ci/ script works in a
-    checkout without tests/ importable. Python files are read with ``ast``; scripts as text, comments removed."""
+def test_nothing_in_ci_measure_testing_or_tools_imports_or_runs_anything_of_tests() -> None:
+    """testing/ serves the tests and CI (the GitHub stand-in, the wheel writer), never the reverse: a script of
+    ci/, measure/ or tools/ works in a checkout without tests/ importable. Python files are read with ``ast``;
+    scripts as text, comments removed."""
     offenders: dict[str, list[str]] = {}
-    for path in sorted(p for p in CI.rglob("*") if p.is_file()):
+    paths = [p for folder in SERVING for p in folder.rglob("*") if p.is_file() and p.suffix not in (".md", ".pyc")]
+    assert {p.relative_to(TESTS.parent).parts[0] for p in paths} == {"ci", "measure", "testing", "tools"}
+    for path in sorted(paths):
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".py":
             found = uses_of_tests(text)
@@ -150,5 +154,5 @@ def test_nothing_in_ci_imports_or_runs_anything_of_tests() -> None:
             lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]
             found = [f"{n}: {m}" for n, line in enumerate(lines, 1) for m in RUNS_TESTS.findall(line)]
         if found:
-            offenders[str(path.relative_to(CI.parent))] = found
-    assert offenders == {}, f"ci/ must not import or run tests/ (move what it needs into ci/ or daskbench): {offenders}"
+            offenders[str(path.relative_to(TESTS.parent))] = found
+    assert offenders == {}, f"these must not import or run tests/ (move what they need into testing/): {offenders}"

@@ -43,6 +43,7 @@ from daskbench.report.style import Palette, note_if_empty
 from daskbench.report.summary import TRADEOFF_METRICS, tradeoff_tables
 from daskbench.report.tradeoffs import scaling_figure, tradeoff_figure
 from daskbench.report.trends import history_figure
+from daskbench.text import terminal_safe
 
 DATA_ELEMENT_ID = "daskbench-data"
 #: Version of the JSON embedded in the page (``<script id="daskbench-data">``).
@@ -317,13 +318,29 @@ def static_text(name: str) -> str:
 
 
 def _environment() -> Environment:
+    return template_environment(str(_PACKAGE), lstrip_blocks=True)
+
+
+def template_environment(folder: str, *, lstrip_blocks: bool = False) -> Environment:
+    """The Jinja environment of every page daskbench writes (the report, the site): HTML escaped, and each text
+    shown with its control characters inert (`inert_text`), so an imported label's ESC or BEL never reaches
+    the page raw."""
     return Environment(
-        loader=FileSystemLoader(str(_PACKAGE)),
+        loader=FileSystemLoader(folder),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
-        lstrip_blocks=True,
+        lstrip_blocks=lstrip_blocks,
+        finalize=inert_text,
     )
+
+
+def inert_text(value: object) -> object:
+    """A template's value as shown: a string with its control characters escaped (`terminal_safe`: ``\\x1b``),
+    line breaks and tabs kept; `Markup` (the page's own HTML and scripts) and other values as they are."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return terminal_safe(value, keep="\n\t")
+    return value
 
 
 def metric_switch_css() -> str:

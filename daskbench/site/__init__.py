@@ -12,6 +12,8 @@ and styles are reused.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 
 from bokeh.model import Model
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 import daskbench
@@ -28,13 +29,23 @@ from daskbench.judge.selection import Selection
 from daskbench.model import Run
 from daskbench.report import tables, write_report
 from daskbench.report.content import Section, gather
-from daskbench.report.page import SharedScripts, bokeh_js, embedded_later, metric_switch_css, static_text
+from daskbench.report.page import (
+    SharedScripts,
+    bokeh_js,
+    embedded_later,
+    metric_switch_css,
+    static_text,
+    template_environment,
+)
 from daskbench.report.style import Palette
 from daskbench.report.tables import when_text
 from daskbench.report.trends import history_figure
 from daskbench.store import Store
 
+#: The longest file name a page gets before its ``.html``, well inside every file system's 255 bytes.
+NAME_LIMIT = 80
 _HERE = resources.files(__name__)
+_PLAIN = re.compile(f"[a-z0-9_-]{{1,{NAME_LIMIT}}}")
 _REPORT = resources.files("daskbench.report")
 
 
@@ -97,7 +108,14 @@ def _workload_pages(sections: Sequence[Section]) -> list[WorkloadPage]:
 
 
 def _file_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or "workload"
+    """A page's file name for ``name``: the name itself when it is plain (lower-case letters, digits, ``-``,
+    ``_``) and short; else its plain characters cut to fit and a hash of the whole name, so two names never
+    share a page (``col.lide`` and ``col-lide``, ``Ocean`` and ``ocean`` on a case-blind disk) and a name of any
+    length fits the file system."""
+    if _PLAIN.fullmatch(name):
+        return name
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in name.lower())
+    return f"{plain[: NAME_LIMIT - 13]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
 
 def _run_reports(
@@ -166,7 +184,4 @@ def _common() -> dict[str, object]:
 
 
 def _template(name: str):  # type: ignore[no-untyped-def]
-    environment = Environment(
-        loader=FileSystemLoader(str(_HERE)), autoescape=True, undefined=StrictUndefined, trim_blocks=True
-    )
-    return environment.get_template(name)
+    return template_environment(str(_HERE)).get_template(name)

@@ -33,6 +33,16 @@ from daskbench.store.engine import (
     unwritable,
 )
 from daskbench.store.schema import MIGRATION_LOCK_KEY, MIGRATIONS, SCHEMA_VERSION, metadata, schema_meta
+from daskbench.text import say
+
+
+def upgraded_line(shown_url: str, found: int) -> str:
+    """The one line an upgrade of the store from schema ``found`` says: what changed, and who can no longer read
+    it (a daskbench that knows schema ``found`` at most refuses a newer store, naming both numbers)."""
+    return (
+        f"note: upgraded the store at {shown_url} from schema {found} to {SCHEMA_VERSION}: a daskbench that knows "
+        f"schema {SCHEMA_VERSION - 1} or older refuses it from now on"
+    )
 
 
 class Database:
@@ -286,6 +296,8 @@ class Database:
                 conn.execute(
                     schema_meta.update().where(schema_meta.c.key == "schema_version").values(value=str(version))
                 )
+        if found < SCHEMA_VERSION:  # said once: the next open finds the store upgraded (whoever came second, nothing)
+            say(upgraded_line(self.display_url, found))
 
     def close(self) -> None:
         self.engine.dispose()

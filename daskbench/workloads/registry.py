@@ -31,7 +31,7 @@ def describe_all() -> list[dict[str, Any]]:
 
 
 def markdown_table() -> str:
-    """`describe_all` as a Markdown table, for docs/workloads-and-metrics.md (written there by ci/docs-tables)."""
+    """`describe_all` as a Markdown table, for docs/workloads-and-metrics.md (written there by tools/docs-tables)."""
     lines = ["| workload | size | input | chunks / partitions |", "|---|---|---|---|"]
     lines += [f"| {r['workload']} | {r['size']} | {r['input']} | {r['chunks']} |" for r in describe_all()]
     return "\n".join(lines)

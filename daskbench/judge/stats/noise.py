@@ -2,7 +2,7 @@
 
 **Two runs are two sessions.** Repeats inside one run share its cluster, its process
 placement and the machine's state at that hour; another run does not. Measured here with
-``ci/aa`` (5 identical runs, tiny sizes, 2 cores), the spread of per-run medians was 2-4x
+``measure/compare-aa`` (5 identical runs, tiny sizes, 2 cores), the spread of per-run medians was 2-4x
 the spread of repeats within a run (log sd 0.02-0.21 against 0.03-0.09), and an interval
 from repeats alone flagged 7 of 112 A/A rows as regressed. So an A/B interval between
 separate runs is widened by the run-to-run noise of the case (`with_run_noise`): the log
@@ -34,7 +34,7 @@ MIN_RUNS_FOR_NOISE = 3
 def default_run_sd(metric: str) -> float:
     """Run-to-run noise (log sd) assumed for ``metric`` while a case has fewer than
     MIN_RUNS_FOR_NOISE runs to estimate it from (declared in `daskbench.catalog`). Measured
-    here with ci/aa at tiny sizes: runtime up to 0.21 (median 0.12); peak memory at most 0.0023."""
+    here with measure/compare-aa at tiny sizes: runtime up to 0.21 (median 0.12); peak memory at most 0.0023."""
     return catalog.get(metric).noise
 
 
