@@ -7,12 +7,14 @@ The whole path, measured, from a night's regression to the commit that planted i
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from daskbench import envs
 from daskbench.bisect import search
 from daskbench.bisect.plan import BisectPlan, Candidate
 from daskbench.cli.bisect import EXITS
@@ -275,3 +277,26 @@ def test_a_bisection_starts_no_step_once_its_budget_is_used_up(monkeypatch: pyte
         "the budget was used up after step 0; no culprit named: the first bad is one of 1.1 .. 1.5 (5 candidates)"
         in (" ".join(search.outcome_lines(outcome, "b", 120)))
     )
+
+
+def test_a_step_that_does_not_import_is_skipped_once_with_pythons_words(
+    two: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An environment that built but cannot import a moved package: `InstallFailed` (the bisection skips it,
+    as ``git bisect skip``), its reason kept for the comment, and not built again when asked a second time."""
+    hunter = _hunter(two, tmp_path)
+    built: list[str] = []
+
+    def build(point: Any, described: str) -> str:
+        built.append(described)
+        hunt._check_imports(sys.executable, ["no-such-package-here"])
+        return sys.executable
+
+    monkeypatch.setattr(hunter, "_build", build)
+    candidate = hunter.route.plan.candidates[0]
+    for _ in range(2):
+        with pytest.raises(envs.InstallFailed, match=r"it does not import .*ModuleNotFoundError"):
+            hunter.python_of(candidate)
+    assert len(built) == 1 and "no_such_package_here" in hunter.skipped[candidate.label()]
+    found = hunt.Hunt(hunter.route, (), (), dict(hunter.skipped), 1.0, 60.0)
+    assert f"- `{candidate.label()}`: it does not import" in comment.markdown(found)
