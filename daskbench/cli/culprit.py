@@ -70,6 +70,9 @@ def register(subparsers: Any) -> None:
         "with more --budget: its finished steps are reused)",
     )
     add_selection_options(parser, verb="judge (as the confirmation did)", group=False)
+    for action in parser._actions:  # the candidate's default here is the confirmation's run, not the latest
+        if action.dest == "candidate":
+            action.help = "the run the confirmation confirms (the default), judged as it was"
     add_group_option(parser, "the side-by-side confirmation to go on from (daskbench confirm --group GROUP)")
     parser.add_argument(
         "--name", metavar="NAME", help="the bisection's name (default culprit-RUN): running it again continues it"
