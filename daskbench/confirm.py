@@ -28,7 +28,7 @@ from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Comparison, Run, Verdict, group_measurements
+from daskbench.model import Comparison, Run, Verdict, group_measurements, recorded_commits
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural, say
 
@@ -120,10 +120,10 @@ def _not_slow(levels: Mapping[str, float], run_id: str, floor: float | None) -> 
 
 
 def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
-    """The packages whose recorded versions differ, at the good run's and at the candidate's versions; one
-    line when none differ (then no other environment can be built) or the good run lacks one."""
+    """The packages whose recorded versions (or commits, from git) differ, at the good run's and at the
+    candidate's versions; one line when none differ (then no other environment can be built) or the good run lacks one."""
     ours, theirs = bisect_plan.recorded_pins(good), bisect_plan.recorded_pins(candidate)
-    names = bisect_plan.differing_names(ours, theirs)
+    names = bisect_plan.differing_names(bisect_plan.recorded_refs(good), bisect_plan.recorded_refs(candidate))
     if not names:
         raise DaskbenchError(
             f"run {good.run_id[:8]} (the last good run) recorded the same package versions as run "
@@ -135,7 +135,16 @@ def differing(good: Run, candidate: Run) -> tuple[Pins, Pins]:
             f"run {good.run_id[:8]} (the last good run) recorded no version of "
             f"{first_few(missing, 3)}: its environment cannot be rebuilt"
         )
-    return tuple((name, ours[name]) for name in names), tuple((name, theirs.get(name, "none")) for name in names)
+    return _described(good, ours, names), _described(candidate, theirs, names)
+
+
+def _described(run: Run, pins: Mapping[str, str], names: Sequence[str]) -> Pins:
+    """Each name's version in ``run`` (``none``: not installed), ``1.0 (git 1a2b3c4d5e6f)`` when from git."""
+    commits = recorded_commits(run.tags)
+    return tuple(
+        (name, pins.get(name, "none") + (f" (git {commits[name].short()})" if name in commits else ""))
+        for name in names
+    )
 
 
 def build_good(plan: ConfirmPlan, say: Say = say, **options: object) -> str:

@@ -205,6 +205,48 @@ class Case:
         )
 
 
+#: The run tags of a package installed from git (its PEP 610 record): the commit, and the repository it came
+#: from (``git_commit_dask``, ``git_url_dask``; a name's ``-`` written ``_``). Tags, so no schema change.
+COMMIT_TAG, COMMIT_URL_TAG = "git_commit_", "git_url_"
+
+
+@dataclass(frozen=True)
+class SourceCommit:
+    """A package as a run had it from git: its (normalized) name, the full commit id and the repository URL
+    (redacted as recorded; empty when unknown)."""
+
+    package: str
+    commit: str
+    url: str = ""
+
+    def short(self) -> str:
+        return self.commit[:12]
+
+    def tags(self) -> dict[str, str]:
+        """The run tags that record it."""
+        key = self.package.replace("-", "_").replace(".", "_")
+        return {f"{COMMIT_TAG}{key}": self.commit, **({f"{COMMIT_URL_TAG}{key}": self.url} if self.url else {})}
+
+
+def recorded_commits(tags: Mapping[str, str]) -> dict[str, SourceCommit]:
+    """The packages a run had from git, by name, read back from its tags (`SourceCommit.tags`)."""
+    found = {}
+    for key, commit in tags.items():
+        if key.startswith(COMMIT_TAG) and commit:
+            name = key.removeprefix(COMMIT_TAG)
+            found[name.replace("_", "-")] = SourceCommit(
+                name.replace("_", "-"), commit, tags.get(COMMIT_URL_TAG + name, "")
+            )
+    return dict(sorted(found.items()))
+
+
+def versions_and_commits(run: Run) -> dict[str, str]:
+    """A run's versions with, for each package it had from git, ``NAME commit`` and the commit's 12-char id:
+    what ``compare`` lists as differing between runs."""
+    commits = {f"{name} commit": found.short() for name, found in recorded_commits(run.tags).items()}
+    return {**run.versions, **commits}
+
+
 @dataclass(frozen=True)
 class Run:
     """One invocation of the suite, with everything needed to explain a difference later.

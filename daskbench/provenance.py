@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -9,10 +10,13 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import psutil
 
+from daskbench.model import SourceCommit
 from daskbench.redact import redact_url, redact_value
 from daskbench.text import flatten
 
@@ -48,6 +52,50 @@ def versions(extra: Iterable[str] = ()) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
+
+
+def commits(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The run tags (`SourceCommit.tags`) of the packages of `versions` installed from git: the commit and
+    the repository their PEP 610 record (``direct_url.json``) names, or, installed from a local folder that is
+    a clean git checkout (an editable dask), its ``HEAD``. So a night of dask from its main branch can be
+    rebuilt at its commit, and bisected commit by commit, later."""
+    tags: dict[str, str] = {}
+    for name in dict.fromkeys([*PACKAGES, *(re.sub(r"[-_.]+", "-", name).lower() for name in extra)]):
+        found = source_commit(name)
+        if found is not None:
+            tags |= found.tags()
+    return tags
+
+
+def source_commit(name: str) -> SourceCommit | None:
+    """Package ``name``'s commit as its install record gives it (None: not installed from git)."""
+    try:
+        text = metadata.distribution(name).read_text("direct_url.json")
+        record = json.loads(text or "null")
+    except (metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+        return None
+    url, vcs = record["url"], record.get("vcs_info")
+    if isinstance(vcs, dict):
+        commit = vcs.get("commit_id")
+        if vcs.get("vcs") != "git" or not isinstance(commit, str) or not commit:
+            return None
+        return SourceCommit(name, commit, redact_url(url))
+    if urlsplit(url).scheme != "file":
+        return None
+    return _checkout_commit(name, unquote(urlsplit(url).path))
+
+
+def _checkout_commit(name: str, folder: str) -> SourceCommit | None:
+    """The ``HEAD`` of the clean git checkout ``folder`` a package was installed from (None: none, or edited)."""
+    top = git("-C", folder, "rev-parse", "--show-toplevel")
+    if top is None or os.path.realpath(top) != os.path.realpath(folder):
+        return None
+    head = git("-C", folder, "rev-parse", "HEAD")
+    if head is None or git("-C", folder, "status", "--porcelain", "--untracked-files=no"):
+        return None
+    return SourceCommit(name, head, Path(folder).as_uri())
 
 
 def host() -> dict[str, Any]:

@@ -373,9 +373,11 @@ def test_every_whole_number_is_read_by_one_parser(
 
 def test_exit_codes_are_listed_once_and_an_undecided_bisection_has_its_own() -> None:
     """The package docstring and ``daskbench --help`` list 0, 1, 2, 3 and 130; a bisection that stays undecided
-    exits 3, never 2 (could not run), and each way a bisection ends has a code of its own."""
+    exits 3, never 2 (could not run), as one whose --budget ran out does; the other ways a bisection ends (no
+    regression, a culprit) have a code of their own."""
     shown = re.sub(r"\s+", " ", build_parser().format_help())
     for code in ("0 ok", "1 a regression", "2 could not run", "3 undecided", "130 interrupted"):
         assert code in shown, code
     assert all(f"- {code}:" in (cli.__doc__ or "") for code in ("0", "1", "2", "3", "130"))
-    assert EXITS["undecided"] == EXIT_UNDECIDED != EXIT_ERROR and len(set(EXITS.values())) == len(EXITS)
+    assert EXITS["undecided"] == EXITS["budget"] == EXIT_UNDECIDED != EXIT_ERROR
+    assert len({EXITS["none"], EXITS["culprit"], EXIT_UNDECIDED}) == 3

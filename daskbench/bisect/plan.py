@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from daskbench import envs
 from daskbench.errors import DaskbenchError
-from daskbench.model import Run
+from daskbench.model import Run, recorded_commits
 from daskbench.text import first_few, plural, terminal_safe
 
 if TYPE_CHECKING:
@@ -34,11 +34,14 @@ Pins = tuple[tuple[str, str], ...]
 @dataclass(frozen=True)
 class Candidate:
     """One point of a bisection: the versions of the bisected packages (a release, or a dask+distributed
-    pair), or a commit of a git checkout (its full id, and its subject as the commit has it)."""
+    pair), or a commit of a git checkout (its full id, and its subject as the commit has it; ``package`` and
+    ``repo`` name the package and checkout when a bisection moves more than one: ``daskbench culprit``)."""
 
     pins: Pins = ()
     commit: str = ""
     subject: str = ""
+    package: str = ""
+    repo: str = ""
 
     def label(self) -> str:
         """``1.5`` when every package has one version, else ``dask==X,distributed==Y``; a commit's 12-char id."""
@@ -51,7 +54,8 @@ class Candidate:
         """``standin 1.5``, ``dask 2026.7.0, distributed 2026.7.0``, or ``1a2b3c4d5e6f the subject``
         (escaped, cut to `SUBJECT_WIDTH`)."""
         if self.commit:
-            return f"{self.label()} {shortened(self.subject, SUBJECT_WIDTH)}"
+            package = f"{self.package} " if self.package else ""
+            return f"{package}{self.label()} {shortened(self.subject, SUBJECT_WIDTH)}"
         return ", ".join(f"{name} {version}" for name, version in self.pins)
 
 
@@ -64,16 +68,19 @@ def shortened(text: str, width: int) -> str:
 @dataclass(frozen=True)
 class BisectPlan:
     """What is bisected: the moving packages, the good point and the candidates after it, oldest first
-    (the last is the bad end), and notes (a release of one of a pair only, skipped)."""
+    (the last is the bad end), and notes (a release of one of a pair only, skipped). ``pivot``: a candidate
+    measured first after step 0 (where one package has moved to the bad end's and the next not yet: which
+    package it was), then the binary search goes on from there."""
 
     moving: tuple[str, ...]
     good: Candidate
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
+    pivot: int | None = None
 
     def max_steps(self) -> int:
-        """Step 0 (the bad end) and the binary search over the rest."""
-        return 1 + math.ceil(math.log2(len(self.candidates)))
+        """Step 0 (the bad end), the pivot and the binary search over the rest."""
+        return 1 + (self.pivot is not None) + math.ceil(math.log2(len(self.candidates)))
 
 
 # -- what is bisected -------------------------------------------------------------------------
@@ -83,6 +90,16 @@ def recorded_pins(run: Run) -> dict[str, str]:
     """A run's recorded versions as pins (normalized names; python and daskbench left out)."""
     found = {envs.normalized(name): version for name, version in run.versions.items()}
     return {name: version for name, version in found.items() if name not in envs.NOT_PINNED}
+
+
+def recorded_refs(run: Run) -> dict[str, str]:
+    """`recorded_pins` with the commit of each package the run had from git after its version (``1.0 @ <id>``):
+    two runs of one version at other commits differ (`differing_names` compares them as text)."""
+    commits = recorded_commits(run.tags)
+    pins = recorded_pins(run)
+    return {
+        name: f"{version} @ {commits[name].commit}" if name in commits else version for name, version in pins.items()
+    }
 
 
 def moving_packages(good: Mapping[str, str], bad: Mapping[str, str], only: Collection[str] | None) -> tuple[str, ...]:

@@ -79,13 +79,16 @@ class Step:
 @dataclass(frozen=True)
 class Outcome:
     """How a bisection ended: ``culprit`` (first bad candidate and the step that showed it),
-    ``none`` (step 0 found no regression) or ``undecided`` (a step stayed undecided at the cap)."""
+    ``none`` (step 0 found no regression), ``undecided`` (a step stayed undecided at the cap) or ``budget``
+    (``--budget`` used up before the next step; ``step`` the last one that finished)."""
 
     kind: str
     step: Step
     candidate: Candidate | None = None
     #: Candidates just before the culprit that did not build: the first bad one may be any of them.
     unbuilt: tuple[Candidate, ...] = ()
+    #: Undecided or out of budget after step 0: the candidates the first bad one may still be, oldest first.
+    left: tuple[Candidate, ...] = ()
 
 
 # -- judging a step ---------------------------------------------------------------------------
@@ -230,19 +233,29 @@ class Bisection:
         self._hunt(first)
         low, high = -1, len(plan.candidates) - 1
         skipped: set[int] = set()
-        while (middle := _middle(low, high, skipped)) is not None:
+        while (middle := _middle(low, high, skipped, plan.pivot)) is not None:
+            left = tuple(plan.candidates[low + 1 : high + 1])
+            if self.out_of_budget():
+                return Outcome("budget", self._last(), left=left)
             candidate = plan.candidates[middle]
             if not self._buildable(candidate):
                 skipped.add(middle)
                 continue
             step = self._step(candidate, good)
             if not step.decided:
-                return Outcome("undecided", step)
+                return Outcome("undecided", step, left=left)
             low, high = (low, middle) if step.bad else (middle, high)
             self.show(f"  first bad is now {_range(plan, low, high)}")
         culprit = plan.candidates[high]
         unbuilt = tuple(plan.candidates[i] for i in sorted(skipped) if low < i < high)
         return Outcome("culprit", self.done[culprit.label()], culprit, unbuilt)
+
+    def out_of_budget(self) -> bool:
+        """Whether ``budget`` is used up (never without one)."""
+        return self.budget is not None and time.monotonic() - self.began >= self.budget
+
+    def _last(self) -> Step:
+        return max(self.done.values(), key=lambda step: step.number)
 
     def _buildable(self, candidate: Candidate) -> bool:
         """Whether ``candidate`` can be measured: its environment built (or its step stored already). One
@@ -296,8 +309,7 @@ class Bisection:
         rounds, attempt = self.max_rounds, 1
         while True:
             step = self._attempt(number, attempt, candidate, good, python, rounds, started)
-            out_of_budget = self.budget is not None and time.monotonic() - self.began >= self.budget
-            if step.decided or rounds >= self.rounds_cap or out_of_budget:
+            if step.decided or rounds >= self.rounds_cap or self.out_of_budget():
                 break
             rounds, attempt = min(2 * rounds, self.rounds_cap), attempt + 1
             self.say(
@@ -322,7 +334,7 @@ class Bisection:
         self.spent.add(self._lockstep(group, {"A": Side("A", good), "B": Side("B", python)}, question))
         minutes = (time.monotonic() - started) / 60
         step = judged_step(self.store, group, number, candidate, minutes, self.floors, self.metric)
-        self._tag(group, step, attempt, candidate)
+        self.tag(group, step, attempt, candidate)
         return step
 
     def _question(self, rounds: int) -> sequential.Question:
@@ -333,8 +345,9 @@ class Bisection:
         plan = GroupPlan(group, sides, self.db, self.pytest_args, question, self.max_seconds, budget=self._share())
         return run_group(plan, self.say)
 
-    def _tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
-        """Tag the group's runs: the bisection, the step, the candidate and the step's verdict."""
+    def tag(self, group: str, step: Step, attempt: int, candidate: Candidate) -> None:
+        """Tag the group's runs: the bisection, the step, the candidate and the step's verdict (tags already
+        there with these values stay: a step taken from elsewhere, such as a confirmation, is tagged once)."""
         pins = ",".join(f"{name}=={version}" for name, version in candidate.pins)
         tags = {
             TAG: self.name,
@@ -348,7 +361,7 @@ class Bisection:
             BAD_TAG: self.ends[1],
         }
         if candidate.commit:
-            tags |= {REPO_TAG: self.repo, COMMIT: candidate.commit, SUBJECT: candidate.subject}
+            tags |= {REPO_TAG: candidate.repo or self.repo, COMMIT: candidate.commit, SUBJECT: candidate.subject}
         for run in self.store.runs():
             if run.tags.get(AB_GROUP) == group:
                 self.store.tag_run(run.run_id, tags)
@@ -387,9 +400,12 @@ def step_line(step: Step, *, stored: bool = False) -> str:
     return f"{line}{kept}\n{cases}"
 
 
-def _middle(low: int, high: int, skipped: set[int]) -> int | None:
-    """The next index to measure between ``low`` and ``high`` (both excluded): the midpoint, else the
-    untried index nearest to it (the skipped ones built nothing to measure); None when none is left."""
+def _middle(low: int, high: int, skipped: set[int], pivot: int | None = None) -> int | None:
+    """The next index to measure between ``low`` and ``high`` (both excluded): the ``pivot`` while it is between
+    and not skipped, else the midpoint, else the untried index nearest to it (the skipped ones built nothing to
+    measure); None when none is left."""
+    if pivot is not None and low < pivot < high and pivot not in skipped:
+        return pivot
     middle = (low + high) // 2
     around = sorted(range(low + 1, high), key=lambda i: (abs(i - middle), i))
     return next((i for i in around if i not in skipped), None)
@@ -401,6 +417,15 @@ def _range(plan: BisectPlan, low: int, high: int) -> str:
     if first == last:
         return f"{last.label()} (found)"
     return f"one of {first.label()} .. {last.label()} ({plural(high - low, 'candidate')})"
+
+
+def left_text(left: tuple[Candidate, ...]) -> str:
+    """Where the first bad candidate may still be: ``the first bad is one of 1a2b.. .. 3c4d.. (5 candidates)``."""
+    if not left:
+        return "nothing is left to search"
+    if len(left) == 1:
+        return f"the first bad is {left[0].label()}"
+    return f"the first bad is one of {left[0].label()} .. {left[-1].label()} ({plural(len(left), 'candidate')})"
 
 
 def outcome_lines(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
@@ -419,6 +444,11 @@ def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
             f"step {step.number} ({step.described}) is not decided after {plural(step.rounds, 'round')} "
             f"(--rounds-cap {rounds_cap}); no culprit named. Continue with more rounds: daskbench bisect "
             f"--group {name} --rounds-cap {2 * rounds_cap} ..."
+        ]
+    if outcome.kind == "budget":
+        return [
+            f"the budget was used up after step {step.number}; no culprit named: {left_text(outcome.left)}. "
+            f"Continue: daskbench bisect --resume {name} --budget ..."
         ]
     assert outcome.candidate is not None
     effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"

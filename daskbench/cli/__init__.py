@@ -7,7 +7,7 @@ mean one thing each, for every command:
 
 - 0: ok, nothing regressed (or nothing to do);
 - 1: a regression: found (compare, alert, ab, pr), confirmed side by side (confirm), or its first bad
-  release or commit named (bisect);
+  release or commit named (bisect, culprit);
 - 2: the command could not run: bad input (a usage error too), a missing baseline or run, an unusable
   store, a failed build;
 - 3: measured but undecided: a bisection step still inconclusive at ``--rounds-cap`` (``--group NAME``
@@ -39,7 +39,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 #: The command modules under daskbench.cli, each named for its command; each has register(subparsers).
 SUBCOMMAND_MODULES = (
     "runs", "show", "baseline", "compare", "ab", "calibrate", "report", "data", "init", "export", "import_", "alert",
-    "publish", "gc", "advise", "env", "bisect", "confirm", "pr",
+    "publish", "gc", "advise", "env", "bisect", "confirm", "pr", "culprit",
 )  # fmt: skip
 
 
@@ -50,7 +50,7 @@ COMMAND_MODULES = {
     "runs": "runs", "show": "show", "baseline": "baseline", "compare": "compare", "ab": "ab",
     "calibrate": "calibrate", "report": "report", "data": "data", "init": "init", "export": "export",
     "import": "import_", "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env",
-    "bisect": "bisect", "confirm": "confirm", "pr": "pr",
+    "bisect": "bisect", "confirm": "confirm", "pr": "pr", "culprit": "culprit",
 }  # fmt: skip
 
 

@@ -40,7 +40,7 @@ from daskbench.text import plural, say
 PythonOf = Callable[[bisect_plan.Candidate], str]
 #: The exit code of each way a bisection ends (`bisect.Outcome.kind`): undecided is neither a culprit nor
 #: "could not run" (2, the bad inputs), so a script can tell "continue with --group" from "fix the command".
-EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED}
+EXITS = {"none": EXIT_OK, "culprit": EXIT_REGRESSION, "undecided": EXIT_UNDECIDED, "budget": EXIT_UNDECIDED}
 
 
 #: ``bisect``'s texts (add_parser's keywords).

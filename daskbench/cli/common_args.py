@@ -279,6 +279,16 @@ ROUND_COMMANDS: Mapping[str, Rounds] = {
             "--format": f"it prints one line per suspect; {AS_JSON}",
         },
     ),
+    "culprit": Rounds(
+        group="the side-by-side confirmation to go on from (daskbench confirm --group GROUP)",
+        metric="a step is judged by",
+        when=" in a step's first attempt",
+        whole="hunt, builds included (default $DASKBENCH_CULPRIT_BUDGET, else 60m: one GitHub Actions job)",
+        lacks={
+            "--format": "it prints each step as it finishes, and writes the culprit's Markdown to the job summary "
+            "(--summary) and the issues (--github)"
+        },
+    ),
     "pr": Rounds(
         group="name of the A/B group (default: pr-<base>-<head>-<random>); a new one",
         lacks={

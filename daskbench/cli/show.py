@@ -14,7 +14,7 @@ from daskbench.cli.output import print_grouped, print_json, print_table, print_w
 from daskbench.flat import RunSummary, measurement_row, probe_text, task_rows
 from daskbench.judge import machine
 from daskbench.judge.format import case_label
-from daskbench.model import JSON_VERSION, Case, Measurement, Run
+from daskbench.model import JSON_VERSION, Case, Measurement, Run, recorded_commits
 from daskbench.store import Store, runstatus
 from daskbench.text import format_bytes, json_safe, plural, wrap_items
 
@@ -70,6 +70,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"cpu probe={probe_text(machine.speed(measurements))}",
     ]
     print("\n".join(wrap_items(head, sep="  ")))
+    if commits := recorded_commits(run.tags):  # packages installed from git: their commits (PEP 610)
+        shown = (
+            f"{c.package} {run.versions.get(c.package, '?')} at {c.short()} {c.url}".rstrip() for c in commits.values()
+        )
+        print_wrapped(f"from git: {'; '.join(shown)}")
     columns = catalog.shown()
     print_grouped(["rep", "outcome", *(metric.short for metric in columns)], _show_groups(measurements, cases, rows))
     kept = [r for r in rows if r["evidence"]]

@@ -51,6 +51,8 @@ OTHER_ENV = frozenset({
     "DASKBENCH_REPORT", "DASKBENCH_SCREENSHOT_DIR", "DASKBENCH_TEST_SLOWDOWN", "DASKBENCH_ENV_CACHE",
     # ci/nightly's side-by-side confirmation (daskbench confirm) and the interpreter it runs in:
     "DASKBENCH_CONFIRM_ROUNDS", "DASKBENCH_CONFIRM_ARGS", "DASKBENCH_PYTHON",
+    # daskbench culprit's budget and mirrors (ci/nightly's hunt too), and what ci/nightly installs first:
+    "DASKBENCH_CULPRIT_BUDGET", "DASKBENCH_MIRRORS", "DASKBENCH_NIGHTLY_INSTALL",
     # set by daskbench ab on its lockstep sessions (daskbench.lockstep.turns):
     "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_GROUP", "DASKBENCH_AB_MAX_ROUNDS", "DASKBENCH_AB_PART",
     "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE", "DASKBENCH_AB_METRIC",

@@ -1,18 +1,24 @@
 """The commits of a git checkout as source trees: `git_checkout`, `resolve_commit`, `commits_between`,
 `commit_subjects` name them, `uncommitted` lists the edits no commit holds; `exported` makes one a source
 tree (a clone at that commit, once) that an `EnvSpec` installs (``sources``), whose build backend reports
-the version it would in the checkout."""
+the version it would in the checkout. `mirror`: a bare mirror of a package's repository (the one a run
+recorded it from), cloned once into a folder kept between nights and fetched only when a commit is missing."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from daskbench.envs.builds import cache_fix, cache_flag, cache_root
+from daskbench.envs.builds import Say, cache_fix, cache_flag, cache_root
 from daskbench.envs.output import first_error
 from daskbench.errors import DaskbenchError, check_writable
+from daskbench.redact import MASK
 
 
 def git_checkout(path: str | Path, flag: str) -> Path:
@@ -97,13 +103,75 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     return target
 
 
-def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``git -C repo ARGS``; with ``check``, one line naming the command when it fails."""
+#: Where the mirrors of packages' repositories live (``daskbench culprit --mirrors``), else under ~/.cache.
+MIRRORS_ENV = "DASKBENCH_MIRRORS"
+#: The longest a mirror's clone or fetch may take (dask's whole history: about a minute on a hosted runner).
+MIRROR_TIMEOUT_S = 1800.0
+
+
+def mirrors_root(given: str | Path | None = None) -> Path:
+    """``given``, else ``$DASKBENCH_MIRRORS``, else ``~/.cache/daskbench/mirrors``."""
+    return Path(given or os.environ.get(MIRRORS_ENV) or Path.home() / ".cache" / "daskbench" / "mirrors").expanduser()
+
+
+def mirror(url: str, root: Path, commits: Sequence[str], say: Say | None = None) -> Path:
+    """A bare mirror of the repository at ``url`` (``git clone --mirror``) under ``root``, made once and kept (CI
+    caches the folder), fetched again only when it lacks one of ``commits``: the source history of a package a
+    run had from git, read offline after. One line when it cannot be cloned or still lacks a commit."""
+    if not url or MASK in url:
+        raise DaskbenchError(f"no repository to clone: the run recorded {url or 'none'!r}; give a local mirror")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
+    target = root / f"{name or 'repo'}-{hashlib.sha256(url.encode()).hexdigest()[:8]}.git"
+    if not target.is_dir():
+        check_writable(root, f"--mirrors (or ${MIRRORS_ENV})", folder=True)
+        root.mkdir(parents=True, exist_ok=True)
+        if say:
+            say(f"culprit: cloning {url} into {target} (once; kept for the next nights)")
+        scratch = root / f".{target.name}.{os.getpid()}.tmp"
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            _git(root, "clone", "--quiet", "--mirror", url, str(scratch), timeout=MIRROR_TIMEOUT_S)
+            os.replace(scratch, target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if any(not has_commit(target, commit) for commit in commits):
+        if say:
+            say(f"culprit: fetching {url} into {target}")
+        _git(target, "fetch", "--quiet", "--prune", "--tags", "origin", timeout=MIRROR_TIMEOUT_S)
+    missing = [commit for commit in commits if not has_commit(target, commit)]
+    if missing:
+        raise DaskbenchError(
+            f"{url} has no commit {missing[0][:12]} (fetched into {target}); was it force-pushed away?"
+        )
+    return target
+
+
+def has_commit(repo: Path, commit: str) -> bool:
+    """Whether ``repo`` holds ``commit``."""
+    return _git(repo, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+
+
+def release_commit(repo: Path, version: str) -> str | None:
+    """The commit of release ``version``'s tag (``2024.8.0`` or ``v2024.8.0``) in ``repo``; None when neither."""
+    for tag in (version, f"v{version}"):
+        done = _git(repo, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}", check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    return None
+
+
+def _git(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``git -C repo ARGS``; with ``check``, one line naming the command when it fails (or takes ``timeout`` s)."""
     if shutil.which("git") is None:
         raise DaskbenchError("git is not on PATH; install git to work with a checkout")
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300
-    )
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise DaskbenchError(
+            f"git {' '.join(args)} took more than {timeout:g} s in {repo}; check the network"
+        ) from None
     if check and done.returncode != 0:
         raise DaskbenchError(f"git {' '.join(args)} failed in {repo}: {first_error(done.stderr)}")
     return done

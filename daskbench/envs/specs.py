@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from daskbench.errors import DaskbenchError
-from daskbench.model import Run
+from daskbench.model import Run, recorded_commits
 
 #: Recorded names that are not pins: the interpreter, and daskbench (this one is installed instead).
 NOT_PINNED = frozenset({"python", "daskbench"})
@@ -78,7 +78,13 @@ class EnvSpec:
 
     def describe(self) -> str:
         """``dask 2026.7.0, distributed 2026.7.0, ...`` (every pin), then each source tree's folder name."""
-        return ", ".join([*(f"{name} {version}" for name, version in self.pins), *(Path(t).name for t in self.sources)])
+        return ", ".join([*(f"{name} {version}" for name, version in self.pins), *map(_source_name, self.sources)])
+
+
+def _source_name(source: str) -> str:
+    """A source tree's folder name, or ``dask at 1a2b3c4d5e6f`` for a requirement from git (`git_sources`)."""
+    name, at, url = source.partition(" @ git+")
+    return f"{name} at {url.rpartition('@')[2][:12]}" if at else Path(source).name
 
 
 def parse_pins(text: str, flag: str) -> dict[str, str]:
@@ -125,7 +131,22 @@ def spec_from_run(
     if not pins:
         raise DaskbenchError(f"{source} recorded no package versions to rebuild; choose another run (daskbench runs)")
     daskbench = daskbench_requirement() if with_daskbench else ()
-    return EnvSpec(tuple(sorted(pins.items())), daskbench, source, recorded.get("python"))
+    sources = git_sources(run, [name for name in pins if name not in changed])
+    kept = tuple(sorted((name, version) for name, version in pins.items() if name not in sources))
+    return EnvSpec(kept, daskbench, source, recorded.get("python"), sources=tuple(sources.values()))
+
+
+def git_sources(run: Run, names: Collection[str]) -> dict[str, str]:
+    """The requirements that install ``names`` as ``run`` had them from git (``NAME @ git+URL@COMMIT``, by
+    name), for those it recorded a commit and repository of (`model.recorded_commits`): a version such as
+    ``2024.8.1.dev12+g1a2b3c4`` is on no index. A repository recorded with a password (shown ``***``) is left
+    out: it cannot be cloned again from the record."""
+    found = recorded_commits(run.tags)
+    return {
+        name: f"{name} @ git+{commit.url}@{commit.commit}"
+        for name in names
+        if (commit := found.get(name)) is not None and commit.url and "***" not in commit.url
+    }
 
 
 def _narrowed(pins: Mapping[str, str], names: list[str], source: str) -> dict[str, str]:

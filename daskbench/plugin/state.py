@@ -196,7 +196,7 @@ class DaskbenchSession:
                 versions=provenance.versions(self.settings.record_versions or ()),
                 host={**provenance.host(), **self.conditions},  # what the header read: load, probe
                 dask_config=provenance.dask_config(),
-                tags=self.selection,
+                tags={**self.selection, **provenance.commits(self.settings.record_versions or ())},
             )
             self.store.add_run(run)
             self.run = run  # only once stored: a Ctrl-C before that leaves no run to end (no event for a missing row)

@@ -24,8 +24,7 @@ from pathlib import Path
 
 from daskbench.errors import DaskbenchError
 from daskbench.judge import suite
-from daskbench.judge.compare import compare_group
-from daskbench.judge.compare.comparison import Against, finish
+from daskbench.judge.compare import Against, compare_group, finish
 from daskbench.model import Comparison, Run, Verdict
 from daskbench.shards.plan import Shard, ShardPlan, measured_name, parse_shard
 from daskbench.store import Store, exchange

@@ -134,9 +134,11 @@ __all__ = [
     "CASE_METRIC",
     "DEFAULT_BASELINE",
     "OUTCOME_METHOD",
+    "Against",
     "compare",
     "compare_group",
     "compare_runs",
     "effect_size",
+    "finish",
     "group_rounds",
 ]

@@ -11,7 +11,7 @@ from typing import Literal
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import matching
-from daskbench.model import Comparison, Measurement, Run, Verdict
+from daskbench.model import Comparison, Measurement, Run, Verdict, versions_and_commits
 from daskbench.text import flatten
 
 #: Tie-break of equal effects: the verdicts a maintainer must act on first.
@@ -60,7 +60,7 @@ def finish(
         baseline_runs=against.runs,
         candidate_run=cand,
         verdicts=tuple(sorted(verdicts, key=_sort_key)),
-        version_diff=matching.diff([run.versions for run in diffed], cand.versions),
+        version_diff=matching.diff([versions_and_commits(run) for run in diffed], versions_and_commits(cand)),
         config_diff=matching.diff([flatten(run.dask_config) for run in diffed], flatten(cand.dask_config)),
         host_diff=matching.diff([run.host for run in diffed], cand.host),
         baseline_label=against.label,
