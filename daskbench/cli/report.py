@@ -17,6 +17,7 @@ from daskbench.cli.common import (
     add_selection_options,
     check_report_bokeh,
     open_store,
+    print_wrapped,
     selection,
 )
 from daskbench.errors import DaskbenchError, check_writable
@@ -89,7 +90,7 @@ def _say_if_unfinished(store: Store) -> None:
     try:
         runstatus.latest_finished(store)
     except runstatus.NoFinishedRun as none:
-        print(
+        print_wrapped(
             f"report: no run has finished yet; it shows the {none.status} run {none.newest.run_id[:8]} alone "
             "(what it measured before it stopped); run the benchmarks to the end for a report that compares"
         )
