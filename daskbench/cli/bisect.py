@@ -19,6 +19,7 @@ from typing import Any
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.bisect import search as bisect
+from daskbench.bisect.again import again_command
 from daskbench.cli.common import (
     EXIT_OK,
     EXIT_REGRESSION,
@@ -123,15 +124,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     ends = _ends(args, store, name)
     repo = _repo(args, store, name)
     plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
-    between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
-    header = (
-        f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
-        f"{between} between, at most {plan.max_steps()} steps"
-    )
-    say(header)
-    for note in plan.notes:
-        say(f"bisect: note: {note}")
-    floors = settings(args).floor or {}
+    _say_header(name, plan, repo)
     runner = bisect.Bisection(
         name,
         store,
@@ -140,7 +133,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         python_of,
         ends,
         repo=str(repo or ""),
-        floors=floors,
+        floors=settings(args).floor or {},
         max_rounds=args.max_rounds,
         rounds_cap=args.rounds_cap,
         max_seconds=args.max_time * 60,
@@ -152,17 +145,40 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     )
     try:
         outcome = runner.run(plan)
-    except KeyboardInterrupt:
-        if runner.done or stored or _has_steps(store, name):  # a step tagged just as Ctrl-C came counts too
-            say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --resume {name} ...")
-        else:  # nothing of it is stored: --resume would find no such bisection
-            say(f"bisect: interrupted before any step finished. Start it again: daskbench bisect --group {name} ...")
+    except KeyboardInterrupt:  # a step tagged just as Ctrl-C came counts too
+        _say_again(args, pytest_args, name, kept=bool(runner.done or stored or _has_steps(store, name)))
         raise
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
         print_wrapped(line)
+    if outcome.kind == "undecided":
+        more = {"--resume": name, "--rounds-cap": str(2 * args.rounds_cap)}
+        for line in again_command(getattr(args, "given_args", ()), pytest_args, more):
+            print(f"  {line}", flush=True)
     for line in runner.spent.lines():
         say(f"bisect: {line}")
     return EXITS[outcome.kind]
+
+
+def _say_header(name: str, plan: bisect_plan.BisectPlan, repo: Path | None) -> None:
+    between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
+    say(
+        f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
+        f"{between} between, at most {plan.max_steps()} steps"
+    )
+    for note in plan.notes:
+        say(f"bisect: note: {note}")
+
+
+def _say_again(args: argparse.Namespace, pytest_args: list[str], name: str, *, kept: bool) -> None:
+    """After Ctrl-C, the whole command that continues the bisection (its finished steps ``kept``), or, when none
+    is stored (``--resume`` would find no such bisection), the one that starts it again."""
+    if kept:
+        say("bisect: interrupted; finished steps are kept. Continue with:")
+    else:
+        say("bisect: interrupted before any step finished. Start it again with:")
+    again = {"--resume": name} if kept else {"--group": name}
+    for line in again_command(getattr(args, "given_args", ()), pytest_args, again):
+        say(f"  {line}", wrap=False)
 
 
 def _store(args: argparse.Namespace) -> Store:
