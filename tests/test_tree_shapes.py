@@ -114,11 +114,16 @@ def test_a_workflow_installs_what_the_shape_needs(tmp_path: Path, files: dict[st
 
 
 def test_init_pr_warns_of_what_would_not_work_in_ci(tmp_path: Path) -> None:
-    """The README's repository (a git checkout's top, a benchmark in it) gives no warning; outside git, below the
-    top, without a benchmark or with dynamic dependencies no build system computes, one line each."""
+    """The README's repository (a git checkout's top, a benchmark in it) and a suite named by its client fixtures
+    give no warning; outside git, below the top, without a benchmark or with dynamic dependencies no build system
+    computes, one line each."""
     readme = folder(tmp_path / "readme", {"pyproject.toml": SETTINGS, "benchmarks/test_example.py": BENCHMARK})
     git(readme, "init", "-q")
     assert envs.ci_warnings(readme) == []
+    suite = folder(tmp_path / "suite", {"pyproject.toml": '[tool.daskbench]\nclient-fixtures = ["client"]\n',
+                                        "tests/test_arrays.py": "def test_sum(client):\n    pass\n"})  # fmt: skip
+    git(suite, "init", "-q")
+    assert envs.ci_warnings(suite) == []  # a suite brought as it is: measured without the mark in its files
     below = folder(readme / "sub", {"benchmarks/test_x.py": BENCHMARK})
     assert [line.split(":")[0] for line in envs.ci_warnings(below)] == [f"{below} is not the top of its git checkout"]
     dynamic = '[project]\nname = "x"\nversion = "0"\ndynamic = ["dependencies"]\n'

@@ -6,9 +6,12 @@ Writes ``benchmarks/test_daskbench_example.py`` and ``.github/workflows/daskbenc
 has no such settings yet, and ``results/`` to ``.gitignore`` unless a line ignores it already.
 Settings a repository already has are never touched: what to add by hand is printed instead.
 Everything is checked before the first file is written. The workflow installs daskbench from
-where this one was installed from (`install_requirement`), unless ``--install`` says otherwise.
+where this one was installed from (`install_requirement`), unless ``--install`` says otherwise, then the
+repository if it is a package, else its benchmarks' requirements (`envs.install_lines`: the rule
+``daskbench pr`` follows).
 ``daskbench init --pr`` writes only ``.github/workflows/daskbench-pr.yml``: ``daskbench pr`` on pull
-requests labelled ``benchmark`` (installed the same way).
+requests labelled ``benchmark`` (installed the same way), and warns of what would not work in CI
+(`envs.ci_warnings`).
 """
 
 from __future__ import annotations
