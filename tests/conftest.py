@@ -58,7 +58,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 #: bisect_repo, confirm, lockstep, pr, regression_e2e), and lockstep_rounds is not one.
 LONGEST_FIRST = (
     "test_first_day.py", "test_lockstep_rounds.py", "test_documented_commands.py", "test_bisect_repo.py", "test_bisect.py",
-    "test_regression_e2e.py", "test_pr.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
+    "test_regression_e2e.py", "test_pr.py", "test_pr_own_repository.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
     "test_stopping.py", "test_plugin.py", "test_memory.py", "test_shared_cluster.py", "test_confirm.py", "test_cluster_faults.py",
 )  # fmt: skip
 

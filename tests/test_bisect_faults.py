@@ -8,6 +8,8 @@ test_bisect_repo.py: overlays over this interpreter (``--inherit``), one 1-threa
 
 from __future__ import annotations
 
+import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from daskbench.bisect.again import again_command
 from daskbench.store import Store
 from tests.helpers import git, standin_commit, wait_for
 
@@ -61,8 +64,22 @@ def _bisect(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(_command(root, *args), cwd=root, capture_output=True, text=True, timeout=900)
 
 
-def _tagged_steps(root: Path, name: str) -> set[str]:
-    """The steps of bisection ``name`` the store holds (tagged once a step's attempt is judged)."""
+def _printed(err: str, after: str) -> str:
+    """The command printed on the lines after the one ending ``after``, joined as a shell joins lines ending in
+    a backslash; every line fits 120 columns."""
+    lines = err.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.endswith(after)) + 1
+    taken = [lines[start]]
+    while taken[-1].endswith("\\"):
+        taken.append(lines[start + len(taken)])
+    assert all(len(line) <= 120 for line in taken), taken
+    return " ".join(line.strip().removesuffix("\\").strip() for line in taken)
+
+
+def _tagged_steps(root: Path, name: str, *, decided: bool = False) -> set[str]:
+    """The steps of bisection ``name`` the store holds (tagged once a step's attempt is judged; ``decided``: only
+    those an attempt decided, which a resumed bisection reuses; on a busy machine a first attempt can end
+    inconclusive, and ``--resume`` then measures that step again)."""
     db = root / "bisect.db"
     if not db.exists():
         return set()
@@ -70,7 +87,14 @@ def _tagged_steps(root: Path, name: str) -> set[str]:
         runs = Store(f"sqlite:///{db}", create=False).runs()
     except Exception:  # the sessions are creating it
         return set()
-    return {run.tags["bisect_step"] for run in runs if run.tags.get("bisect") == name and "bisect_step" in run.tags}
+    undecided = ("inconclusive", "") if decided else ()
+    return {
+        run.tags["bisect_step"]
+        for run in runs
+        if run.tags.get("bisect") == name
+        and "bisect_step" in run.tags
+        and run.tags.get("bisect_verdict", "") not in undecided
+    }
 
 
 def _measuring(root: Path) -> bool:
@@ -113,13 +137,16 @@ def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_th
     commits = _checkout(tmp_path, slow_from=2, count=4)
     child = subprocess.Popen(_command(tmp_path, "--good", commits[0], "--bad", "main", "--group", "cut"),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    wait_for(lambda: _tagged_steps(tmp_path, "cut") == {"0"} or child.poll() is not None, "step 0 stored", within=600)
+    wait_for(lambda: _tagged_steps(tmp_path, "cut", decided=True) == {"0"} or child.poll() is not None,
+             "step 0 decided and stored", within=900)  # fmt: skip
     assert child.poll() is None, "the bisection ended before it could be interrupted"
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
-    assert "Continue: daskbench bisect --group cut" in err
-    again = _bisect(tmp_path, "--group", "cut")
+    command = _printed(err, "Continue with:")
+    assert "--group cut -- --workers 1 --saturation inf" in command and "--resume" not in command, command
+    again = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                           env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})  # fmt: skip
     assert again.returncode == 1, again.stdout[-2000:] + again.stderr[-3000:]
     assert f"first bad commit: {commits[2]}" in again.stdout
     assert "(stored)" in again.stdout and "bisect: step 0:" not in again.stderr
@@ -135,7 +162,9 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
-    assert "Start it again: daskbench bisect --group early" in err, err[-2000:]
+    command = _printed(err, "Start it again with:")
+    assert "--resume" not in command and command.startswith("daskbench bisect --repo "), err[-2000:]
+    assert command.endswith("--group early -- --workers 1 --saturation inf"), command
 
 
 @pytest.mark.parametrize(
@@ -154,3 +183,18 @@ def test_the_next_step_steps_around_the_candidates_that_did_not_build(
     from daskbench.bisect.search import _middle
 
     assert _middle(low, high, skipped) == expected
+
+
+def test_the_command_to_type_again_is_the_one_given_with_the_bisection_named() -> None:
+    """Every option as given (a path with a space quoted), the naming options and a changed --rounds-cap replaced,
+    the pytest arguments after ``--``; a store URL's password hidden; lines ending `` \\`` within 120 columns,
+    which a shell reads back as the words given."""
+    given = ["--repo", "/src/my dask", "--good", "v1", "--bad", "main", "--name", "b1", "--rounds-cap=60",
+             "--db", "postgresql://me:hunter2@db.example/bench", "--inherit"]  # fmt: skip
+    pytest_args = ["-k", "ocean and not a_benchmark_whose_name_goes_on_and_on", "--size", "tiny"]
+    lines = again_command(given, pytest_args, {"--resume": "b1", "--rounds-cap": "120"})
+    assert len(lines) > 1 and all(line.endswith(" \\") for line in lines[:-1]) and max(map(len, lines)) <= 118
+    words = shlex.split(" ".join(line.removesuffix(" \\") for line in lines))
+    assert words == ["daskbench", "bisect", "--repo", "/src/my dask", "--good", "v1", "--bad", "main", "--db",
+                     "postgresql://me:***@db.example/bench", "--inherit", "--resume", "b1", "--rounds-cap", "120",
+                     "--", *pytest_args]  # fmt: skip

@@ -359,6 +359,27 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     assert not builds._succeeds(hangs, log)
 
 
+def test_a_source_tree_that_does_not_build_is_one_error_line_within_120_columns(tmp_path: Path) -> None:
+    """uv refusing a tree (its build backend does not exist) is one line that fits 120 columns after ``error: ``:
+    the installer's reason (without its own ``error:``), and the log's path, or, when a long cache path leaves
+    too little room, "the log named above" (the ``env: building`` line names it)."""
+    tree = tmp_path / "broken"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "no_such_backend"\n\n'
+                                         '[project]\nname = "broken"\nversion = "1"\n')  # fmt: skip
+    said: list[str] = []
+    for cache in (tmp_path / "c", tmp_path / ("a-cache-folder-with-a-long-name" * 2)):
+        spec = envs.spec_from_pins({}, with_daskbench=False, source="head 0123456789", sources=(str(tree),))
+        with pytest.raises(envs.InstallFailed) as raised:
+            envs.build(spec, cache=cache, inherit=True, say=said.append)
+        line = f"error: {raised.value}"
+        assert "\n" not in line and len(line) <= 120, line
+        assert line.startswith("error: uv could not install for head 0123456789: ") and "error: error" not in line
+        assert "(its output: " in line
+    log = next(line for line in said if line.startswith("env: building")).split("(its log: ")[1].rstrip(")")
+    assert "no_such_backend" in Path(log).read_text() and line.endswith("(its output: the log named above)")
+
+
 # -- faults: a broken environment, a cache that cannot be written ------------------------------
 
 

@@ -42,6 +42,8 @@ def test_tiny_sum(measure):
 Capsys = pytest.CaptureFixture[str]
 ROOT = Path(__file__).resolve().parent.parent
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+#: A package's pyproject.toml: a build system, so CI installs it (`envs.is_package`).
+PACKAGE = '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n[project]\nname = "mine"\nversion = "1"\n'
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -95,7 +97,7 @@ def test_init_refuses_to_overwrite_and_force_replaces(tmp_path: Path) -> None:
 
 def test_init_keeps_the_settings_a_repository_has(tmp_path: Path) -> None:
     """Existing pytest settings are not touched (what to add is printed); a package gets installed in CI."""
-    own = '[project]\nname = "mine"\nversion = "1"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    own = f'{PACKAGE}\n[tool.pytest.ini_options]\naddopts = "-q"\n'
     (tmp_path / "pyproject.toml").write_text(own)
     result = init(tmp_path)
     assert result.returncode == 0, result.stderr
@@ -145,7 +147,7 @@ def test_written_workflow_passes_actionlint(tmp_path: Path) -> None:
 def test_init_pr_writes_only_the_pull_request_workflow_which_actionlint_accepts(tmp_path: Path) -> None:
     """``init --pr-workflow`` in a package: the PR workflow alone (label benchmark, daskbench pr with the inputs from env,
     the store and report uploaded), checked by actionlint; a second time refused, --force replaces it."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "1"\n')
+    (tmp_path / "pyproject.toml").write_text(PACKAGE)
     done = init(tmp_path, "--pr-workflow", "--install", "daskbench==0.1.0")
     assert done.returncode == 0, done.stderr
     assert f"wrote {PR_WORKFLOW}" in done.stdout and not (tmp_path / WORKFLOW).exists()

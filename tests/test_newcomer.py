@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_readme_then_block_after_an_interrupted_first_run(tmp_path: Path, capsys
     assert main(["runs", "--db", db]) == 0 and "interrupted" in capsys.readouterr().out
     assert main(["show", first.run_id[:8], "--db", db]) == 0 and "ocean_anomaly" in capsys.readouterr().out
     assert main(["report", "--db", db, "-o", str(tmp_path / "report.html")]) == 0
-    said = capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())
     assert "no run has finished yet" in said and "interrupted run" in said and "compare" not in said.split("report:")[0]
     assert "daskbench compare" not in said
     assert main(["baseline", "set", "main", first.run_id[:8], "--db", db]) == 2
@@ -127,7 +128,8 @@ def test_readme_then_block_after_an_interrupted_first_run(tmp_path: Path, capsys
     assert "is interrupted" in refused and "--force" in refused and len(refused.strip().splitlines()) == 1
     assert store.baselines() == {}
     assert main(["compare", "--db", db]) == 0
-    assert "has finished yet" in (said := capsys.readouterr().out) and "pytest -m benchmark --size tiny" in said
+    said = " ".join(capsys.readouterr().out.split())  # notes wrap at 120 columns
+    assert "has finished yet" in said and "pytest -m benchmark --size tiny" in said
     second = add_run(store, 2, label="second")  # "pytest -m benchmark": a finished (tiny) run
     add_results(store, second, make_case("ocean_anomaly", size="tiny"), 1.0)
     assert main(["compare", "--db", db]) == 0
@@ -165,6 +167,32 @@ def test_report_of_a_single_run_shows_its_tradeoffs(tmp_path: Path) -> None:
     html = render_report(store)
     assert html.index('id="tradeoffs"') < html.index('id="verdicts"')
     assert 'data-reference="inf"' in html and "(1.25x)" in html
+
+
+def test_a_single_runs_report_claims_no_comparison_and_its_time_axis_ends_at_the_run(tmp_path: Path) -> None:
+    """One run: the lede says it is alone and not "Nothing got worse", the differences do not say "same on both
+    sides" (there is no second side), and the history axis, a day wide, ends just past the run, not hours after;
+    runs six hours apart keep the axis's end as near to the newest."""
+    from bokeh.models import Range1d
+
+    from daskbench.report.content import gather
+    from daskbench.report.style import Palette
+    from daskbench.report.trends import MIN_SPAN_MS, history_figure, time_span
+
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    run = add_run(store, 1)
+    add_results(store, run, make_case("shuffle", size="small"), 10.0)
+    html = render_report(store)
+    assert "alone: no other run to compare it with yet" in html and "no other run yet" in html
+    assert "Nothing got worse" not in html and "same on both sides" not in html
+    data = gather(store, compare_runs(store))
+    axis = history_figure(data.sections[0], 2, Palette(data.saturations)).x_range
+    last = datetime.fromisoformat(run.started_at).timestamp() * 1000
+    assert isinstance(axis, Range1d) and 0 < axis.end - last <= 0.05 * MIN_SPAN_MS
+    assert axis.end - axis.start >= MIN_SPAN_MS
+    later = datetime.fromisoformat(run.started_at) + timedelta(hours=6)
+    start, end = time_span([datetime.fromisoformat(run.started_at), later])
+    assert 0 < end - later.timestamp() * 1000 <= 0.05 * MIN_SPAN_MS and end - start >= MIN_SPAN_MS
 
 
 def test_report_lists_a_shared_verdict_note_once_and_one_link_per_workload() -> None:

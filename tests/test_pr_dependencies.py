@@ -18,7 +18,11 @@ name = "demo"
 version = "1.0"
 dependencies = [{deps}]
 """
-SETUPTOOLS_FILE = """[project]
+SETUPTOOLS_FILE = """[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
 name = "demo"
 version = "1.0"
 dynamic = ["dependencies"]
@@ -26,7 +30,11 @@ dynamic = ["dependencies"]
 [tool.setuptools.dynamic]
 dependencies = {file = ["requirements.txt"]}
 """
-HATCH_FILES = """[project]
+HATCH_FILES = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
 name = "demo"
 version = "1.0"
 dynamic = ["dependencies"]

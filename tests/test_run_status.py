@@ -92,6 +92,26 @@ def test_ctrl_c_after_the_first_measurement_records_an_interrupted_run(tmp_path:
     assert [r["status"] for r in listed["runs"]] == ["interrupted", "finished"]
 
 
+def test_ctrl_c_before_any_measurement_finished_says_none_was_and_compare_fits_the_terminal(tmp_path: Path) -> None:
+    """SIGINT while the first measurement runs: the summary counts no measurement (the cut one is recorded as
+    interrupted, not measured), and ``compare`` and ``report`` on that store say so in lines of 120 columns."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    process = start_session(tmp_path, db, "-k", "stalls")
+    wait_for((tmp_path / "stall.mark").exists, "the stalling measurement's task started")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, out + err
+    assert "0 measurements stored" in out and "1 measurement stored" not in out, out
+    assert [m.outcome for m in Store(db).measurements()] == ["interrupted"]
+    compared = daskbench_cli("compare", "--db", db)
+    said = " ".join(compared.stdout.split())
+    assert compared.returncode == 0 and "is interrupted after 0 measurements: nothing to compare yet" in said
+    reported = daskbench_cli("report", "--db", db, "-o", str(tmp_path / "report.html"))
+    assert reported.returncode == 0 and "no run has finished yet" in reported.stdout
+    lines = [*compared.stdout.splitlines(), *reported.stdout.splitlines()]
+    assert max(len(line) for line in lines) <= 120, lines
+
+
 def test_killed_session_is_crashed_and_default_compare_skips_it(tmp_path: Path) -> None:
     """SIGKILL mid-session: the run reads as crashed, and the default compare picks the finished run before it."""
     db = f"sqlite:///{tmp_path / 'r.db'}"

@@ -442,13 +442,13 @@ def _outcome_text(outcome: Outcome, name: str, rounds_cap: int) -> list[str]:
     if outcome.kind == "undecided":
         return [
             f"step {step.number} ({step.described}) is not decided after {plural(step.rounds, 'round')} "
-            f"(--rounds-cap {rounds_cap}); no culprit named. Continue with more rounds: daskbench bisect "
-            f"--group {name} --rounds-cap {2 * rounds_cap} ..."
+            f"(--rounds-cap {rounds_cap}); no culprit named. Continue bisection {name} with more rounds "
+            f"(--rounds-cap {2 * rounds_cap}):"
         ]
     if outcome.kind == "budget":
         return [
             f"the budget was used up after step {step.number}; no culprit named: {left_text(outcome.left)}. "
-            f"Continue: daskbench bisect --resume {name} --budget ..."
+            f"Continue bisection {name} with a larger --budget:"
         ]
     assert outcome.candidate is not None
     effect = f"{step.ratio:.2f}x" if step.ratio is not None else "-"

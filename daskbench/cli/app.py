@@ -69,6 +69,7 @@ class Parser(argparse.ArgumentParser):
         if stray:
             self.error(f"unrecognized arguments: {' '.join(stray)} (pytest's arguments go after --, e.g. -- -k ocean)")
         parsed.pytest_args = theirs
+        parsed.given_args = ours  # as typed: what a command prints to be typed again (`bisect.again`)
         return parsed, []
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.bisect import search as bisect
+from daskbench.bisect.again import again_command
 from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from daskbench.cli.common_args import (
     add_round_options,
@@ -98,17 +99,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     ends = _ends(args, store, name, continued)
     repo = _repo(args, store, name, continued)
     plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
-    between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
-    say(
-        f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
-        f"{between} between, at most {plan.max_steps()} steps"
-    )
-    for note in plan.notes:
-        say(f"bisect: note: {note}")
+    _say_header(name, plan, repo)
     runner = _runner(args, store, name, stored, python_of, ends, repo)
-    outcome = _run(runner, plan, store, name)
+    outcome = _run(args, runner, plan, store, name)
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
         print_wrapped(line)
+    _say_more(args, outcome.kind, name)
     for line in runner.spent.lines():
         say(f"bisect: {line}")
     return EXITS[outcome.kind]
@@ -144,16 +140,45 @@ def _runner(
     )
 
 
-def _run(runner: bisect.Bisection, plan: bisect_plan.BisectPlan, store: Store, name: str) -> bisect.Outcome:
-    """The bisection's steps; on Ctrl-C, the command that continues it (or starts it again: nothing stored)."""
+def _run(
+    args: argparse.Namespace, runner: bisect.Bisection, plan: bisect_plan.BisectPlan, store: Store, name: str
+) -> bisect.Outcome:
+    """The bisection's steps; on Ctrl-C, the whole command that continues it (or starts it again: nothing stored)."""
     try:
         return runner.run(plan)
-    except KeyboardInterrupt:
-        if runner.done or runner.stored or _has_steps(store, name):  # a step tagged just as Ctrl-C came counts too
-            say(f"bisect: interrupted; finished steps are kept. Continue: daskbench bisect --group {name} ...")
-        else:  # nothing of it is stored: the same command starts it again
-            say(f"bisect: interrupted before any step finished. Start it again: daskbench bisect --group {name} ...")
+    except KeyboardInterrupt:  # a step tagged just as Ctrl-C came counts too
+        _say_again(args, name, kept=bool(runner.done or runner.stored or _has_steps(store, name)))
         raise
+
+
+def _say_more(args: argparse.Namespace, kind: str, name: str) -> None:
+    """After an undecided step or a budget used up, the whole command that continues the bisection."""
+    more = {"undecided": {"--group": name, "--rounds-cap": str(2 * args.rounds_cap)}, "budget": {"--group": name}}
+    if kind in more:
+        for line in again_command(getattr(args, "given_args", ()), pytest_arguments(args.pytest_args), more[kind]):
+            print(f"  {line}", flush=True)
+
+
+def _say_header(name: str, plan: bisect_plan.BisectPlan, repo: Path | None) -> None:
+    between = plural(len(plan.candidates) - 1, "commit" if repo else "release")
+    say(
+        f"bisect {name}: {plan.good.describe()} (good) .. {plan.candidates[-1].describe()} (bad): "
+        f"{between} between, at most {plan.max_steps()} steps"
+    )
+    for note in plan.notes:
+        say(f"bisect: note: {note}")
+
+
+def _say_again(args: argparse.Namespace, name: str, *, kept: bool) -> None:
+    """After Ctrl-C, the whole command that continues the bisection (its finished steps ``kept``), or, when none
+    is stored, the one that starts it again (``--group NAME`` does both)."""
+    if kept:
+        say("bisect: interrupted; finished steps are kept. Continue with:")
+    else:
+        say("bisect: interrupted before any step finished. Start it again with:")
+    given = getattr(args, "given_args", ())
+    for line in again_command(given, pytest_arguments(args.pytest_args), {"--group": name}):
+        say(f"  {line}", wrap=False)
 
 
 def _store(args: argparse.Namespace) -> Store:

@@ -6,9 +6,12 @@ Writes ``benchmarks/test_daskbench_example.py`` and ``.github/workflows/daskbenc
 has no such settings yet, and ``results/`` to ``.gitignore`` unless a line ignores it already.
 Settings a repository already has are never touched: what to add by hand is printed instead.
 Everything is checked before the first file is written. The workflow installs daskbench from
-where this one was installed from (`install_requirement`), unless ``--install`` says otherwise.
+where this one was installed from (`install_requirement`), unless ``--install`` says otherwise, then the
+repository if it is a package, else its benchmarks' requirements (`envs.install_lines`: the rule
+``daskbench pr`` follows).
 ``daskbench init --pr-workflow`` writes only ``.github/workflows/daskbench-pr.yml``: ``daskbench pr`` on pull
-requests labelled ``benchmark`` (installed the same way).
+requests labelled ``benchmark`` (installed the same way), and warns of what would not work in CI
+(`envs.ci_warnings`).
 """
 
 from __future__ import annotations
@@ -104,13 +107,13 @@ def run_init(args: argparse.Namespace) -> int:
         check_writable(path, "daskbench init", folder=path == root)
     pyproject = _read_pyproject(root)
     install, warning = (args.install, None) if args.install is not None else _installed_requirement()
-    workflow = _workflow(root, pyproject, install, warning)
+    workflow = _workflow(root, install, warning)
     files = {BENCHMARK: _template("test_daskbench_example.py.tmpl"), WORKFLOW: workflow}
     replaced = _check_overwrite(root, files, force=args.force)
     plan = _plan_settings(root, pyproject)
     ignore = _gitignore_text(root)
     _write(root, files, plan, ignore)
-    _print_summary(root, files, replaced, plan, install.strip(), ignored=ignore is not None)
+    _print_summary(root, files, replaced, plan, _installs(root, install), ignored=ignore is not None)
     if warning:
         say(f"warning: {warning}")
     return 0
@@ -123,14 +126,15 @@ def _init_pr(args: argparse.Namespace, root: Path) -> int:
     for path in (root, root / PR_WORKFLOW):
         check_writable(path, "daskbench init", folder=path == root)
     install, warning = (args.install, None) if args.install is not None else _installed_requirement()
-    files = {PR_WORKFLOW: _workflow(root, _read_pyproject(root), install, warning, "daskbench-pr.yml.tmpl")}
+    _read_pyproject(root)  # a broken one is one line before anything is written
+    files = {PR_WORKFLOW: _workflow(root, install, warning, "daskbench-pr.yml.tmpl")}
     replaced = _check_overwrite(root, files, force=args.force)
     _write(root, files, SettingsPlan(), None)
     print(f"daskbench init: in {root.resolve()}")
     print_wrapped(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
-    print_wrapped(f"  workflow installs: {install.strip()}")
-    if warning:
-        say(f"warning: {warning}")
+    print_wrapped(f"  workflow installs: {_installs(root, install)}")
+    for line in [*([warning] if warning else []), *envs.ci_warnings(root)]:
+        say(f"warning: {line}")
     print("next: commit it, then label a pull request benchmark (a fork's pull request gets the job summary only)")
     return 0
 
@@ -163,6 +167,17 @@ def _installed_requirement() -> tuple[str, str | None]:
     return install_requirement(*envs.install_record("so init cannot tell where CI gets it; give --install SPEC"))
 
 
+def _installs(root: Path, install: str) -> str:
+    """What the workflow installs, said in words: daskbench, then the package or its benchmarks' requirements."""
+    found = envs.tree_shape(root)
+    if found.package:
+        return f"{install.strip()}, then this package ({found.why})"
+    wanted = [*found.files, *(["[project] dependencies"] if found.project else [])]
+    if not wanted:
+        return f"{install.strip()} alone: a folder of benchmarks ({found.why}) with no requirements*.txt"
+    return f"{install.strip()}, then {' and '.join(wanted)} (a folder of benchmarks, not a package: {found.why})"
+
+
 def _template(name: str) -> str:
     return resources.files("daskbench").joinpath("templates", name).read_text()
 
@@ -178,20 +193,14 @@ def _read_pyproject(root: Path) -> dict[str, Any] | None:
         raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix it, then run daskbench init again") from None
 
 
-def _workflow(
-    root: Path,
-    pyproject: dict[str, Any] | None,
-    install: str,
-    warning: str | None,
-    template: str = "daskbench-nightly.yml.tmpl",
-) -> str:
-    """The nightly (or ``template``'s) workflow; it also installs the repository itself when it is a Python package.
+def _workflow(root: Path, install: str, warning: str | None, template: str = "daskbench-nightly.yml.tmpl") -> str:
+    """The nightly (or ``template``'s) workflow; after daskbench it installs the repository itself when it is a
+    package, else the requirements of its benchmarks (`envs.install_lines`: the rule ``daskbench pr`` follows too).
     An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
     if not install.strip() or "\n" in install:
         raise DaskbenchError(f"--install: {install!r} is not a pip requirement (example: --install daskbench==0.1.0)")
     lines = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
-    if (root / "setup.py").is_file() or "project" in (pyproject or {}):
-        lines.append("python -m pip install .")
+    lines += envs.install_lines(root)  # the package, or a folder of benchmarks' requirements (`envs.trees`)
     return _template(template).replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench.cli.common_args import add_db_option, add_output_option, add_selection_options, open_store, selection
-from daskbench.cli.output import check_report_bokeh
+from daskbench.cli.output import check_report_bokeh, print_wrapped
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.store import Store, runstatus
 from daskbench.text import format_bytes
@@ -83,7 +83,7 @@ def _say_if_unfinished(store: Store) -> None:
     try:
         runstatus.latest_finished(store)
     except runstatus.NoFinishedRun as none:
-        print(
+        print_wrapped(
             f"report: no run has finished yet; it shows the {none.status} run {none.newest.run_id[:8]} alone "
             "(what it measured before it stopped); run the benchmarks to the end for a report that compares"
         )

@@ -3,8 +3,9 @@
 `specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
 `builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
 interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
-checkout as source trees an `EnvSpec` installs; `deps`: the dependencies a source tree declares, and
-how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
+checkout as source trees an `EnvSpec` installs; `trees`: what a tree is (a package, or a folder of benchmarks
+whose requirements alone are installed) and what ``pr`` and ``init``'s workflows install for it; `deps`: the
+dependencies a source tree declares, and how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
 ``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the
 rest of daskbench uses are imported from here (``envs.build``, ``envs.spec_from_run``, ...: the package's
 face), never from its modules.
@@ -73,6 +74,8 @@ from daskbench.envs.specs import (
     spec_from_pins,
     spec_from_run,
 )
+from daskbench.envs.trees import Shape, ci_warnings, install_lines, is_package, requirement_lines, side_sources
+from daskbench.envs.trees import shape as tree_shape
 
 __all__ = [
     "CACHE_ENV",
@@ -88,6 +91,7 @@ __all__ = [
     "Installer",
     "Pin",
     "Say",
+    "Shape",
     "available_versions",
     "build",
     "cache_root",
@@ -95,6 +99,7 @@ __all__ = [
     "check_measurable",
     "check_versions",
     "choose_installer",
+    "ci_warnings",
     "commit_subject",
     "commit_subjects",
     "commits_between",
@@ -109,11 +114,13 @@ __all__ = [
     "git_checkout",
     "has_commit",
     "index_versions",
+    "install_lines",
     "install_record",
     "installed_versions",
     "interpreter",
     "interpreter_tag",
     "is_built",
+    "is_package",
     "mirror",
     "mirrors_root",
     "mismatches",
@@ -128,10 +135,13 @@ __all__ = [
     "pip_versions",
     "release_commit",
     "requirement_from_record",
+    "requirement_lines",
     "resolve_commit",
     "same_version",
+    "side_sources",
     "simple_versions",
     "spec_from_pins",
     "spec_from_run",
+    "tree_shape",
     "uncommitted",
 ]

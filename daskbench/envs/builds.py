@@ -41,7 +41,7 @@ from daskbench.envs.output import first_error
 from daskbench.envs.specs import EnvSpec, normalized
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
-from daskbench.text import plural, say
+from daskbench.text import WIDTH, plural, say
 
 #: Environment variable naming the cache folder (default ``~/.cache/daskbench/envs``).
 CACHE_ENV = "DASKBENCH_ENV_CACHE"
@@ -272,7 +272,7 @@ def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say:
     log = folder.with_name(folder.name + ".log")
     job = Build(spec, index, tool, log)
     started = time.monotonic()
-    say(f"env: building {folder} for {spec.source} with {tool.name}: {spec.describe()}")
+    say(f"env: building {folder} for {spec.source} with {tool.name}: {spec.describe()} (its log: {log})")
     if spec.extra:
         say(f"env: also pinned: {', '.join(spec.extra)} (defaults for the release's era and known "
             "incompatibilities, and --pin; --pin NAME[SPEC] changes one)")  # fmt: skip
@@ -282,7 +282,7 @@ def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say:
             overlay_of(folder, spec.overlay)
         count = plural(len(spec.pins) + len(spec.sources) + bool(spec.daskbench), "package")
         deps = f", over {spec.overlay}" if spec.overlay else " and their dependencies"
-        say(f"env: installing {count}{deps} (the installer's output: {log})")
+        say(f"env: installing {count}{deps}")
         _install(folder, job)
         check_versions(folder, spec, rebuilt=True)
         _mark(folder, spec, tool, time.monotonic() - started)
@@ -360,7 +360,32 @@ def failure_line(output: str, job: Build, what: str) -> str:
     if missing is not None:
         asked = job.index.describe(tool)
         return f"{missing} ({spec.source}) cannot be had: not on the index (asked {asked}); nothing was built"
-    return f"{tool} could not {what} for {spec.source}: {first_error(output)} (its output: {job.log})"
+    reason = re.sub(r"(?i)^error:\s*", "", first_error(output))  # the line is said after "error: " already
+    return fitted(f"{tool} could not {what} for {spec.source}: ", reason, job.log)
+
+
+#: Columns an error line may take after the ``error: `` it is said with (`text.WIDTH` in all).
+ERROR_ROOM = WIDTH - len("error: ")
+#: The fewest characters of the installer's reason a line keeps before it names its log as "above" instead.
+MIN_REASON = 40
+
+
+def fitted(said: str, reason: str, log: Path) -> str:
+    """``said`` + the installer's ``reason`` + where its whole output is, within `ERROR_ROOM` columns: the reason
+    cut (``...``) to fit, and the log named "above" (by the ``env: building`` line) when its path leaves too
+    little room for the reason."""
+    where = f" (its output: {_home_short(log)})"
+    if ERROR_ROOM - len(said) - len(where) < MIN_REASON:
+        where = " (its output: the log named above)"
+    room = max(ERROR_ROOM - len(said) - len(where), MIN_REASON)
+    return said + (reason if len(reason) <= room else reason[: room - 3].rstrip() + "...") + where
+
+
+def _home_short(path: Path) -> str:
+    """``path`` with the home folder as ``~``: shorter, and still a path a shell opens."""
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home) :] if home not in ("", "/") and text.startswith(home + "/") else text
 
 
 def missing_pin(output: str, spec: EnvSpec) -> str | None:

@@ -1,35 +1,36 @@
 """What a project's source tree declares it depends on, and how two trees differ in it.
 
-`declared` reads ``pyproject.toml``: its ``[project] dependencies``, or, when they are dynamic, the
+`declared` reads a package's ``pyproject.toml``: its ``[project] dependencies``, or, when they are dynamic, the
 requirements files the build backend reads for them (setuptools' ``[tool.setuptools.dynamic] dependencies =
-{file = [...]}``, hatch's ``[tool.hatch.metadata.hooks.requirements_txt] files``). A tree that declares them
-elsewhere (``setup.py``, no ``pyproject.toml``) gives None: not known. `changes` says, one line per package,
-how two trees' requirements differ (``numpy >=1.24 -> >=1.26``, ``pyarrow: added (>=13)``); ``daskbench pr``
-builds each side from its own requirements when they do.
+{file = [...]}``, hatch's ``[tool.hatch.metadata.hooks.requirements_txt] files``); a package that declares them
+elsewhere (``setup.py``) gives None: not known. A folder of benchmarks (no build system, `trees.is_package`)
+declares its ``requirements*.txt`` and ``[project] dependencies`` (`trees.requirement_lines`). `changes` says,
+one line per package, how two trees' requirements differ (``numpy >=1.24 -> >=1.26``, ``pyarrow: added
+(>=13)``); ``daskbench pr`` builds each side from its own requirements when they do.
 """
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from daskbench.envs import trees
 from daskbench.envs.specs import normalized
 from daskbench.errors import DaskbenchError
 
 
 def declared(tree: Path) -> tuple[str, ...] | None:
-    """The requirements ``tree``'s project declares (sorted, one per line as written); None when they are not
-    declared in ``pyproject.toml`` or the files it names (a ``setup.py`` project). One line for a
-    ``pyproject.toml`` that does not parse."""
-    path = tree / "pyproject.toml"
-    if not path.is_file():
+    """The requirements ``tree`` declares (sorted, one per line as written): a package's in ``pyproject.toml`` or
+    the files it names (None when they are declared elsewhere: a ``setup.py`` package), a folder of benchmarks'
+    in its requirements files and ``[project] dependencies``. One line for a ``pyproject.toml`` that does not
+    parse."""
+    found = trees.shape(tree)
+    if not found.package:
+        return tuple(sorted(trees.requirement_lines(tree, found)))
+    data = trees.read_pyproject(tree)
+    if data is None:
         return None
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise DaskbenchError(f"{path} is not valid TOML ({error}); fix it to build that side") from None
     project = _table(data, "project")
     if "dependencies" not in project.get("dynamic", ()):
         listed = project.get("dependencies", [])
@@ -68,11 +69,12 @@ def _file_lines(path: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("-")]
 
 
-def changes(base: Sequence[str], head: Sequence[str]) -> list[str]:
+def changes(base: Sequence[str], head: Sequence[str], *, lenient: bool = False) -> list[str]:
     """One line per package whose requirement differs between ``base`` and ``head`` (by name; extras, versions
     and markers compared as PEP 508 reads them), sorted: ``numpy >=1.24 -> >=1.26``, ``pyarrow: added (>=13)``,
-    ``toolz: removed (was >=0.10)``."""
-    before, after = _by_name(base), _by_name(head)
+    ``toolz: removed (was >=0.10)``. ``lenient`` (a requirements file, where pip takes a URL or a path too): a
+    line that is no PEP 508 requirement is compared as its text."""
+    before, after = _by_name(base, lenient), _by_name(head, lenient)
     found = []
     for name in sorted({*before, *after}):
         old, new = before.get(name), after.get(name)
@@ -87,9 +89,9 @@ def changes(base: Sequence[str], head: Sequence[str]) -> list[str]:
     return found
 
 
-def _by_name(lines: Iterable[str]) -> dict[str, str]:
+def _by_name(lines: Iterable[str], lenient: bool = False) -> dict[str, str]:
     """Each package's requirements without its name (``[array]>=2024.1; python_version < "3.12"``), several
-    joined by `` | ``; one line for a requirement that does not parse."""
+    joined by `` | ``; one line for a requirement that does not parse (``lenient``: keyed by its own text)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     found: dict[str, list[str]] = {}
@@ -97,6 +99,9 @@ def _by_name(lines: Iterable[str]) -> dict[str, str]:
         try:
             requirement = Requirement(line)
         except InvalidRequirement:
+            if lenient:
+                found.setdefault(line, []).append("")
+                continue
             raise DaskbenchError(f"the declared dependency {line!r} is not a PEP 508 requirement") from None
         name = normalized(requirement.name)
         text = str(requirement)
@@ -109,4 +114,4 @@ def changed_dependencies(base: Path, head: Path) -> list[str] | None:
     before, after = declared(base), declared(head)
     if before is None or after is None:
         return None
-    return changes(before, after)
+    return changes(before, after, lenient=not (trees.shape(base).package and trees.shape(head).package))

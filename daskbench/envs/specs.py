@@ -165,8 +165,9 @@ def spec_from_pins(
     sources: tuple[str, ...] = (),
 ) -> EnvSpec:
     """The environment of an arbitrary version set (e.g. `parse_pins` of ``dask==X,distributed==X``),
-    plus ``sources``: source trees to install (`exported` commits); pins may be empty when there are some."""
-    if not pins and not sources:
+    plus ``sources``: source trees (`exported` commits) or requirements to install; pins may be empty when there are
+    some, or when daskbench is (an environment of daskbench and its dependencies alone)."""
+    if not pins and not sources and not with_daskbench:
         raise DaskbenchError("an environment needs at least one NAME==VERSION")
     cleaned = sorted((normalized(name), version) for name, version in pins.items() if normalized(name) != "daskbench")
     daskbench = daskbench_requirement() if with_daskbench else ()

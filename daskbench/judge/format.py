@@ -132,10 +132,8 @@ def format_table(comparison: Comparison, every_row: bool = False) -> str:
     """The terminal report: who is compared, counts, a row per verdict that is not ``unchanged``
     (with ``every_row``, a row per verdict), the unchanged as one count line, then what differs."""
     if not comparison.verdicts and not comparison.baseline_runs:  # nothing to compare yet: say why, once
-        return (
-            "\n".join(terminal_safe(f"daskbench compare: {note}") for note in comparison.notes)
-            or "daskbench compare: no cases"
-        )
+        said = [part for note in comparison.notes for part in wrap_line(f"daskbench compare: {note}")]
+        return "\n".join(terminal_safe(line) for line in said) or "daskbench compare: no cases"
     listed, outside = outside_selection(comparison)
     shown = listed if every_row else [v for v in listed if v.verdict != "unchanged"]
     notes: list[str] = []

@@ -27,7 +27,7 @@ from daskbench.clusters import (
 )
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.metrics.cost import PriceTable
-from daskbench.model import CLUSTER_LOST, Case, ClusterSpec, Measurement, Run, now_iso
+from daskbench.model import CLUSTER_LOST, INTERRUPTED, Case, ClusterSpec, Measurement, Run, now_iso
 from daskbench.plugin.measuring import Measurer
 from daskbench.redact import redact_url
 from daskbench.store import Store
@@ -268,7 +268,7 @@ class DaskbenchSession:
         store, _ = self.ensure_run()
         store.add_case(case)
         store.add_measurement(measurement)
-        self.count += 1
+        self.count += measurement.outcome != INTERRUPTED  # the one Ctrl-C cut short measured nothing
         if lost and self.lost is None:
             self._replace_lost_cluster(address, f"{case.workload} r{measurement.repeat}")
 

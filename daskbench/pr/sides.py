@@ -11,6 +11,7 @@ does not measure.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,12 @@ def side_python(revision: Revision, name: str, say: Say, full: bool = False, **o
     """The interpreter of an overlay holding the side's project (its dependencies: this interpreter's), or with
     ``full`` (the sides declare different dependencies) of an environment built from the side's own
     requirements, plus this daskbench; a commit's is built once per commit, a folder is installed editable
-    (its current files count)."""
-    sources = (str(revision.tree),) if revision.commit else ("-e", str(revision.tree))
+    (its current files count). A folder of benchmarks (no build system) is not installed: this interpreter,
+    or with ``full`` an environment of its requirements (`envs.side_sources`)."""
+    sources = envs.side_sources(revision.tree, editable=revision.commit is None, full=full)
+    if not sources and not full:  # a folder of benchmarks: nothing of it to install (`envs.trees`)
+        say(f"pr: {name} {revision.short} is {envs.tree_shape(revision.tree).describe()}: its files run as they are")
+        return sys.executable
     spec = envs.spec_from_pins({}, with_daskbench=full, source=f"{name} {revision.short}", sources=sources)
     return str(envs.build(spec, say=say, inherit=not full, **options))
 

@@ -313,6 +313,12 @@ def headline(rows: Mapping[str, list[Row]]) -> list[str]:
     return found
 
 
+def alone(comparison: Comparison) -> bool:
+    """Whether the candidate has no other run to be compared with (the store's first run): nothing is judged and
+    nothing differs, so the page says neither "nothing got worse" nor "same on both sides"."""
+    return not comparison.baseline_runs and not comparison.verdicts
+
+
 def nothing_judged(comparison: Comparison) -> bool:
     """Whether a baseline was there but shared no case with the candidate (other sizes): every row new or
     missing, which is not "nothing got worse"."""

@@ -14,10 +14,19 @@ are hollow squares; the shaded band is where a value counts as unchanged (`data.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
-from bokeh.models import ColumnDataSource, DataRange1d, DatetimeTickFormatter, HoverTool, Line, Scatter, VArea
+from bokeh.models import (
+    ColumnDataSource,
+    DataRange1d,
+    DatetimeTickFormatter,
+    HoverTool,
+    Line,
+    Range1d,
+    Scatter,
+    VArea,
+)
 from bokeh.models.annotations import Legend, LegendItem
 from bokeh.models.renderers import GlyphRenderer
 from bokeh.plotting import figure
@@ -38,14 +47,14 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
     first = catalog.compared()[0]
     fig = new_figure(_title(first, n_workers), "run started", _axis(first), x_axis_type="datetime")
     fig.name = FIGURE_NAME
-    _readable_time_axis(fig)
+    views = [view for view in section.cases if view.n_workers == n_workers]
+    _readable_time_axis(fig, [_when(p.started_at) for view in views for p in view.history])
     fig.tags = [
         {
             "titles": {m: _title(m, n_workers) for m in catalog.compared()},
             "axes": {m: _axis(m) for m in catalog.compared()},
         }
     ]
-    views = [view for view in section.cases if view.n_workers == n_workers]
     items = [
         LegendItem(label=f"sat {saturation_text(view.saturation)}", renderers=_series(fig, view, palette))
         for view in views
@@ -67,13 +76,20 @@ def history_figure(section: Section, n_workers: int, palette: Palette) -> figure
     return fig
 
 
-#: The shortest span the time axis shows, in ms: one run alone sits mid-axis on a day, not on microseconds.
+#: The shortest span the time axis shows, in ms: one run alone is a point on a day, not on microseconds.
 MIN_SPAN_MS = 24 * 3600 * 1000.0
+#: The room left past the newest run and before the oldest, as a share of the span shown.
+EDGE = 0.02
 
 
-def _readable_time_axis(fig: figure) -> None:
-    """Dates and clock times at every zoom level, and at least a day wide, for one run or many."""
-    cast(DataRange1d, fig.x_range).min_interval = MIN_SPAN_MS
+def _readable_time_axis(fig: figure, times: list[datetime]) -> None:
+    """Dates and clock times at every zoom level, at least a day wide, for one run or many; the axis ends just
+    past the newest run (a day widened into the past, never hours into a future no run has reached)."""
+    if times:
+        start, end = time_span(times)
+        fig.x_range = Range1d(start=start, end=end, min_interval=MIN_SPAN_MS)
+    else:
+        cast(DataRange1d, fig.x_range).min_interval = MIN_SPAN_MS
     clock, day = "%H:%M", "%Y-%m-%d"
     fig.xaxis.formatter = DatetimeTickFormatter(
         microseconds=clock,
@@ -87,6 +103,14 @@ def _readable_time_axis(fig: figure) -> None:
         months="%Y-%m",
         years="%Y",
     )
+
+
+def time_span(times: list[datetime]) -> tuple[float, float]:
+    """(start, end) of the time axis in ms since the epoch (a naive time read as UTC, as bokeh reads it): the runs'
+    span, at least `MIN_SPAN_MS`, widened into the past, with `EDGE` of room at each end."""
+    ms = [(t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() * 1000.0 for t in times]
+    span = max(max(ms) - min(ms), MIN_SPAN_MS)
+    return max(ms) - span * (1 + EDGE), max(ms) + span * EDGE
 
 
 def _title(metric: str, n_workers: int) -> str:

@@ -31,7 +31,7 @@ from daskbench.judge.compare.group import AB_GROUP, AB_ROUND, AB_SIDE, compare_g
 from daskbench.judge.compare.history import compare_history
 from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules, set_aside_note
 from daskbench.judge.selection import Selection
-from daskbench.model import Comparison, Run
+from daskbench.model import INTERRUPTED, Comparison, Run
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
 
@@ -98,7 +98,8 @@ def _unfinished(store: Store, none: runstatus.NoFinishedRun) -> list[str]:
     """Why there is nothing to compare when no run has finished yet (the first run was interrupted), and what
     to do, in words every command that compares can show (compare, report, alert)."""
     run = none.newest
-    measured = plural(len(store.measurements([run.run_id])), "measurement")
+    finished = [m for m in store.measurements([run.run_id]) if m.outcome != INTERRUPTED]  # the one Ctrl-C cut short
+    measured = plural(len(finished), "measurement")
     return [
         f"no run in {store.display_url} has finished yet: the newest, run {run.run_id[:8]} ({run.label}), is "
         f"{none.status} after {measured}: nothing to compare yet",
