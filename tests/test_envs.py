@@ -10,9 +10,11 @@ side's interpreter (`resolve_sides`), not through a measured session.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ from daskbench.cli.ab import resolve_sides
 from daskbench.envs import builds, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project
+from testing.wheel import write_wheel
+from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project, standin_wheel
 
 RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
 
@@ -65,6 +68,14 @@ def _version_in(python: str) -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _error_block(stderr: str) -> list[str]:
+    """The error's lines: the ``error:`` line and the indented lines that carry it on."""
+    lines = stderr.splitlines()
+    first = next(index for index, line in enumerate(lines) if line.startswith("error:"))
+    rest = itertools.takewhile(lambda line: line.startswith("    "), lines[first + 1 :])
+    return [lines[first], *rest]
+
+
 def test_env_builds_the_recorded_version_prints_only_its_python_then_reuses_it(
     db: str, wheels: Path, tmp_path: Path
 ) -> None:
@@ -84,16 +95,18 @@ def test_env_builds_the_recorded_version_prints_only_its_python_then_reuses_it(
     assert (marker.stat().st_mtime_ns, json.loads(marker.read_text())["built_at"]) == built
 
 
-def test_a_version_the_index_does_not_have_is_one_line_naming_it_and_the_index(
+def test_a_version_the_index_does_not_have_is_one_message_naming_it_and_the_index(
     db: str, wheels: Path, tmp_path: Path
 ) -> None:
-    """standin==1.9 is on no index: exit 2, one error line naming it and where it was looked for, no
-    traceback, and no half-built environment left behind."""
+    """standin==1.9 is on no index: exit 2, one error message (wrapped between words at 120 columns) naming it
+    and where it was looked for, no traceback, and no half-built environment left behind."""
     done = _env(db, wheels, tmp_path, "gone0002")
     assert done.returncode == 2 and done.stdout == ""
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: standin==1.9 (run gone0002) cannot be had: not on the index "
-                      f"(asked --find-links {wheels}); nothing was built"]  # fmt: skip
+    block = _error_block(done.stderr)
+    assert all(len(line) <= 120 for line in block) and done.stderr.count("error:") == 1
+    said = " ".join(line.strip() for line in block)
+    assert said == f"error: standin==1.9 (run gone0002) cannot be had: not on the index (asked --find-links {wheels}); " \
+                   "nothing was built"  # fmt: skip
     assert "Traceback" not in done.stderr
     assert not [path for path in tmp_path.iterdir() if path.is_dir()]
 
@@ -357,6 +370,77 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
     assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()
     assert not builds._succeeds(hangs, log)
+
+
+# -- faults: pins that cannot be resolved -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def conflicting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of wheels: standin 1.0, ``alpha`` 1.0 (which needs ``beta>=2``) and ``beta`` 1.0 alone."""
+    folder = tmp_path_factory.mktemp("conflicting")
+    standin_wheel(folder, "1.0", 0.0)
+    write_wheel(folder, "alpha", "1.0", {"alpha.py": "VERSION = '1.0'\n"}, requires=["beta>=2"])
+    write_wheel(folder, "beta", "1.0", {"beta.py": "VERSION = '1.0'\n"})
+    return folder
+
+
+@pytest.mark.skipif(envs.find_uv() is None, reason="uv is neither on PATH nor importable here")
+@pytest.mark.parametrize(
+    ("pins", "named", "reason"),
+    [
+        (["dask==1999.99.0"], "dask==1999.99.0", "Because dask was not found in the provided package locations and "
+         "you require dask==1999.99.0"),
+        (["no-such-package==1.0"], "no-such-package==1.0", "Because no-such-package was not found"),
+        (["alpha==1.0", "beta<2"], "alpha==1.0, beta<2", "Because all versions of alpha depend on beta>=2"),
+    ],
+    ids=["a-version-nowhere", "an-unknown-package", "pins-that-conflict"],
+)  # fmt: skip
+def test_a_pin_that_cannot_resolve_names_the_pins_and_uvs_reason_within_120_columns_with_the_log(
+    db: str, conflicting: Path, tmp_path: Path, pins: list[str], named: str, reason: str
+) -> None:
+    """``--pin`` that no resolution satisfies (issue 45, item 4): the error named neither the pin nor why (``No
+    solution found when resolving dependencies``). Now one message, wrapped between words at 120 columns: the
+    pins involved, uv's own reason (its ``Because ...``), and the log holding uv's whole output; nothing built."""
+    asked = [arg for pin in pins for arg in ("--pin", pin)]
+    done = _env(db, conflicting, tmp_path, "good0001", "--installer", "uv", *asked)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    block = _error_block(done.stderr)
+    assert all(len(line) <= 120 for line in block), block
+    said = " ".join(line.strip() for line in block)
+    assert said.startswith(f"error: uv could not install {named} for run good0001: {reason}"), said
+    assert "No solution found" not in said
+    log = next(tmp_path.glob("*.log"))
+    assert said.endswith(f"(uv's output: {log})") and reason.split()[-1] in log.read_text()
+    assert not [path for path in tmp_path.iterdir() if path.is_dir()]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "error: No solution found when resolving dependencies\n  cause: Because all versions of alpha depend on "
+        "beta>=2 and you require alpha==1.0, we can conclude that you require beta>=2.\n         And because you "
+        "require beta<2, we can conclude that your requirements are unsatisfiable.\n\n  hint: beta was pinned\n",
+        "  × No solution found when resolving dependencies:\n  ╰─▶ Because all versions of alpha depend on beta>=2 and "
+        "you require alpha==1.0, we can conclude that you require beta>=2.\n      And because you require beta<2, we "
+        "can conclude that your requirements are unsatisfiable.\n",
+    ],
+    ids=["piped", "on-a-terminal"],
+)
+def test_uvs_reason_is_its_because_sentences_whether_piped_or_drawn(output: str) -> None:
+    """uv's reason, piped (``cause: Because ...``) or drawn for a terminal (``╰─▶ Because ...``), is its sentences
+    joined without its hints; the requirements it names are the spec's pins and extra requirements it mentions."""
+    from daskbench.envs.output import reason
+
+    said = reason(output)
+    assert said == ("Because all versions of alpha depend on beta>=2 and you require alpha==1.0, we can conclude that "
+                    "you require beta>=2. And because you require beta<2, we can conclude that your requirements are "
+                    "unsatisfiable.")  # fmt: skip
+    spec = envs.spec_from_pins({"standin": "1.0", "alpha": "1.0"}, with_daskbench=False)
+    assert builds.involved(said, replace(spec, extra=("beta<2", "numpy<2"))) == ["alpha==1.0", "beta<2"]
+    assert reason("ERROR: No matching distribution found for dask==1999.99.0\n") == (
+        "ERROR: No matching distribution found for dask==1999.99.0"
+    )
 
 
 # -- faults: a broken environment, a cache that cannot be written ------------------------------

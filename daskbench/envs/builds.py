@@ -37,7 +37,7 @@ from pathlib import Path
 
 from daskbench.envs import known
 from daskbench.envs.index import Index, find_uv
-from daskbench.envs.output import first_error
+from daskbench.envs.output import first_error, reason
 from daskbench.envs.specs import EnvSpec, normalized
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
@@ -353,14 +353,27 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
 
 
 def failure_line(output: str, job: Build, what: str) -> str:
-    """One line for a failed step: the pin the index does not have, named with the index asked;
-    else the installer's first error line."""
+    """One line for a failed step: the pin the index does not have, named with the index asked; else the
+    requirements the installer's reason names (``--pin`` ones too) and that reason (uv's ``Because ...``,
+    else its first error line), with the log of its whole output."""
     spec, tool = job.spec, job.tool.name
     missing = missing_pin(output, spec)
     if missing is not None:
         asked = job.index.describe(tool)
         return f"{missing} ({spec.source}) cannot be had: not on the index (asked {asked}); nothing was built"
-    return f"{tool} could not {what} for {spec.source}: {first_error(output)} (its output: {job.log})"
+    why = reason(output)
+    named = ", ".join(involved(why, spec))
+    return (
+        f"{tool} could not {what}{f' {named}' if named else ''} for {spec.source}: {why} ({tool}'s output: {job.log})"
+    )
+
+
+def involved(said: str, spec: EnvSpec) -> list[str]:
+    """The spec's requirements (exact pins, then the extra ones: defaults and ``--pin``) whose package ``said``
+    names (``pandas==1.3.5``, ``numpy<2``), in the spec's order."""
+    words = {normalized(word) for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", said)}
+    pins = [f"{name}=={version}" for name, version in spec.pins]
+    return [text for text in [*pins, *spec.extra] if normalized(re.split(r"[<>=!~;\[ ]", text, maxsplit=1)[0]) in words]
 
 
 def missing_pin(output: str, spec: EnvSpec) -> str | None:
@@ -412,7 +425,10 @@ def overlay_of(folder: Path, site_packages: str) -> None:
 
 class InstallFailed(DaskbenchError):
     """The installer refused what was asked (a version the index lacks, a source tree that does not build):
-    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this)."""
+    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this). Its line
+    quotes the installer's reason and names its log: wrapped between words at 120 columns."""
+
+    wrap = True
 
 
 class BrokenEnvironment(DaskbenchError):
