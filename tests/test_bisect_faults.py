@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from daskbench.store import Store
+from daskbench.store import Store, runstatus
 from tests.helpers import git, standin_commit, wait_for
 
 BENCH = """
@@ -125,9 +125,12 @@ def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_th
     assert "(stored)" in again.stdout and "bisect: step 0:" not in again.stderr
 
 
-def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path, quiet_machine: None) -> None:
+def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works_and_both_sides_read_interrupted(
+    tmp_path: Path, quiet_machine: None
+) -> None:
     """SIGINT during step 0 (nothing stored of this bisection yet): the hint does not send the user to a
-    ``--resume`` that would say there is no such bisection; the command it gives starts it again."""
+    ``--resume`` that would say there is no such bisection; the command it gives starts it again. Both sides'
+    runs read ``interrupted`` (side B's read ``finished`` with nothing measured: issue 45, item 5)."""
     commits = _checkout(tmp_path, slow_from=2, count=2)
     child = subprocess.Popen(_command(tmp_path, "--good", commits[0], "--bad", "main", "--group", "early"),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -136,6 +139,9 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
     _, err = child.communicate(timeout=300)
     assert child.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err[-3000:]
     assert "--resume early" not in err and "daskbench bisect --group early" in err, err[-2000:]
+    store = Store(f"sqlite:///{tmp_path / 'bisect.db'}", create=False)
+    runs = store.runs()
+    assert set(runstatus.statuses(store, runs).values()) == {runstatus.INTERRUPTED}, [r.label for r in runs]
 
 
 @pytest.mark.parametrize(
