@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -319,13 +320,35 @@ def _logged(command: list[str], log: Path, mode: str) -> subprocess.CompletedPro
     """Run one installer step, its output written to ``log``; None when it outran ``STEP_TIMEOUT_S``."""
     done: subprocess.CompletedProcess[str] | None = None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=STEP_TIMEOUT_S)
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=STEP_TIMEOUT_S,
+            preexec_fn=_ends_with_builder(),
+        )
         output = done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
         output = f"{_text(expired.stdout)}{_text(expired.stderr)}\n(stopped after {STEP_TIMEOUT_S} s)\n"
     with log.open(mode) as out:
         out.write(f"$ {' '.join(command)}\n{output}")
     return done
+
+
+def _ends_with_builder() -> Callable[[], None] | None:
+    """What makes an installer step die with the process building (Linux's ``PR_SET_PDEATHSIG``): a builder killed
+    outright (``kill -9``, the OOM killer) frees the environment's lock, and an orphaned installer would go on
+    writing into the folder the next builder makes anew. None elsewhere."""
+    if sys.platform != "linux":
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def _text(output: str | bytes | None) -> str:
@@ -349,7 +372,23 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
             f"stopped (is the index answering? its output: {job.log})"
         )
     if done.returncode != 0:
+        disk = disk_fault(done.stdout + done.stderr)
+        if disk is not None:  # the machine's fault, said as the cache's (`build`), never the request's
+            raise OSError(disk, os.strerror(disk))
         raise InstallFailed(failure_line(done.stdout + done.stderr, job, what))
+
+
+#: The errors an installer meets writing the environment that are the disk's, not the request's.
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def disk_fault(output: str) -> int | None:
+    """The errno of a full or read-only disk the installer's output names (uv's ``(os error 28)``, pip's
+    ``[Errno 28]``, or the words), else None: such a step failed for the cache's disk, whatever it installed."""
+    for code in _DISK_ERRORS:
+        if re.search(rf"os error {code}\)|\[Errno {code}\]|{re.escape(os.strerror(code))}", output):
+            return code
+    return None
 
 
 def failure_line(output: str, job: Build, what: str) -> str:

@@ -5,9 +5,11 @@ the version it would in the checkout."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from daskbench.envs.builds import cache_fix, cache_flag, cache_root
@@ -76,6 +78,7 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        _clear_abandoned(root, target.name)
         _git(root, "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(scratch))
         _git(scratch, "fetch", "--quiet", "origin", "+refs/tags/*:refs/tags/*")
         _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit)
@@ -95,6 +98,35 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+#: Seconds after which a scratch clone whose process is gone is taken for abandoned (its export killed); a younger
+#: one may be another host's, sharing the cache, whose process this host cannot see.
+ABANDONED_AFTER_S = 600.0
+
+
+def _clear_abandoned(root: Path, name: str) -> None:
+    """Remove the scratch clones of ``name`` left by exports that were killed (their process gone from this host,
+    untouched for `ABANDONED_AFTER_S`): never taken for the tree, they would only fill the cache."""
+    for scratch in root.glob(f".{glob.escape(name)}.*.tmp"):
+        pid = scratch.name[len(name) + 2 : -len(".tmp")]
+        try:
+            old = time.time() - scratch.stat().st_mtime > ABANDONED_AFTER_S
+        except OSError:
+            continue
+        if pid.isdigit() and old and not _alive(int(pid)):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
