@@ -16,6 +16,10 @@ from pathlib import Path
 class DaskbenchError(Exception):
     """Bad input or an unusable environment; the message says how to fix it."""
 
+    #: Whether the CLI wraps the line between words at 120 columns (`daskbench.text.wrap_line`): set by a message
+    #: that quotes another tool's reason and a path (a failed install), too long for one; the rest stays one line.
+    wrap: bool = False
+
     def __init__(self, message: str) -> None:
         if "\n" in message:
             raise ValueError("DaskbenchError messages are one line")

@@ -10,17 +10,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
-def write_wheel(folder: Path, name: str, version: str, modules: Mapping[str, str]) -> Path:
+def write_wheel(
+    folder: Path, name: str, version: str, modules: Mapping[str, str], requires: Sequence[str] = ()
+) -> Path:
     """A pure-Python wheel of ``name`` ``version`` in ``folder`` holding ``modules`` (path in the wheel -> source),
-    with its METADATA, WHEEL and RECORD; its path."""
+    depending on ``requires`` (``Requires-Dist``), with its METADATA, WHEEL and RECORD; its path."""
     info = f"{name}-{version}.dist-info"
+    depends = "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
     files = {
         **modules,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{depends}",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: daskbench-ci\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = [f"{path},sha256={_digest(text)},{len(text.encode())}" for path, text in files.items()]

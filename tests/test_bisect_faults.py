@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from daskbench.bisect.again import again_command
-from daskbench.store import Store
+from daskbench.store import Store, runstatus
 from tests.helpers import git, standin_commit, wait_for
 
 BENCH = """
@@ -152,9 +152,12 @@ def test_ctrl_c_mid_bisection_then_resume_reuses_the_finished_steps_and_names_th
     assert "(stored)" in again.stdout and "bisect: step 0:" not in again.stderr
 
 
-def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path, quiet_machine: None) -> None:
+def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works_and_both_sides_read_interrupted(
+    tmp_path: Path, quiet_machine: None
+) -> None:
     """SIGINT during step 0 (nothing stored of this bisection yet): the hint does not send the user to a
-    continuation that would say there is no such bisection; the command it gives starts it again."""
+    continuation that would say there is no such bisection; the command it gives starts it again. Both sides'
+    runs read ``interrupted`` (side B's read ``finished`` with nothing measured: issue 45, item 5)."""
     commits = _checkout(tmp_path, slow_from=2, count=2)
     child = subprocess.Popen(_command(tmp_path, "--good", commits[0], "--bad", "main", "--group", "early"),
                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -165,6 +168,9 @@ def test_ctrl_c_before_any_step_finished_gives_a_hint_that_works(tmp_path: Path,
     command = _printed(err, "Start it again with:")
     assert "--resume" not in command and command.startswith("daskbench bisect --repo "), err[-2000:]
     assert command.endswith("--group early -- --workers 1 --saturation inf"), command
+    store = Store(f"sqlite:///{tmp_path / 'bisect.db'}", create=False)
+    runs = store.runs()
+    assert set(runstatus.statuses(store, runs).values()) == {runstatus.INTERRUPTED}, [r.label for r in runs]
 
 
 @pytest.mark.parametrize(

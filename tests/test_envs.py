@@ -10,11 +10,17 @@ side's interpreter (`resolve_sides`), not through a measured session.
 
 from __future__ import annotations
 
+import base64
+import itertools
 import json
+import os
 import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 from daskbench import envs
@@ -23,7 +29,9 @@ from daskbench.cli.ab import resolve_sides
 from daskbench.envs import builds, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project
+from daskbench.text import wrap_line
+from testing.wheel import write_wheel
+from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project, standin_wheel, wait_for
 
 RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
 
@@ -65,6 +73,14 @@ def _version_in(python: str) -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _error_block(stderr: str) -> list[str]:
+    """The error's lines: the ``error:`` line and the indented lines that carry it on."""
+    lines = stderr.splitlines()
+    first = next(index for index, line in enumerate(lines) if line.startswith("error:"))
+    rest = itertools.takewhile(lambda line: line.startswith("    "), lines[first + 1 :])
+    return [lines[first], *rest]
+
+
 def test_env_builds_the_recorded_version_prints_only_its_python_then_reuses_it(
     db: str, wheels: Path, tmp_path: Path
 ) -> None:
@@ -84,16 +100,18 @@ def test_env_builds_the_recorded_version_prints_only_its_python_then_reuses_it(
     assert (marker.stat().st_mtime_ns, json.loads(marker.read_text())["built_at"]) == built
 
 
-def test_a_version_the_index_does_not_have_is_one_line_naming_it_and_the_index(
+def test_a_version_the_index_does_not_have_is_one_message_naming_it_and_the_index(
     db: str, wheels: Path, tmp_path: Path
 ) -> None:
-    """standin==1.9 is on no index: exit 2, one error line naming it and where it was looked for, no
-    traceback, and no half-built environment left behind."""
+    """standin==1.9 is on no index: exit 2, one error message (wrapped between words at 120 columns) naming it
+    and where it was looked for, no traceback, and no half-built environment left behind."""
     done = _env(db, wheels, tmp_path, "gone0002")
     assert done.returncode == 2 and done.stdout == ""
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: standin==1.9 (run gone0002) cannot be had: not on the index "
-                      f"(asked --find-links {wheels}); nothing was built"]  # fmt: skip
+    block = _error_block(done.stderr)
+    assert all(len(line) <= 120 for line in block) and done.stderr.count("error:") == 1
+    said = " ".join(line.strip() for line in block)
+    assert said == f"error: standin==1.9 (run gone0002) cannot be had: not on the index (asked --find-links {wheels}); " \
+                   "nothing was built"  # fmt: skip
     assert "Traceback" not in done.stderr
     assert not [path for path in tmp_path.iterdir() if path.is_dir()]
 
@@ -359,10 +377,9 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     assert not builds._succeeds(hangs, log)
 
 
-def test_a_source_tree_that_does_not_build_is_one_error_line_within_120_columns(tmp_path: Path) -> None:
-    """uv refusing a tree (its build backend does not exist) is one line that fits 120 columns after ``error: ``:
-    the installer's reason (without its own ``error:``), and the log's path, or, when a long cache path leaves
-    too little room, "the log named above" (the ``env: building`` line names it)."""
+def test_a_source_tree_that_does_not_build_is_said_within_120_columns(tmp_path: Path) -> None:
+    """uv refusing a tree (its build backend does not exist) is one error, wrapped between words at 120 columns
+    (`InstallFailed.wrap`): the installer's reason (without its own ``error:``) and its log's path."""
     tree = tmp_path / "broken"
     tree.mkdir()
     (tree / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "no_such_backend"\n\n'
@@ -373,11 +390,82 @@ def test_a_source_tree_that_does_not_build_is_one_error_line_within_120_columns(
         with pytest.raises(envs.InstallFailed) as raised:
             envs.build(spec, cache=cache, inherit=True, say=said.append)
         line = f"error: {raised.value}"
-        assert "\n" not in line and len(line) <= 120, line
+        assert raised.value.wrap and all(len(part) <= 120 for part in wrap_line(line)), line
         assert line.startswith("error: uv could not install for head 0123456789: ") and "error: error" not in line
-        assert "(its output: " in line
+        assert "(uv's output: " in line
     log = next(line for line in said if line.startswith("env: building")).split("(its log: ")[1].rstrip(")")
-    assert "no_such_backend" in Path(log).read_text() and line.endswith("(its output: the log named above)")
+    assert "no_such_backend" in Path(log).read_text() and line.endswith("(uv's output: the log named above)")
+
+
+# -- faults: pins that cannot be resolved -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def conflicting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of wheels: standin 1.0, ``alpha`` 1.0 (which needs ``beta>=2``) and ``beta`` 1.0 alone."""
+    folder = tmp_path_factory.mktemp("conflicting")
+    standin_wheel(folder, "1.0", 0.0)
+    write_wheel(folder, "alpha", "1.0", {"alpha.py": "VERSION = '1.0'\n"}, requires=["beta>=2"])
+    write_wheel(folder, "beta", "1.0", {"beta.py": "VERSION = '1.0'\n"})
+    return folder
+
+
+@pytest.mark.skipif(envs.find_uv() is None, reason="uv is neither on PATH nor importable here")
+@pytest.mark.parametrize(
+    ("pins", "named", "reason"),
+    [
+        (["dask==1999.99.0"], "dask==1999.99.0", "Because dask was not found in the provided package locations and "
+         "you require dask==1999.99.0"),
+        (["no-such-package==1.0"], "no-such-package==1.0", "Because no-such-package was not found"),
+        (["alpha==1.0", "beta<2"], "alpha==1.0, beta<2", "Because all versions of alpha depend on beta>=2"),
+    ],
+    ids=["a-version-nowhere", "an-unknown-package", "pins-that-conflict"],
+)  # fmt: skip
+def test_a_pin_that_cannot_resolve_names_the_pins_and_uvs_reason_within_120_columns_with_the_log(
+    db: str, conflicting: Path, tmp_path: Path, pins: list[str], named: str, reason: str
+) -> None:
+    """``--pin`` that no resolution satisfies (issue 45, item 4): the error named neither the pin nor why (``No
+    solution found when resolving dependencies``). Now one message, wrapped between words at 120 columns: the
+    pins involved, uv's own reason (its ``Because ...``), and the log holding uv's whole output; nothing built."""
+    asked = [arg for pin in pins for arg in ("--pin", pin)]
+    done = _env(db, conflicting, tmp_path, "good0001", "--installer", "uv", *asked)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    block = _error_block(done.stderr)
+    assert all(len(line) <= 120 for line in block), block
+    said = " ".join(line.strip() for line in block)
+    assert said.startswith(f"error: uv could not install {named} for run good0001: {reason}"), said
+    assert "No solution found" not in said
+    log = next(tmp_path.glob("*.log"))
+    assert said.endswith(f"(uv's output: {log})") and reason.split()[-1] in log.read_text()
+    assert not [path for path in tmp_path.iterdir() if path.is_dir()]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "error: No solution found when resolving dependencies\n  cause: Because all versions of alpha depend on "
+        "beta>=2 and you require alpha==1.0, we can conclude that you require beta>=2.\n         And because you "
+        "require beta<2, we can conclude that your requirements are unsatisfiable.\n\n  hint: beta was pinned\n",
+        "  × No solution found when resolving dependencies:\n  ╰─▶ Because all versions of alpha depend on beta>=2 and "
+        "you require alpha==1.0, we can conclude that you require beta>=2.\n      And because you require beta<2, we "
+        "can conclude that your requirements are unsatisfiable.\n",
+    ],
+    ids=["piped", "on-a-terminal"],
+)
+def test_uvs_reason_is_its_because_sentences_whether_piped_or_drawn(output: str) -> None:
+    """uv's reason, piped (``cause: Because ...``) or drawn for a terminal (``╰─▶ Because ...``), is its sentences
+    joined without its hints; the requirements it names are the spec's pins and extra requirements it mentions."""
+    from daskbench.envs import output as envs_output
+
+    said = envs_output.reason(output)
+    assert said == ("Because all versions of alpha depend on beta>=2 and you require alpha==1.0, we can conclude that "
+                    "you require beta>=2. And because you require beta<2, we can conclude that your requirements are "
+                    "unsatisfiable.")  # fmt: skip
+    spec = envs.spec_from_pins({"standin": "1.0", "alpha": "1.0"}, with_daskbench=False)
+    assert builds.involved(said, replace(spec, extra=("beta<2", "numpy<2"))) == ["alpha==1.0", "beta<2"]
+    assert envs_output.reason("ERROR: No matching distribution found for dask==1999.99.0\n") == (
+        "ERROR: No matching distribution found for dask==1999.99.0"
+    )
 
 
 # -- faults: a broken environment, a cache that cannot be written ------------------------------
@@ -443,6 +531,176 @@ def test_a_cache_disk_full_before_the_build_is_one_line_and_leaves_nothing_half_
     line = _one_error(_env(db, wheels, tmpfs, "good0001"))
     assert "No space left on device" in line, line
     assert not [path for path in tmpfs.iterdir() if path.is_dir()]
+
+
+def _big_wheel(folder: Path) -> Path:
+    """A folder holding a standin 1.0 wheel of 4 MB (random text, no compression saves it): more than `tmpfs` holds."""
+    folder.mkdir(exist_ok=True)
+    blob = base64.b64encode(os.urandom(3_000_000)).decode()
+    write_wheel(
+        folder, "standin", "1.0", {"standin/__init__.py": "VERSION = '1.0'\n", "standin/blob.py": f"B = {blob!r}\n"}
+    )
+    return folder
+
+
+def test_a_cache_disk_that_fills_during_the_install_is_said_as_a_full_disk_and_builds_once_there_is_room(
+    db: str, tmp_path: Path, tmpfs: Path
+) -> None:
+    """The disk fills while uv copies the package in (a 2 MiB tmpfs, a 4 MB wheel): one line naming the full disk
+    and the fix, as before the build, never uv's "Failed to install" taken for the request's fault (a bisection
+    would skip that commit as one that does not build); no half-built folder is left; once the disk has room, the
+    next call builds it."""
+    wheels = _big_wheel(tmp_path / "big")
+    line = _one_error(_env(db, wheels, tmpfs, "good0001", "--installer", "uv"))
+    assert line == f"error: cannot build in {tmpfs} (No space left on device); free space there or move the cache " \
+                   "(--cache-dir)", line  # fmt: skip
+    assert not [path for path in tmpfs.iterdir() if path.is_dir()]
+    subprocess.run(["mount", "-o", "remount,size=32m", str(tmpfs)], check=True)
+    done = _env(db, wheels, tmpfs, "good0001", "--installer", "uv")
+    assert done.returncode == 0 and _version_in(done.stdout.strip()) == "1.0", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("said", "cause"),
+    [
+        ("error: Failed to install: standin-1.0-py3-none-any.whl (standin==1.0)\n  cause: failed to copy file from a "
+         "to b: No space left on device (os error 28)", "No space left on device"),
+        ("ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device", "No space left"),
+        ("error: failed to create directory `/cache/x`: Read-only file system (os error 30)", "Read-only file system"),
+    ],
+    ids=["uv-full", "pip-full", "uv-read-only"],
+)  # fmt: skip
+def test_an_installer_that_failed_for_the_disk_is_a_machine_fault_not_an_install_failure(
+    tmp_path: Path, said: str, cause: str
+) -> None:
+    """The installer's words say the disk (full, read-only): an `OSError` of that cause, which `build` says as the
+    cache's fault with its fix and a bisection stops at, never `InstallFailed` (a commit skipped as unbuildable)."""
+    spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
+    fails = [sys.executable, "-c", f"import sys; print({said!r}, file=sys.stderr); sys.exit(2)"]
+    job = builds.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), tmp_path / "build.log")
+    with pytest.raises(OSError, match=cause) as raised:
+        builds._run(job, fails, "w", "install")
+    assert not isinstance(raised.value, DaskbenchError)
+
+
+#: A ``uv`` that hangs in ``pip install`` after writing a file into the environment (a build half done); anything
+#: else goes to the real uv.
+HANGING_UV = """#!{python}
+import os, sys, time
+args = sys.argv[1:]
+if args[:2] == ["pip", "install"]:
+    folder = os.path.dirname(os.path.dirname(args[args.index("--python") + 1]))
+    open(os.path.join(folder, "half-written"), "w").write("a build cut short")
+    time.sleep(600)
+os.execv(sys.executable, [sys.executable, "-m", "uv", *args])
+"""
+
+
+def _hanging_build(db: str, wheels: Path, cache: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    """``daskbench env`` whose install hangs once it has written into the environment's folder (waited for)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "uv").write_text(HANGING_UV.format(python=sys.executable))
+    (folder / "uv").chmod(0o755)
+    flags = ["--only", "standin", "--without-daskbench", "--find-links", str(wheels), "--no-index", "--installer", "uv"]
+    command = [sys.executable, "-m", "daskbench", "env", "good0001", *flags, "--db", db, "--cache-dir", str(cache)]
+    path = f"{folder}{os.pathsep}{os.environ['PATH']}"
+    builder = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PATH": path}
+    )
+    wait_for(
+        lambda: list(cache.glob("*/half-written")) or builder.poll() is not None, "the install half done", within=120
+    )
+    assert builder.poll() is None, builder.communicate()
+    return builder
+
+
+def test_a_build_killed_mid_install_takes_its_installer_with_it_and_the_next_call_rebuilds_at_once(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """``daskbench env`` SIGKILLed mid-install (the OOM killer, ``kill -9``): its installer ends with it (an orphan
+    would go on writing into the folder the next build makes anew), and the next call neither reuses the
+    half-written folder nor waits for the dead builder's lock: it builds it again, whole, at once."""
+    cache = tmp_path / "cache"
+    builder = _hanging_build(db, wheels, cache, tmp_path)
+    installer = psutil.Process(builder.pid).children(recursive=True)
+    builder.kill()
+    builder.communicate(timeout=30)
+    wait_for(lambda: not [p for p in installer if p.is_running() and p.status() != psutil.STATUS_ZOMBIE],
+             "the installer ended with its builder", within=10)  # fmt: skip
+    started = time.monotonic()
+    again = _env(db, wheels, cache, "good0001")
+    assert again.returncode == 0 and "env: building" in again.stderr and "reusing" not in again.stderr, again.stderr
+    assert time.monotonic() - started < 60 and "waiting for it" not in again.stderr
+    assert not list(cache.glob("*/half-written")) and _version_in(again.stdout.strip()) == "1.0"
+
+
+def test_a_builder_that_dies_holding_the_lock_hands_the_build_to_the_one_waiting(
+    db: str, wheels: Path, tmp_path: Path
+) -> None:
+    """Two builders of one environment: the first hangs mid-install holding the lock, the second says it waits for
+    it; the first SIGKILLed, the second takes the lock, finds no finished environment and builds it itself."""
+    cache = tmp_path / "cache"
+    first = _hanging_build(db, wheels, cache, tmp_path)
+    said = tmp_path / "second.err"
+    flags = ["--only", "standin", "--without-daskbench", "--find-links", str(wheels), "--no-index"]
+    command = [sys.executable, "-m", "daskbench", "env", "good0001", *flags, "--db", db, "--cache-dir", str(cache)]
+    with said.open("w") as err:
+        second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+        wait_for(
+            lambda: "waiting for it" in said.read_text() or second.poll() is not None, "the second waits", within=120
+        )
+        first.kill()
+        first.communicate(timeout=30)
+        out, _ = second.communicate(timeout=300)
+    assert second.returncode == 0, said.read_text()
+    assert "waiting for it" in said.read_text() and "env: building" in said.read_text()
+    assert _version_in(out.strip()) == "1.0" and not list(cache.glob("*/half-written"))
+
+
+EXPORT = "import sys; from pathlib import Path; from daskbench import envs; " \
+         "print(envs.exported(Path(sys.argv[1]), sys.argv[2], sys.argv[3]))"  # fmt: skip
+
+
+def test_two_processes_exporting_one_commit_at_once_both_get_the_whole_tree_and_leave_no_scratch(
+    checkout: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Two ``pr`` runs of one repository at once share the cache: both export the same commit at the same moment;
+    each gets the one whole tree (the second's clone is thrown away, never merged into the first's), and no scratch
+    clone is left in the cache."""
+    repo, ids = checkout
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-c", EXPORT, str(repo), ids[1], str(cache)]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [process.communicate(timeout=120) for process in both]
+    assert [process.returncode for process in both] == [0, 0], outputs
+    (tree,) = {Path(out.strip()) for out, _ in outputs}
+    assert (tree / "sub" / "word.txt").read_text() == "two"
+    assert [path.name for path in (cache / "checkouts").iterdir()] == [tree.name]
+
+
+def test_the_scratch_clone_of_an_export_that_was_killed_is_cleared_by_the_next_export(
+    checkout: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """An export SIGKILLed mid-clone leaves its scratch clone (``.<name>.<pid>.tmp``: never taken for the tree);
+    the next export of that commit clears it (its process gone, untouched for ten minutes), so killed exports do not
+    fill the cache; a scratch clone whose process lives, or a young one (another host's, maybe), is left alone."""
+    repo, ids = checkout
+    cache = tmp_path / "cache"
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    killed.kill()
+    killed.wait()
+    name = f"{repo.name}-{ids[1][:16]}"
+    folder = cache / "checkouts"
+    stale, alive, young = (folder / f".{name}.{pid}.tmp" for pid in (killed.pid, os.getppid(), killed.pid + 100_000))
+    for scratch in (stale, alive, young):
+        (scratch / "sub").mkdir(parents=True)
+        (scratch / "sub" / "word.txt").write_text("half")
+        if scratch != young:
+            os.utime(scratch, (time.time() - 3600, time.time() - 3600))
+    tree = envs.exported(repo, ids[1], cache)
+    assert (tree / "sub" / "word.txt").read_text() == "two"
+    assert not stale.exists() and alive.exists() and young.exists()
 
 
 def test_a_commit_exported_into_a_full_cache_is_one_line_and_exported_whole_once_there_is_room(

@@ -24,8 +24,9 @@ import pytest
 
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import Question
+from daskbench.lockstep import turns
 from daskbench.lockstep.engine import Lockstep
-from daskbench.lockstep.sessions import Side
+from daskbench.lockstep.sessions import Side, session_command
 from daskbench.store import Store, runstatus
 from tests.helpers import LOCKSTEP_SESSION, daskbench_cli, wait_for
 
@@ -197,8 +198,9 @@ def test_ctrl_c_of_ab_stops_both_sides_and_both_runs_read_interrupted(bench_fold
 
 def test_ab_itself_killed_leaves_no_session_running_and_no_run_reading_running(bench_folder: Path) -> None:
     """SIGKILL of ``ab`` (the controller: nobody left to give turns): both sessions see the control channel
-    close, measure nothing more and end on their own within a minute, their clusters closed; neither run
-    stays ``running``, and what was measured stays."""
+    close, measure nothing more and end on their own within a minute, their clusters closed; both runs read
+    ``interrupted`` (stopped: never ``running``, nor ``finished`` as if they had run to their end), and what was
+    measured stays."""
     db = bench_folder / "killed-ab.db"
     ab = _ab(bench_folder, db, "orphans")
     wait_for(lambda: _stored(db) >= 4, "four measurements stored", within=300)
@@ -207,7 +209,7 @@ def test_ab_itself_killed_leaves_no_session_running_and_no_run_reading_running(b
     ab.communicate(timeout=60)
     wait_for(_gone(everything), "both sessions ended after ab was killed", within=120)
     statuses = _statuses(db, "orphans")
-    assert set(statuses) == {"A", "B"} and runstatus.RUNNING not in statuses.values(), statuses
+    assert statuses == {"A": runstatus.INTERRUPTED, "B": runstatus.INTERRUPTED}, statuses
     stored = _stored(db)
     time.sleep(2)
     assert _stored(db) == stored >= 4
@@ -301,3 +303,34 @@ def test_a_session_whose_controller_went_away_measures_nothing_more_without_an_e
     assert turns.wait("bench.py::test_x[]#0", 0) is False
     assert turns.wait("bench.py::test_x[]#0", 1) is False and turns.gone
     ours.close()
+
+
+def test_a_session_whose_controller_goes_away_mid_comparison_reads_interrupted(
+    bench_folder: Path, tmp_path: Path
+) -> None:
+    """A real lockstep session, its controller (a stand-in on the real socket) gone after the plan and the first
+    ``ready``: the session sees the channel close, measures nothing more and ends on its own, and its run reads
+    ``interrupted`` (it was stopped), not ``finished`` with nothing measured (issue 45, item 5)."""
+    import socket
+
+    db = tmp_path / "gone.db"
+    path = tmp_path / "control.sock"
+    env = {**os.environ, **turns.session_env("gone", 0, 5), turns.ENV_CONTROL: str(path), turns.ENV_SIDE: "A"}
+    command = session_command(sys.executable, f"sqlite:///{db}", "gone-A1", ["--repeat", "1", *LOCKSTEP_SESSION[1:]])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(1)
+        session = subprocess.Popen(command, cwd=bench_folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=env, text=True, start_new_session=True)  # fmt: skip
+        server.settimeout(120)
+        conn, _ = server.accept()
+        with conn, conn.makefile("rw", encoding="utf-8", buffering=1) as stream:
+            plan = json.loads(stream.readline())["plan"]
+            stream.write(json.dumps({"plan": plan}) + "\n")
+            assert "ready" in json.loads(stream.readline())  # its cluster up, waiting for its first turn
+    output, _ = session.communicate(timeout=120)
+    assert "Traceback" not in output, output[-3000:]
+    store = Store(f"sqlite:///{db}", create=False)
+    (run,) = store.runs()
+    assert runstatus.statuses(store, [run]) == {run.run_id: runstatus.INTERRUPTED}, output[-2000:]
+    assert store.measurements([run.run_id]) == []

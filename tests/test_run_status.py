@@ -130,3 +130,34 @@ def test_killed_session_is_crashed_and_default_compare_skips_it(tmp_path: Path) 
     result = daskbench_cli("compare", "--db", db)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"skipped the newer run {killed.run_id[:8]}" in result.stdout and "crashed" in result.stdout
+
+
+#: A conftest whose pytest fails while it reports a Ctrl-C, as pytest does on CPython 3.11.7 when the signal lands
+#: inside a compile (``SystemError: AST constructor recursion depth mismatch`` from the traceback it draws): pytest
+#: then ends the session with exit status 0, as if it had finished (issue 45, item 5: bisect's side B).
+FAILING_REPORT = """
+import _pytest.terminal
+
+
+def _report_fails(self, excinfo):
+    raise SystemError("AST constructor recursion depth mismatch (before=78, after=90)")
+
+
+_pytest.terminal.TerminalReporter.pytest_keyboard_interrupt = _report_fails
+"""
+
+
+def test_ctrl_c_whose_report_fails_inside_pytest_still_records_an_interrupted_run(tmp_path: Path) -> None:
+    """SIGINT mid-measurement, and pytest's own report of it raising: pytest hands daskbench exit status 0, the
+    run still reads ``interrupted`` (never ``finished`` with what it cut short), its stored measurement kept."""
+    (tmp_path / "conftest.py").write_text(FAILING_REPORT)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    process = start_session(tmp_path, db)
+    wait_for_measurements(db, 1, process)
+    wait_for((tmp_path / "stall.mark").exists, "the stalling measurement's task started")
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=120)
+    store = Store(db)
+    (run,) = store.runs()
+    assert runstatus.statuses(store, [run]) == {run.run_id: runstatus.INTERRUPTED}
+    assert [m.outcome for m in store.measurements([run.run_id])] == ["passed", "interrupted"]

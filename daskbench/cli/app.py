@@ -125,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or EXIT_OK)
     except DaskbenchError as exc:
-        say(f"error: {config.shown_message(str(exc))}", wrap=False)
+        say(f"error: {config.shown_message(str(exc))}", wrap=exc.wrap)
         return EXIT_ERROR
     except RegressionFound as exc:
         say(str(exc), wrap=False)

@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -37,11 +38,11 @@ from pathlib import Path
 
 from daskbench.envs import known
 from daskbench.envs.index import Index, find_uv
-from daskbench.envs.output import first_error
+from daskbench.envs.output import first_error, reason
 from daskbench.envs.specs import EnvSpec, normalized
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
-from daskbench.text import WIDTH, plural, say
+from daskbench.text import plural, say
 
 #: Environment variable naming the cache folder (default ``~/.cache/daskbench/envs``).
 CACHE_ENV = "DASKBENCH_ENV_CACHE"
@@ -319,13 +320,35 @@ def _logged(command: list[str], log: Path, mode: str) -> subprocess.CompletedPro
     """Run one installer step, its output written to ``log``; None when it outran ``STEP_TIMEOUT_S``."""
     done: subprocess.CompletedProcess[str] | None = None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=STEP_TIMEOUT_S)
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=STEP_TIMEOUT_S,
+            preexec_fn=_ends_with_builder(),
+        )
         output = done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
         output = f"{_text(expired.stdout)}{_text(expired.stderr)}\n(stopped after {STEP_TIMEOUT_S} s)\n"
     with log.open(mode) as out:
         out.write(f"$ {' '.join(command)}\n{output}")
     return done
+
+
+def _ends_with_builder() -> Callable[[], None] | None:
+    """What makes an installer step die with the process building (Linux's ``PR_SET_PDEATHSIG``): a builder killed
+    outright (``kill -9``, the OOM killer) frees the environment's lock, and an orphaned installer would go on
+    writing into the folder the next builder makes anew. None elsewhere."""
+    if sys.platform != "linux":
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def _text(output: str | bytes | None) -> str:
@@ -349,43 +372,58 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
             f"stopped (is the index answering? its output: {job.log})"
         )
     if done.returncode != 0:
+        disk = disk_fault(done.stdout + done.stderr)
+        if disk is not None:  # the machine's fault, said as the cache's (`build`), never the request's
+            raise OSError(disk, os.strerror(disk))
         raise InstallFailed(failure_line(done.stdout + done.stderr, job, what))
 
 
+#: The errors an installer meets writing the environment that are the disk's, not the request's.
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def disk_fault(output: str) -> int | None:
+    """The errno of a full or read-only disk the installer's output names (uv's ``(os error 28)``, pip's
+    ``[Errno 28]``, or the words), else None: such a step failed for the cache's disk, whatever it installed."""
+    for code in _DISK_ERRORS:
+        if re.search(rf"os error {code}\)|\[Errno {code}\]|{re.escape(os.strerror(code))}", output):
+            return code
+    return None
+
+
 def failure_line(output: str, job: Build, what: str) -> str:
-    """One line for a failed step: the pin the index does not have, named with the index asked;
-    else the installer's first error line."""
+    """One line for a failed step: the pin the index does not have, named with the index asked; else the
+    requirements the installer's reason names (``--pin`` ones too) and that reason (uv's ``Because ...``,
+    else its first error line), with the log of its whole output."""
     spec, tool = job.spec, job.tool.name
     missing = missing_pin(output, spec)
     if missing is not None:
         asked = job.index.describe(tool)
         return f"{missing} ({spec.source}) cannot be had: not on the index (asked {asked}); nothing was built"
-    reason = re.sub(r"(?i)^error:\s*", "", first_error(output))  # the line is said after "error: " already
-    return fitted(f"{tool} could not {what} for {spec.source}: ", reason, job.log)
+    why = re.sub(r"(?i)^error:\s*", "", reason(output))  # the line is said after "error: " already
+    named = ", ".join(involved(why, spec))
+    return f"{tool} could not {what}{f' {named}' if named else ''} for {spec.source}: {why} ({where_logged(job)})"
 
 
-#: Columns an error line may take after the ``error: `` it is said with (`text.WIDTH` in all).
-ERROR_ROOM = WIDTH - len("error: ")
-#: The fewest characters of the installer's reason a line keeps before it names its log as "above" instead.
-MIN_REASON = 40
+#: The longest log path a failure line names; a longer one (a word the line cannot wrap within 120 columns) is
+#: "the log named above", by the ``env: building`` line.
+LOG_ROOM = 110
 
 
-def fitted(said: str, reason: str, log: Path) -> str:
-    """``said`` + the installer's ``reason`` + where its whole output is, within `ERROR_ROOM` columns: the reason
-    cut (``...``) to fit, and the log named "above" (by the ``env: building`` line) when its path leaves too
-    little room for the reason."""
-    where = f" (its output: {_home_short(log)})"
-    if ERROR_ROOM - len(said) - len(where) < MIN_REASON:
-        where = " (its output: the log named above)"
-    room = max(ERROR_ROOM - len(said) - len(where), MIN_REASON)
-    return said + (reason if len(reason) <= room else reason[: room - 3].rstrip() + "...") + where
+def where_logged(job: Build) -> str:
+    """Where the installer's whole output is: its log's path (home as ``~``), or the log named above."""
+    home, path = str(Path.home()), str(job.log)
+    if home not in ("", "/") and path.startswith(home + "/"):
+        path = "~" + path[len(home) :]
+    return f"{job.tool.name}'s output: {path if len(path) <= LOG_ROOM else 'the log named above'}"
 
 
-def _home_short(path: Path) -> str:
-    """``path`` with the home folder as ``~``: shorter, and still a path a shell opens."""
-    home = str(Path.home())
-    text = str(path)
-    return "~" + text[len(home) :] if home not in ("", "/") and text.startswith(home + "/") else text
+def involved(said: str, spec: EnvSpec) -> list[str]:
+    """The spec's requirements (exact pins, then the extra ones: defaults and ``--pin``) whose package ``said``
+    names (``pandas==1.3.5``, ``numpy<2``), in the spec's order."""
+    words = {normalized(word) for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", said)}
+    pins = [f"{name}=={version}" for name, version in spec.pins]
+    return [text for text in [*pins, *spec.extra] if normalized(re.split(r"[<>=!~;\[ ]", text, maxsplit=1)[0]) in words]
 
 
 def missing_pin(output: str, spec: EnvSpec) -> str | None:
@@ -437,7 +475,10 @@ def overlay_of(folder: Path, site_packages: str) -> None:
 
 class InstallFailed(DaskbenchError):
     """The installer refused what was asked (a version the index lacks, a source tree that does not build):
-    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this)."""
+    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this). Its line
+    quotes the installer's reason and names its log: wrapped between words at 120 columns."""
+
+    wrap = True
 
 
 class BrokenEnvironment(DaskbenchError):

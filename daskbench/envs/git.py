@@ -6,11 +6,13 @@ recorded it from), cloned once into a folder kept between nights and fetched onl
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -82,6 +84,7 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        _clear_abandoned(root, target.name)
         _git(root, "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(scratch))
         _git(scratch, "fetch", "--quiet", "origin", "+refs/tags/*:refs/tags/*")
         _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit)
@@ -158,6 +161,35 @@ def release_commit(repo: Path, version: str) -> str | None:
         if done.returncode == 0 and done.stdout.strip():
             return done.stdout.strip()
     return None
+
+
+#: Seconds after which a scratch clone whose process is gone is taken for abandoned (its export killed); a younger
+#: one may be another host's, sharing the cache, whose process this host cannot see.
+ABANDONED_AFTER_S = 600.0
+
+
+def _clear_abandoned(root: Path, name: str) -> None:
+    """Remove the scratch clones of ``name`` left by exports that were killed (their process gone from this host,
+    untouched for `ABANDONED_AFTER_S`): never taken for the tree, they would only fill the cache."""
+    for scratch in root.glob(f".{glob.escape(name)}.*.tmp"):
+        pid = scratch.name[len(name) + 2 : -len(".tmp")]
+        try:
+            old = time.time() - scratch.stat().st_mtime > ABANDONED_AFTER_S
+        except OSError:
+            continue
+        if pid.isdigit() and old and not _alive(int(pid)):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _git(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:

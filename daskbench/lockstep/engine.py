@@ -38,7 +38,7 @@ from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
 from daskbench.lockstep import turns
 from daskbench.lockstep.cost import RoundCost
-from daskbench.lockstep.sessions import Side, ended, log_cause, session_command, stop_session
+from daskbench.lockstep.sessions import Side, ended, log_cause, session_command, stop_sessions
 from daskbench.text import first_few, plural
 
 #: Seconds both sessions get to collect their tests and connect.
@@ -376,8 +376,7 @@ class Lockstep:
     def stop(self) -> None:
         """Ctrl-C or an error: both sessions stop as pytest does on Ctrl-C (the cut measurement is
         recorded as interrupted; every finished one is kept)."""
-        for child in self.children.values():
-            stop_session(child)  # one that ended already: what is left of its process group (its cluster)
+        stop_sessions(list(self.children.values()))  # one that ended already: what is left of its group (its cluster)
 
 
 def _ready_for(message: Mapping[str, Any] | None, key: str, round_: int | None = None) -> bool:

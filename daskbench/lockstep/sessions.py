@@ -277,17 +277,31 @@ def stop_session(child: subprocess.Popen[bytes]) -> None:
     """SIGINT to the session (pytest records it as interrupted and closes its cluster), then SIGKILL; then
     SIGKILL to what is left of its process group (its own session: a cluster's processes outliving a
     session that was killed)."""
-    for sig, grace in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
+    stop_sessions([child])
+
+
+def stop_sessions(children: Sequence[subprocess.Popen[bytes]], grace: float = 60.0) -> None:
+    """`stop_session` for several sessions at once: SIGINT to all, so each is stopped as Ctrl-C stops it while the
+    others still are (none waits out another's stop, none sees the comparison end first and finishes as if it
+    had run to its end), up to ``grace`` seconds for all; then SIGKILL to each one left and to their groups."""
+    for child in children:
+        _signal_group(child, signal.SIGINT)
+    deadline = time.monotonic() + grace
+    for child in children:
         try:
-            os.killpg(child.pid, sig)
-            child.wait(timeout=grace)
-            break
-        except ProcessLookupError:
-            break
+            child.wait(timeout=max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
-            continue
+            _signal_group(child, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=10)
+    for child in children:
+        _signal_group(child, signal.SIGKILL)
+
+
+def _signal_group(child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """``sig`` to the process group of ``child`` (its session's own); nothing when the group is gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+        os.killpg(child.pid, sig)
 
 
 def ended(code: int) -> str:

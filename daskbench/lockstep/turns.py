@@ -68,7 +68,7 @@ class Turns:
 
     side: str
     stream: Any  # a socket file, line-buffered in both directions
-    gone: bool = False  # the controller went away: every turn from now on is "no"
+    gone: bool = False  # the controller went away: every turn from now on is "no", the run reads interrupted
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Turns | None:
@@ -124,7 +124,8 @@ class Turns:
             line = self.stream.readline()
         except OSError:
             line = ""
-        if not line:  # the controller went away: nothing more to measure in lockstep
+        if not line:  # the controller went away: nothing more to measure in lockstep (the run was stopped)
+            self.gone = True
             return {}
         found = json.loads(line)
         return found if isinstance(found, dict) else {}

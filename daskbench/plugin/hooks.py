@@ -315,15 +315,27 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
         state.lost_shown = True  # as pytest's "Interrupted: ..." (it checks shouldstop after every test, the last too)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, None]:
+    """Note a Ctrl-C that went through the tests, whatever exit status pytest reaches after it: its own report
+    of the interrupt may fail (CPython 3.11's ``SystemError`` when the signal landed in a compile), and it then
+    ends the session with status 0, which read as a finished run (issue 45)."""
+    outcome = yield
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is not None and outcome.excinfo is not None and issubclass(outcome.excinfo[0], KeyboardInterrupt):
+        state.interrupted = True
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Record how the run ended; an interrupted session keeps pytest's exit code 2 and gets no compare,
-    and so does a session stopped by a lost cluster (whichever test it was lost in)."""
+    """Record how the run ended; an interrupted session (Ctrl-C, or its ``daskbench ab`` gone: `_orphaned`)
+    exits with pytest's code 2 and gets no compare, and so does a session stopped by a lost cluster (whichever
+    test it was lost in)."""
     state = session.config.stash.get(SESSION_KEY, None)
     if state is None:
         return
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or state.interrupted or _orphaned(session.config, state)
     outcome = state.finish(interrupted=interrupted)
-    if outcome == "cluster-lost":
+    if outcome == "cluster-lost" or interrupted:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
     if interrupted:
         return
@@ -331,6 +343,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     elif outcome in ("compare-error", "store-error"):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def _orphaned(config: pytest.Config, state: DaskbenchSession) -> bool:
+    """Whether this lockstep session's ``daskbench ab`` went away mid-comparison (its channel closed: killed, or
+    stopped while this session was between signals): said in one line; its run was stopped, not finished."""
+    link = config.stash.get(TURNS_KEY, None)
+    if link is None or not link.gone or state.run is None:
+        return False
+    state.summary_lines.append(
+        f"daskbench: daskbench ab went away mid-comparison (its control channel closed); run {state.run.run_id[:8]} "
+        "is recorded as interrupted, what it measured kept"
+    )
+    return True
 
 
 def _interrupt_on_sigterm() -> None:

@@ -56,6 +56,9 @@ class DaskbenchSession:
     lost: str | None = None
     #: Whether pytest showed `lost` as its reason to stop (it does when a test was left to run).
     lost_shown: bool = False
+    #: Whether a Ctrl-C (or SIGTERM) went through the tests: the run reads interrupted even when pytest then
+    #: ends with another exit status (its report of the interrupt failing, issue 45).
+    interrupted: bool = False
     #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
     #: tell a case the run never selected from one that went missing.
     selection: dict[str, str] = field(default_factory=dict)
