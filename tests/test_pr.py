@@ -114,10 +114,10 @@ def _group(stdout: str) -> str:
 
 @pytest.fixture(scope="module")
 def first(project: Path, fake: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
-    """``daskbench pr --github o/r --pr 7 -o report.html main head -- ...`` (as the docs show it: ``--``
+    """``daskbench pr --github o/r --pr 7 --report report.html main head -- ...`` (as the docs show it: ``--``
     right after the sides): the slower head, the first run on the pull request."""
     return _pr(project, _env(fake[1]), "main", "head", "--github", "owner/project", "--pr", str(NUMBER),
-               "-o", str(project.parent / "report.html"), as_documented=True)  # fmt: skip
+               "--report", str(project.parent / "report.html"), as_documented=True)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +254,7 @@ def test_without_a_token_a_fork_writes_the_job_summary_only_and_says_so(project:
         (["main", "head", "--github", "owner/project", "--pr", "7"], "--github needs a token in GITHUB_TOKEN"),
         (["main", "head", "--report-url", "javascript:alert(1)"], "--report-url 'javascript:alert(1)': give an http"),
         (["main", "head", "--repo", "/"], "--repo /: not a git checkout"),
-        (["main", "head", "-o", "benchmarks"], "-o benchmarks is a folder"),
+        (["main", "head", "--report", "benchmarks"], "--report benchmarks is a folder"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_is_built(
