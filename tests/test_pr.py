@@ -114,7 +114,7 @@ def _group(stdout: str) -> str:
 
 @pytest.fixture(scope="module")
 def first(project: Path, fake: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
-    """``daskbench pr --github o/r --pr 7 -o report.html main head -- ...`` (as the docs show it: ``--``
+    """``daskbench pr --github o/r --pr 7 --report report.html main head -- ...`` (as the docs show it: ``--``
     right after the sides): the slower head, the first run on the pull request."""
     return _pr(project, _env(fake[1]), "main", "head", "--github", "owner/project", "--pr", str(NUMBER),
                "--report", str(project.parent / "report.html"), as_documented=True)  # fmt: skip
