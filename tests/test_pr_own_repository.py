@@ -152,9 +152,10 @@ def test_the_readme_repositorys_workflow_installs_daskbench_alone_and_warns_of_n
 def test_pr_measures_each_commits_files_in_the_readmes_repository(
     readme_repo: Path, workflow_pr: subprocess.CompletedProcess[str]
 ) -> None:
-    """The workflow's ``pr`` ends with a verdict (exit 0: an unchanged case, or undecided at 3 rounds), builds
-    nothing, says why, and each side's runs recorded its own commit: the session ran in that side's tree."""
-    assert workflow_pr.returncode == 0, workflow_pr.stderr[-3000:]
+    """The workflow's ``pr`` ends with a verdict (exit 0 an unchanged case, 3 one still undecided at 3 rounds),
+    builds nothing, says why, and each side's runs recorded its own commit: the session ran in that side's tree."""
+    assert workflow_pr.returncode in (0, 3), workflow_pr.stderr[-3000:]
+    assert (workflow_pr.returncode == 3) == ("1 case undecided" in workflow_pr.stderr), workflow_pr.stderr[-3000:]
     err = " ".join(workflow_pr.stderr.split())
     assert "Failed to parse metadata" not in err and "env: building" not in err
     assert "is a folder of benchmarks (no [build-system] in pyproject.toml, no setup.py or setup.cfg)" in err
@@ -192,7 +193,7 @@ def test_pr_builds_each_side_of_a_requirements_folder_from_its_own_requirements(
     done = daskbench_cli("pr", "main", "feature", *BUDGET, "--db", f"sqlite:///{db}", "--no-report", "--cache-dir",
                          str(requirements_repo.parent / "cache"), *SESSION, cwd=requirements_repo, env=_env(),
                          timeout=900)  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert done.returncode in (0, 1, 3), done.stderr[-3000:]
     err = " ".join(done.stderr.split())
     assert "head's declared dependencies differ (./vendor/standin: added (any version))" in err
     assert "env: building" in err and " for base " in err and " for head " in err
