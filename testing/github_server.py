@@ -114,9 +114,9 @@ class FakeGitHub:
             return 200, found[(page - 1) * per_page : page * per_page]
         if _ISSUES.match(path) and method == "POST":
             number = len(self.issues) + 1
-            labels = [{"name": name} for name in body.get("labels", [])]
+            named = [{"name": name} for name in body.get("labels", [])]
             self.issues[number] = {"number": number, "title": body["title"], "body": body.get("body", ""),
-                                   "labels": labels, "state": "open"}  # fmt: skip
+                                   "labels": named, "state": "open"}  # fmt: skip
             return 201, self.issues[number]
         if (match := _COMMENTS.match(path)) and method == "POST" and int(match[1]) in self.issues:
             bodies = self.comments.setdefault(int(match[1]), [])

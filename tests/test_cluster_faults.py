@@ -100,9 +100,10 @@ def test_sleepy(measure):
 
 
 @contextmanager
-def scheduler_and_worker(folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def scheduler_and_worker(folder: Path, worker_path: str = "") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A real `dask scheduler` and one `dask worker` (with nanny) on loopback: the address and the
-    scheduler's process (for the test to kill); both are ended afterwards, whatever became of them."""
+    scheduler's process (for the test to kill); both are ended afterwards, whatever became of them.
+    ``worker_path``: a folder put first on the worker's ``PYTHONPATH`` (a ``sitecustomize.py`` there runs in it)."""
     from distributed import Client
 
     port, bin_dir = free_port(), Path(sys.executable).parent
@@ -111,8 +112,9 @@ def scheduler_and_worker(folder: Path) -> Iterator[tuple[str, subprocess.Popen[b
     scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--dashboard-address", ":0"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)  # fmt: skip
+    worker_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [worker_path, str(folder)]))}
     worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
-                               "--dashboard-address", ":0"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                               "--dashboard-address", ":0"], cwd=folder, env=worker_env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         with Client(address, timeout=60) as client:
@@ -246,3 +248,114 @@ def test_restarts_in_a_row_keep_the_workers_of_a_cluster_the_harness_started(bac
             assert len(opened.client.scheduler_info()["workers"]) == 1 and len(opened.cluster.workers) == 1
         finally:
             opened.close()
+
+
+# -- a scheduler out of reach for a while (a partition), workers of another dask -----------------------------------
+
+#: One task of 2 s measured twice; the first run of it writes its worker's pid to $MARK (whole, by a rename) as
+#: it starts: the scheduler is stopped then (SIGSTOP: it neither answers nor closes a connection) and continued
+#: `PARTITION_S` later.
+PARTITION_BENCH = WORKER_BENCH
+PARTITION_S = 30.0
+
+
+def stop_while_written(marker: Path, pid: int, seconds: float) -> threading.Thread:
+    """A thread that SIGSTOPs ``pid`` once ``marker`` exists and SIGCONTs it ``seconds`` later: a partition."""
+
+    def partition() -> None:
+        wait_for(marker.exists, f"a task wrote {marker.name}")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=partition, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_scheduler_out_of_reach_for_30_s_mid_measurement_is_not_measured_as_a_slowdown(tmp_path: Path) -> None:
+    """The `dask scheduler` stopped for 30 s while a task of 2 s runs (a partition: no connection closes, nothing
+    fails), then continued. That measurement was stored as passed, 30.2 s: a 15x slowdown `compare` would judge.
+    Now it is stored as ``cluster-lost`` (never judged) with the silence named in one summary line; the session
+    goes on (the scheduler answers again): the next repeat passes at its own 2 s, exit 0, the run finished."""
+    (tmp_path / "test_bench.py").write_text(PARTITION_BENCH)
+    db, marker = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "task.mark"
+    with scheduler_and_worker(tmp_path) as (address, scheduler):
+        partition = stop_while_written(marker, scheduler.pid, PARTITION_S)
+        result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                            "--saturation", "1.1", "--repeat", "2", "--db", db, env={"MARK": str(marker)})  # fmt: skip
+        partition.join(timeout=60)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "Traceback" not in out, out[-4000:]
+    said = " ".join(out.split())  # summary lines wrap at 120 columns
+    assert said.count(f"the scheduler at {address} did not answer for") == 1, out[-3000:]
+    assert "stored as cluster-lost, the session went on" in said
+    store = Store(db)
+    cut, after = store.measurements()
+    assert (cut.outcome, after.outcome) == ("cluster-lost", "passed") and after.runtime_s < 10
+    assert "did not answer for 3" in cut.message or "did not answer for 2" in cut.message, cut.message
+    (run,) = store.runs()
+    assert runstatus.statuses(store, [run]) == {run.run_id: runstatus.FINISHED}
+
+
+def test_a_scheduler_that_takes_connections_but_never_answers_is_one_line_at_the_start(tmp_path: Path) -> None:
+    """The scheduler stopped before the session connects (a partition at the start: its port still takes the
+    connection, nothing answers). The session waited with no end (distributed's client waits for an answer past its
+    own timeout: over 300 s here). Now one line naming the address and what to check, within 10 s of asking; no
+    traceback, no run row."""
+    (tmp_path / "test_bench.py").write_text(WORKER_BENCH)
+    db = tmp_path / "r.db"
+    with scheduler_and_worker(tmp_path) as (address, scheduler):
+        os.kill(scheduler.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                                "--saturation", "1.1", "--repeat", "1", "--db", f"sqlite:///{db}")  # fmt: skip
+            seconds = time.monotonic() - started
+        finally:
+            os.kill(scheduler.pid, signal.SIGCONT)
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR and "Traceback" not in out, out[-3000:]
+    said = [line for line in out.splitlines() if f"the scheduler at {address} takes connections but did not" in line]
+    assert len(said) == 1 and "check that it runs and answers" in " ".join(out.split()), out[-3000:]
+    assert seconds < 60, seconds
+    assert not db.exists() or Store(f"sqlite:///{db}").runs() == []
+
+
+#: Run by the worker's interpreter (``sitecustomize``): distributed reports this dask as 2023.1.0, as a worker
+#: environment of an older release would.
+OLD_DASK = """
+import distributed.versions as versions
+
+_real = versions._version_cached
+versions._version_cached = lambda name: "2023.1.0" if name == "dask" else _real(name)
+"""
+
+
+def test_workers_of_another_dask_than_the_client_are_said_in_one_line_before_measuring_and_recorded(
+    tmp_path: Path,
+) -> None:
+    """A `dask worker` whose dask is another release than the client's (a real one's version, faked: a second
+    environment takes minutes): distributed's own check only warns, in a table pytest prints after the session.
+    Now one daskbench line says it as the cluster opens, before the first measurement (naming the versions, where
+    each runs, and the fix), the summary repeats it, and the run is tagged ``cluster_versions``."""
+    (tmp_path / "test_bench.py").write_text(WORKER_BENCH)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "sitecustomize.py").write_text(OLD_DASK)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    with scheduler_and_worker(tmp_path, worker_path=str(tmp_path / "old")) as (address, _):
+        result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
+                            "--saturation", "1.1", "--repeat", "1", "--db", db)  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    lines = out.splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith(f"daskbench: the cluster at {address} runs other")]
+    measured = next(i for i, line in enumerate(lines) if line.startswith("daskbench: sleepy "))
+    assert len(said) == 2 and said[0] < measured < said[1], out[-3000:]
+    assert all(len(line) <= 120 for line in lines[said[0] : said[0] + 3])
+    versions = f"dask 2023.1.0 on 1 worker, {dask.__version__} here"
+    assert versions in " ".join(out.split()), out[-3000:]
+    (run,) = Store(db).runs()
+    assert run.tags["cluster_versions"] == versions

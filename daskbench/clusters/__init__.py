@@ -44,6 +44,7 @@ from daskbench.clusters.common import (
 )
 from daskbench.clusters.local import LOCAL
 from daskbench.clusters.manager import CLASS_PATH
+from daskbench.clusters.watch import version_mismatch, watch
 from daskbench.deadline import within
 from daskbench.errors import DaskbenchError
 from daskbench.model import ClusterSpec
@@ -124,4 +125,7 @@ def open_cluster(
     except Exception:
         backend.close(client, cluster)
         raise
-    return OpenCluster(client, spec, time.perf_counter() - start, cluster, backend.close)
+    if not backend.fixed_size:  # a cluster daskbench started runs this environment, and no network between
+        return OpenCluster(client, spec, time.perf_counter() - start, cluster, backend.close)
+    seconds = time.perf_counter() - start
+    return OpenCluster(client, spec, seconds, cluster, backend.close, version_mismatch(client), watch(client))

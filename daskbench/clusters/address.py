@@ -23,8 +23,14 @@ if TYPE_CHECKING:
 HARNESS_PLUGIN_PREFIX = "daskbench-"
 
 
+#: Seconds a running scheduler gets to answer who it is before the session starts.
+ANSWER_S = 10.0
+
+
 def check_reachable(address: str, timeout: float = 5.0) -> None:
-    """Fail early, before any cluster work, when nothing listens at the scheduler address."""
+    """Fail early, before any cluster work, when nothing listens at the scheduler address, or when what listens
+    does not answer (a stopped or paused scheduler, one cut off by the network: its port still takes the
+    connection, and distributed's client then waits with no end, its own timeout notwithstanding)."""
     parsed = urlsplit(address)
     if parsed.scheme not in ("tcp", "tls") or not parsed.hostname or not parsed.port:
         return
@@ -32,6 +38,32 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         socket.create_connection((parsed.hostname, parsed.port), timeout=timeout).close()
     except OSError as exc:
         raise _unreachable(address, exc.strerror or type(exc).__name__) from None
+    if parsed.scheme == "tcp" and not _answers(address, ANSWER_S):
+        raise DaskbenchError(
+            f"the scheduler at {address} takes connections but did not answer within {ANSWER_S:g} s (stopped, "
+            "paused, or cut off by the network); check that it runs and answers (dask scheduler), or use --cluster "
+            "local"
+        )
+
+
+def _answers(address: str, seconds: float) -> bool:
+    """Whether the scheduler at ``address`` says who it is within ``seconds`` (True when asking fails otherwise:
+    the client's start says that failure in its own words)."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def ask() -> None:
+        async with rpc(address, timeout=seconds) as scheduler:
+            await scheduler.identity()
+
+    try:
+        asyncio.run(asyncio.wait_for(ask(), seconds))
+    except TimeoutError:
+        return False
+    except Exception:
+        return True
+    return True
 
 
 def _unreachable(address: str, reason: str) -> DaskbenchError:

@@ -99,8 +99,14 @@ class OpenCluster:
     start_seconds: float
     cluster: Any = None
     closer: Callable[[Client, Any], None] = close_client_and_cluster
+    #: A running scheduler's (`watch`): the versions it and its workers run that are not this client's (empty when
+    #: alike), and the watch on its silences.
+    mismatch: str = ""
+    watch: Any = None
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
         self.closer(self.client, self.cluster)
 
 

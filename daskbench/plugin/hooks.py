@@ -419,15 +419,32 @@ def daskbench_session(request: pytest.FixtureRequest) -> DaskbenchSession:
 
 @pytest.fixture(scope="session")
 def daskbench_cluster(
-    daskbench_cluster_spec: ClusterSpec, daskbench_session: DaskbenchSession
+    daskbench_cluster_spec: ClusterSpec, daskbench_session: DaskbenchSession, request: pytest.FixtureRequest
 ) -> Iterator[OpenCluster]:
-    """One started cluster per spec, shared by the tests of that spec."""
+    """One started cluster per spec, shared by the tests of that spec; a running scheduler of other versions than
+    this client's is said at once, before anything is measured on it."""
     try:
         opened = daskbench_session.open(daskbench_cluster_spec)
     except DaskbenchError as exc:
         pytest.exit(cfg.shown_message(f"daskbench: {exc}"), returncode=pytest.ExitCode.USAGE_ERROR)
+    if opened.mismatch:
+        _say_now(request.config, daskbench_session.mismatch_line())
     yield opened
     daskbench_session.close_cluster()
+
+
+def _say_now(config: pytest.Config, line: str) -> None:
+    """``line`` on the terminal at once, between words at 120 columns, past pytest's capture."""
+    reporter, capture = (
+        config.pluginmanager.get_plugin("terminalreporter"),
+        config.pluginmanager.get_plugin("capturemanager"),
+    )
+    if reporter is None:
+        return
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        reporter.line("")
+        for part in wrap_line(cfg.shown_message(line)):
+            reporter.line(part)
 
 
 @pytest.fixture

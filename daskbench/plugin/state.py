@@ -6,6 +6,7 @@ At most one cluster is alive at a time: cases that share a cluster spec run back
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +34,8 @@ from daskbench.redact import redact_url
 from daskbench.store import Store
 from daskbench.text import one_line, plural
 
+#: How the line for a running scheduler of other versions begins (said once a session).
+MISMATCH_SAID = "daskbench: the cluster at"
 #: The least time a cluster may take to start (a cloud cluster takes minutes); --timeout above it raises it.
 CLUSTER_START_SECONDS = 600.0
 
@@ -80,6 +83,9 @@ class DaskbenchSession:
     _client_config: Any = None
     #: The run's label and why it is the fallback ``local`` (`label`), worked out once.
     _label: tuple[str, str | None] | None = None
+    #: When the last measurement was recorded (or the cluster opened), ``time.monotonic()``: a running scheduler's
+    #: silence since then fell inside the measurement being recorded (`_silenced`).
+    _since: float = 0.0
 
     @property
     def store_display(self) -> str:
@@ -217,6 +223,9 @@ class DaskbenchSession:
         real = replace(spec, scheduler_config=cfg.unmasked(self.settings.config, spec.scheduler_config))
         opened = open_cluster(real, kwargs, max(self.settings.timeout, CLUSTER_START_SECONDS))
         self.cluster = replace(opened, spec=replace(opened.spec, scheduler_config=spec.scheduler_config))
+        self._since = time.monotonic()
+        if opened.mismatch:
+            self._note_mismatch(run, opened.mismatch)
         self._client_config = dask_config_set(typed_config(real))  # the client side, while the case runs
         self.measurer = Measurer(
             self.cluster.client,
@@ -230,6 +239,24 @@ class DaskbenchSession:
             worker_start=forkserver.method() if self.backend == "local" else None,
         )
         return self.cluster
+
+    def mismatch_line(self) -> str:
+        """The one line for a running scheduler whose dask is not this client's (empty when it is)."""
+        if self.cluster is None or not self.cluster.mismatch:
+            return ""
+        return (
+            f"daskbench: the cluster at {self._scheduler_address()} runs other versions than this client: "
+            f"{self.cluster.mismatch}; its figures are those versions' (tagged on the run as cluster_versions): "
+            "run daskbench where the cluster's versions are installed, or give the cluster this environment's"
+        )
+
+    def _note_mismatch(self, run: Run, mismatch: str) -> None:
+        """Tag the run with the versions its running scheduler's side runs (once: tags are written once)."""
+        assert self.store is not None
+        if "cluster_versions" in run.tags or any(line.startswith(MISMATCH_SAID) for line in self.summary_lines):
+            return
+        self.store.tag_run(run.run_id, {"cluster_versions": mismatch[:500]})
+        self.summary_lines.append(self.mismatch_line())
 
     def _evidence_folder(self, run: Run) -> Path | None:
         """With ``--evidence``, this run's evidence folder, marked as this store's (so a ``daskbench gc``
@@ -268,12 +295,32 @@ class DaskbenchSession:
         address = self._scheduler_address() if lost else ""
         if lost and self.lost is None and backend_named(self.backend).fixed_size:
             self.lost = self._lost_line(address)
+        measurement = self._silenced(case, measurement)
         store, _ = self.ensure_run()
         store.add_case(case)
         store.add_measurement(measurement)
         self.count += measurement.outcome != INTERRUPTED  # the one Ctrl-C cut short measured nothing
         if lost and self.lost is None:
             self._replace_lost_cluster(address, f"{case.workload} r{measurement.repeat}")
+
+    def _silenced(self, case: Case, measurement: Measurement) -> Measurement:
+        """``measurement`` as ``cluster-lost`` (never judged) when its running scheduler went silent for
+        `watch.SILENCE_S` or more while it ran (a partition, a paused scheduler): its time is the silence's, not
+        the workload's. Said in one summary line; the session goes on (the scheduler answers again)."""
+        watch, since = self.cluster.watch if self.cluster is not None else None, self._since
+        self._since = time.monotonic()
+        silence = watch.silence_since(since) if watch is not None and measurement.ok else 0.0
+        if not silence:
+            return measurement
+        why = (
+            f"the scheduler at {self._scheduler_address()} did not answer for {silence:.0f} s during this "
+            f"measurement (a network partition, or a paused scheduler); its {measurement.runtime_s or 0:.1f} s are "
+            "not the workload's: not judged"
+        )
+        self.summary_lines.append(
+            f"daskbench: {case.workload} r{measurement.repeat}: {why}; stored as cluster-lost, the session went on"
+        )
+        return replace(measurement, outcome=CLUSTER_LOST, message=why)
 
     def _scheduler_address(self) -> str:
         return redact_url(self.measurer.address if self.measurer is not None else self.settings.cluster)

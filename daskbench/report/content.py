@@ -123,6 +123,29 @@ class ReportData:
     culprits: tuple[Culprit, ...] = ()
 
 
+#: Verdicts that say nothing moved (or nothing could be told): a section holding only these is drawn last.
+QUIET_VERDICTS = ("unchanged", "inconclusive")
+
+
+def drawn_first(sections: Sequence[Section], limit: int) -> tuple[Section, ...]:
+    """The sections whose charts a page draws when it cannot draw them all: those with a verdict that says
+    something moved (regressed, newly failing, improved, new, missing, fixed) first, then the rest, each in its
+    order, while their cases add up to at most ``limit`` (the first always). 10,000 cases' charts took minutes, a
+    gigabyte and a 163 MiB page (issue 45); every case keeps its rows in the tables."""
+    moved = [any(v.verdict not in QUIET_VERDICTS for c in s.cases for v in c.verdicts.values()) for s in sections]
+    ordered = [s for s, m in zip(sections, moved, strict=True) if m] + [
+        s for s, m in zip(sections, moved, strict=True) if not m
+    ]
+    chosen: list[Section] = []
+    count = 0
+    for section in ordered:
+        if chosen and count + len(section.cases) > limit:
+            break
+        chosen.append(section)
+        count += len(section.cases)
+    return tuple(chosen)
+
+
 def gather(store: Store, comparison: Comparison, *, history_window: int | None = None) -> ReportData:
     """Everything the report draws for ``comparison``, read from ``store``."""
     window = history_window or DEFAULT_HISTORY_WINDOW

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +37,7 @@ from daskbench.report import tables
 from daskbench.report.breakdown import breakdown_figure, evidence_links
 from daskbench.report.charts import change_figure, memory_figure
 from daskbench.report.compact import compact_charts
-from daskbench.report.content import ReportData, Section
+from daskbench.report.content import ReportData, Section, drawn_first
 from daskbench.report.rightsizing import frontier_figure, task_memory_figure
 from daskbench.report.style import Palette, note_if_empty
 from daskbench.report.summary import TRADEOFF_METRICS, tradeoff_tables
@@ -125,6 +125,9 @@ def chart_groups(section: Section, palette: Palette) -> tuple[list[ChartGroup], 
 #: A report of more cases than this draws its section charts in the compact form (`daskbench.report.compact`):
 #: static SVG, written in seconds and drawn as the page is parsed, instead of a dozen Bokeh charts per section.
 COMPACT_CASES = 100
+#: A report of more cases than this draws the charts of this many, those whose verdicts say something moved first
+#: (`content.drawn_first`); every case keeps its rows in the tables.
+DRAWN_CASES = 300
 #: The compact form's groups: heading and caption (the memory and change captions are the interactive form's).
 COMPACT_GROUPS = {
     "memory": (
@@ -202,7 +205,11 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
     roots: dict[str, Model] = {}
     scripts: list[str] = []
     divs: dict[str, str] = {}
+    drawn = {section.slug for section in drawn_first(data.sections, DRAWN_CASES)}
     for section in data.sections:
+        if section.slug not in drawn:  # in the tables only (`DRAWN_CASES`)
+            sections.append((section, []))
+            continue
         if compact:
             groups, svgs = compact_groups(section, palette)
             sections.append((section, groups))
@@ -215,8 +222,9 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
             script, found = embedded_later(section_roots, section.slug)
             scripts.append(script)
             divs |= found
-    rows = tables.verdict_rows(data)
-    counts = tables.summary_counts(rows)
+    every = tables.verdict_rows(data)
+    counts = tables.summary_counts(every)
+    rows, left_out = tables.capped(every)
     context = {
         "c": data.comparison,
         "data": data,
@@ -227,8 +235,10 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
         "columns": tables.run_columns(data),
         "diffs": tables.diff_rows(data.comparison),
         "rows": rows,
+        "left_out": left_out,
+        "quiet_rows": tables.QUIET_ROWS,
         "counts": counts,
-        "headline": tables.headline(rows),
+        "headline": tables.headline(every),
         "metrics": tables.metric_titles(),
         "legend": palette.legend(),
         "data_json": script_json(_page_data(data, sections)),
@@ -239,10 +249,26 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
         "version": daskbench.__version__,
         "t": tables,
         "evidence_links": evidence_links,
-        "tradeoffs": [(section, tradeoff_tables(section)) for section in data.sections],
+        "tradeoffs": [(section, tradeoff_tables(section)) for section in data.sections if section.slug in drawn],
+        "drawn": drawn,
+        "undrawn": _undrawn_line(data.sections, drawn),
         "tradeoff_titles": [catalog.get(metric).title for metric in TRADEOFF_METRICS],
     }
     return _environment().get_template("template.html").render(context)
+
+
+def _undrawn_line(sections: Sequence[Section], drawn: Collection[str]) -> str:
+    """What a section without its charts says (empty when every section is drawn)."""
+    left = [section for section in sections if section.slug not in drawn]
+    if not left:
+        return ""
+    cases = sum(len(section.cases) for section in sections)
+    shown = sum(len(section.cases) for section in sections if section.slug in drawn)
+    return (
+        f"Charts not drawn: this report has {cases} cases and draws the charts of {shown} (at most {DRAWN_CASES}), "
+        "those whose verdicts say something moved first; this one's verdicts are in the table above. Select fewer "
+        "cases (one workload, -k) to draw them all."
+    )
 
 
 #: The type of a section's chart script until static.js runs it: a browser leaves such a script alone.

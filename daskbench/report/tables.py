@@ -101,6 +101,27 @@ def verdict_rows(data: ReportData) -> dict[str, list[Row]]:
     return {metric: _numbered_notes(found) for metric, found in rows.items()}
 
 
+#: The unchanged and inconclusive rows a metric's table shows at most: a report of 10,000 cases would otherwise
+#: hold 60,000 rows, most of them saying nothing moved (issue 45); every verdict stays in the page's JSON.
+QUIET_ROWS = 1000
+
+
+def capped(rows: Mapping[str, list[Row]], limit: int = QUIET_ROWS) -> tuple[dict[str, list[Row]], dict[str, int]]:
+    """Per metric, every row whose verdict says something moved and its first ``limit`` unchanged or inconclusive
+    ones (the table's order kept); and per metric how many of those were left out."""
+    kept: dict[str, list[Row]] = {}
+    left: dict[str, int] = {}
+    for metric, found in rows.items():
+        quiet = 0
+        kept[metric] = []
+        for row in found:
+            quiet += row.verdict in ("unchanged", "inconclusive")
+            if quiet <= limit or row.verdict not in ("unchanged", "inconclusive"):
+                kept[metric].append(row)
+        left[metric] = len(found) - len(kept[metric])
+    return kept, left
+
+
 def _numbered_notes(rows: list[Row]) -> list[Row]:
     """Each row's note as a number into `table_notes`: a note shared by 12 rows is printed once."""
     notes = table_notes(rows)

@@ -28,8 +28,9 @@ from daskbench.judge.compare import compare
 from daskbench.judge.selection import Selection
 from daskbench.model import Run
 from daskbench.report import tables, write_report
-from daskbench.report.content import Section, gather
+from daskbench.report.content import Section, drawn_first, gather
 from daskbench.report.page import (
+    COMPACT_CASES,
     SharedScripts,
     bokeh_js,
     embedded_later,
@@ -147,13 +148,21 @@ def _run_rows(store: Store, runs: Sequence[Run], written: dict[str, str]) -> lis
     return rows
 
 
+#: A workload page draws the history charts (interactive: Bokeh) of at most this many cases, those whose verdicts
+#: say something moved first (`drawn_first`): a workload of 10,000 cases took a gigabyte and more (issue 45).
+DRAWN_CASES = COMPACT_CASES
+
+
 def _render_workload(
     page: WorkloadPage, palette: Palette, rows: Sequence[RunRow], history: int, shared: SharedScripts
 ) -> str:
     roots: dict[str, Model] = {}
     scripts: list[str] = []
     divs: dict[str, str] = {}
+    drawn = {section.slug for section in drawn_first(page.sections, DRAWN_CASES)}
     for index, section in enumerate(page.sections):  # a Bokeh document per section, drawn in turn (static.js)
+        if section.slug not in drawn:
+            continue
         section_roots = {f"s{index}-w{n}": history_figure(section, n, palette) for n in section.cluster_sizes}
         if section_roots:
             script, found = embedded_later(section_roots, f"s{index}")
@@ -166,11 +175,21 @@ def _render_workload(
         bokeh_js=bokeh_js(list(roots.values()), shared),
         bokeh_script=Markup("\n".join(scripts)),
         legend=palette.legend(),
+        drawn=drawn,
+        undrawn=_undrawn_line(page),
         rows=[row for row in rows if row.report],
         history=history,
         metrics=tables.metric_titles(),
         js=Markup(static_text("static.js")),
         **_common(),
+    )
+
+
+def _undrawn_line(page: WorkloadPage) -> str:
+    cases = sum(len(section.cases) for section in page.sections)
+    return (
+        f"Not drawn: this workload has {cases} cases, and its page draws the charts of at most {DRAWN_CASES}, those "
+        "whose latest verdicts say something moved first; the latest run's report has them all in its tables."
     )
 
 
