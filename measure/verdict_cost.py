@@ -10,9 +10,13 @@ Two parts, each printed with the date, the machine, the versions and the CPU pro
    slower (a sleep of a fifth of that case's runtime, measured on base first, after its compute);
    ``daskbench pr base head --budget MINUTES -- --size tiny``. Prints what pr printed (the verdict table,
    the rounds' cost, the budget used), then checks: the planted case regressed, no other case regressed,
-   and how many stayed undecided.
+   and how many stayed undecided. With ``--shards N``: the same pull request as a sharded check, the N shards
+   (``daskbench pr base head --shard K/N --budget MINUTES``) run one after another here, each in a store of its
+   own as N runners would, each exported, then ``daskbench merge`` of the N files: each shard's wall time (with N
+   runners the check takes the longest one), and the merged verdicts checked as above.
 
-Run from the checkout's top folder: ``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20]``.
+Run from the checkout's top folder:
+``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4]``.
 """
 
 from __future__ import annotations
@@ -192,6 +196,36 @@ def project(work: Path) -> Path:
     return repo
 
 
+def sharded(budget: float, shards: int, work: Path) -> int:
+    """The pull request as ``shards`` shards, one after another (each its own store, as its own runner would
+    have), exported and merged; each shard's wall time and the merged verdicts."""
+    repo = project(work)
+    walls = []
+    for number in range(1, shards + 1):
+        db = f"sqlite:///{work / f'shard-{number}.db'}"
+        began = time.monotonic()
+        done = subprocess.run([*DASKBENCH, "pr", "main", "head", "--repo", str(repo), "--shard", f"{number}/{shards}",
+                               "--budget", f"{budget:g}m", "--db", db, "--no-report", "--", "--size", "tiny"],
+                              capture_output=True, text=True)  # fmt: skip
+        walls.append((time.monotonic() - began) / 60)
+        said = [line for line in done.stderr.splitlines() if line.startswith(("pr: ", "ab: part", "ab: 1", "ab: 2"))]
+        print(f"shard {number}/{shards}: exit {done.returncode}, {walls[-1]:.1f} min", *said, sep="\n  ")
+        if done.returncode not in (0, 1, 3):
+            print(done.stderr[-3000:])
+            return 2
+        subprocess.run([*DASKBENCH, "export", "--db", db, "-o", str(work / "shards" / f"shard-{number}.jsonl")],
+                       check=True, capture_output=True)  # fmt: skip
+    merged_db = f"sqlite:///{work / 'merged.db'}"
+    merged = subprocess.run([*DASKBENCH, "merge", str(work / "shards"), "--repo", str(repo), "--db", merged_db],
+                            capture_output=True, text=True)  # fmt: skip
+    print(merged.stdout)
+    print("\n".join(line for line in merged.stderr.splitlines() if line.startswith("merge: ")))
+    shown = ", ".join(f"{wall:.1f}" for wall in walls)
+    print(f"shards: wall minutes {shown}; with {shards} runners the check takes the longest, {max(walls):.1f} min "
+          f"(one after another here: {sum(walls):.1f} min); merge exit {merged.returncode}")  # fmt: skip
+    return _judged(merged_db, budget, sum(walls))
+
+
 def suite(budget: float, work: Path) -> int:
     repo = project(work)
     db = f"sqlite:///{work / 'suite.db'}"
@@ -220,9 +254,14 @@ def suite(budget: float, work: Path) -> int:
     minutes = (time.monotonic() - began) / 60
     print(done.stdout)
     print("\n".join(line for line in done.stderr.splitlines() if line.startswith(("pr: ", "ab: part", "budget"))))
-    if done.returncode not in (0, 1):
+    if done.returncode not in (0, 1, 3):
         print(done.stderr[-3000:])
         return 2
+    return _judged(db, budget, minutes)
+
+
+def _judged(db: str, budget: float, minutes: float) -> int:
+    """The planted case regressed, no other case regressed, and how many stayed undecided: printed; 0 when so."""
     verdicts = _runtime_verdicts(db)
     planted = [v for v in verdicts if v["planted"]]
     others = [v for v in verdicts if v not in planted]
@@ -242,14 +281,17 @@ def _runtime_verdicts(db: str) -> list[dict[str, object]]:
     """The group's runtime verdicts: each case's label, verdict and whether it is the planted one."""
     import math
 
+    from daskbench.judge import suite
     from daskbench.judge.compare import compare_group
     from daskbench.judge.format import case_label
     from daskbench.store import Store
 
     store = Store(db)
-    group = next(run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_group"))
+    groups = sorted({run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_group")})
+    # shards: each group judged with the whole suite's family of false alarms, as daskbench merge judges them
+    family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
     found = []
-    for v in compare_group(store, group).verdicts:
+    for v in (verdict for group in groups for verdict in compare_group(store, group, family=family).verdicts):
         if v.metric != "runtime_s":
             continue
         saturation = float(v.cluster.get("worker_saturation") or 0)
@@ -264,6 +306,7 @@ def main() -> int:
     parser.add_argument("--suite", action="store_true", help="only the suite A/B")
     parser.add_argument("--cases", type=int, default=100, help="trivial cases of the plain session (default 100)")
     parser.add_argument("--budget", type=float, default=20.0, help="minutes for the suite A/B (default 20)")
+    parser.add_argument("--shards", type=int, default=0, help="the suite A/B as N shards, each with the budget")
     args = parser.parse_args()
     both = not args.plain and not args.suite
     header()
@@ -271,6 +314,8 @@ def main() -> int:
     try:
         if args.plain or both:
             plain(args.cases, work)
+        if args.shards:
+            return sharded(args.budget, args.shards, work)
         return suite(args.budget, work) if args.suite or both else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -21,6 +21,7 @@ from daskbench.cli.bisect import EXITS
 from daskbench.cli.common_args import ROUND_COMMANDS, ROUND_OPTIONS, budget_seconds, metric_of, settings
 from daskbench.cli.values import parse_duration, since
 from daskbench.judge.format import MORE_REPEATS, MORE_ROUNDS
+from tests.helpers import daskbench_cli
 
 CLI = Path(cli.__file__).parent
 
@@ -381,3 +382,14 @@ def test_exit_codes_are_listed_once_and_an_undecided_bisection_has_its_own() -> 
     assert all(f"- {code}:" in (cli.__doc__ or "") for code in ("0", "1", "2", "3", "130"))
     assert EXITS["undecided"] == EXITS["budget"] == EXIT_UNDECIDED != EXIT_ERROR
     assert len({EXITS["none"], EXITS["culprit"], EXIT_UNDECIDED}) == 3
+
+
+@pytest.mark.parametrize("command", ["ab", "pr main HEAD", "bisect 2024.1.0 2024.2.0", "culprit --group g"])
+def test_a_budget_too_short_for_one_round_is_refused_before_anything_starts(command: str, tmp_path: Path) -> None:
+    """``--budget 1s`` ran 2.7 minutes, measured nothing and exited 0 (issue 45, item 3): now one line, exit 2,
+    before any session, build or store."""
+    done = daskbench_cli(*command.split(), "--budget", "1s", "--", "--workers", "1", "--saturation", "inf",
+                         cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "'1s' is too short for one round" in done.stderr and "give at least 1m" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()

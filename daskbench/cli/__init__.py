@@ -39,7 +39,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_REGRESSION", "EXIT_UNDECIDED", "build_
 #: The command modules under daskbench.cli, each named for its command; each has register(subparsers).
 SUBCOMMAND_MODULES = (
     "runs", "show", "baseline", "compare", "ab", "calibrate", "report", "data", "init", "export", "import_", "alert",
-    "publish", "gc", "advise", "env", "bisect", "confirm", "pr", "culprit",
+    "publish", "gc", "advise", "env", "bisect", "confirm", "pr", "merge", "culprit",
 )  # fmt: skip
 
 
@@ -50,7 +50,7 @@ COMMAND_MODULES = {
     "runs": "runs", "show": "show", "baseline": "baseline", "compare": "compare", "ab": "ab",
     "calibrate": "calibrate", "report": "report", "data": "data", "init": "init", "export": "export",
     "import": "import_", "alert": "alert", "publish": "publish", "gc": "gc", "advise": "advise", "env": "env",
-    "bisect": "bisect", "confirm": "confirm", "pr": "pr", "culprit": "culprit",
+    "bisect": "bisect", "confirm": "confirm", "pr": "pr", "merge": "merge", "culprit": "culprit",
 }  # fmt: skip
 
 

@@ -362,10 +362,31 @@ def _add_max_time(parser: argparse.ArgumentParser, rounds: Rounds) -> None:
     )
 
 
+#: The shortest ``--budget``: both sessions start (3-12 s here) and screen every case once before any verdict
+#: (the bundled suite at tiny: 42 cases x 2 sides x 0.3-0.6 s), so less could measure nothing (issue 45).
+MIN_BUDGET_S = 60.0
+
+
+def budget_type(flag: str = "--budget") -> Callable[[str], float]:
+    """An argparse ``type``: a duration in minutes (`duration`), refused in one line below `MIN_BUDGET_S`."""
+    parse = duration(flag, "m", 7 * 24 * 60, f"{flag} 20m")
+
+    def checked(text: str) -> float:
+        minutes = parse(text)
+        if minutes * 60 < MIN_BUDGET_S:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is too short for one round: both sides' sessions start and screen every case once "
+                f"before any verdict; give at least {MIN_BUDGET_S / 60:g}m (e.g. {flag} 20m)"
+            )
+        return minutes
+
+    return checked
+
+
 def _add_budget(parser: argparse.ArgumentParser, rounds: Rounds) -> None:
     parser.add_argument(
         "--budget",
-        type=duration("--budget", "m", 7 * 24 * 60, "--budget 20m"),
+        type=budget_type(),
         default=None,
         metavar="TIME",
         help=f"time for the whole {rounds.whole}: every case screened first, then rounds where verdicts are "

@@ -29,7 +29,9 @@ from urllib.parse import urlsplit
 from daskbench import envs
 from daskbench.cli.common_args import add_old_spellings
 from daskbench.cli.output import print_wrapped
+from daskbench.cli.values import whole_number
 from daskbench.errors import DaskbenchError, check_writable
+from daskbench.shards.plan import MAX_SHARDS
 from daskbench.text import say
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
@@ -84,6 +86,8 @@ HELP = {
     "e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)",
     "--pr-workflow": "write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
     "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head",
+    "--shards": "with --pr-workflow: split the suite over N runners (a GitHub Actions matrix, each a daskbench pr "
+    "--shard K/N on its own machine), then one job merges them (daskbench merge); default 1, one runner",
 }
 
 
@@ -94,6 +98,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--install", metavar="SPEC", help=HELP["--install"])
     parser.add_argument("--pr-workflow", action="store_true", help=HELP["--pr-workflow"])
     add_old_spellings(parser, "--pr-workflow", "--pr")
+    shards = whole_number(1, MAX_SHARDS, "a number of runners", "--shards 4")
+    parser.add_argument("--shards", type=shards, default=1, metavar="N", help=HELP["--shards"])
     parser.set_defaults(func=run_init)
 
 
@@ -101,6 +107,8 @@ def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if args.pr_workflow:
         return _init_pr(args, root)
+    if args.shards != 1:
+        raise DaskbenchError(f"--shards {args.shards} splits the pull-request workflow: give it with --pr-workflow")
     if root.exists() and not root.is_dir():
         raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")
     for path in (root, root / BENCHMARK, root / WORKFLOW):  # the folder first: the shorter line
@@ -127,11 +135,12 @@ def _init_pr(args: argparse.Namespace, root: Path) -> int:
         check_writable(path, "daskbench init", folder=path == root)
     install, warning = (args.install, None) if args.install is not None else _installed_requirement()
     _read_pyproject(root)  # a broken one is one line before anything is written
-    files = {PR_WORKFLOW: _workflow(root, install, warning, "daskbench-pr.yml.tmpl")}
+    files = {PR_WORKFLOW: _pr_workflow(root, install, warning, args.shards)}
     replaced = _check_overwrite(root, files, force=args.force)
     _write(root, files, SettingsPlan(), None)
     print(f"daskbench init: in {root.resolve()}")
-    print_wrapped(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {DESCRIPTIONS[PR_WORKFLOW]}")
+    what = DESCRIPTIONS[PR_WORKFLOW] + (f"; in {args.shards} shards, merged by one job" if args.shards > 1 else "")
+    print_wrapped(f"  {'replaced' if replaced else 'wrote'} {PR_WORKFLOW}: {what}")
     print_wrapped(f"  workflow installs: {_installs(root, install)}")
     for line in [*([warning] if warning else []), *envs.ci_warnings(root)]:
         say(f"warning: {line}")
@@ -202,6 +211,17 @@ def _workflow(root: Path, install: str, warning: str | None, template: str = "da
     lines = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
     lines += envs.install_lines(root)  # the package, or a folder of benchmarks' requirements (`envs.trees`)
     return _template(template).replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
+
+
+def _pr_workflow(root: Path, install: str, warning: str | None, shards: int) -> str:
+    """The pull-request workflow: one runner, or a matrix of ``shards`` runners and a job merging them (which
+    installs daskbench alone: it measures nothing)."""
+    if shards == 1:
+        return _workflow(root, install, warning, "daskbench-pr.yml.tmpl")
+    text = _workflow(root, install, warning, "daskbench-pr-shards.yml.tmpl")
+    alone = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
+    text = text.replace("__INSTALL_DASKBENCH__", "\n".join(" " * 10 + line for line in alone))
+    return text.replace("__SHARDS__", str(shards)).replace("__MATRIX__", ", ".join(map(str, range(1, shards + 1))))
 
 
 def _check_overwrite(root: Path, files: dict[Path, str], *, force: bool) -> list[Path]:

@@ -15,8 +15,6 @@ interrupted.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -35,23 +33,19 @@ from daskbench.cli.output import check_report_bokeh
 from daskbench.cli.values import whole_number
 from daskbench.config import shown_message
 from daskbench.errors import DaskbenchError, check_writable
-from daskbench.github import API_ENV, DEFAULT_API, GitHub, check_repo
+from daskbench.github import GitHub
 from daskbench.judge import suite
 from daskbench.judge.compare import group_rounds
 from daskbench.lockstep.parts import Spent
 from daskbench.lockstep.sessions import pytest_arguments
 from daskbench.model import Comparison
+from daskbench.shards.history import history_seconds
+from daskbench.shards.plan import Selector, Shard, parse_shard
 from daskbench.store import Store
 from daskbench.text import say
 
 #: Where the report goes unless --report says otherwise.
 REPORT = "results/daskbench-pr.html"
-#: Actions sets this to a file whose Markdown the job's summary page shows.
-SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-NO_TOKEN = (
-    "no GITHUB_TOKEN (a pull request from a fork gets none that may write): no comment and no commit "
-    "status, the verdict table is in the job summary only"
-)
 
 
 #: ``pr``'s texts (add_parser's keywords).
@@ -80,6 +74,9 @@ HELP = {
     "--report-url": "the link the comment gives to the report (default in GitHub Actions: this workflow run's "
     "page, which holds the uploaded report; elsewhere the report's path)",
     "--markdown": "also write the verdict table's Markdown to FILE",
+    "--shard": "measure only shard K of N of the suite (cases split by time from the store's history, else by "
+    "count; every runner makes the same split), then write its results with daskbench export for daskbench merge, "
+    "which judges every shard together and comments once",
 }
 
 
@@ -96,12 +93,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-report", action="store_true", help=HELP["--no-report"])
     parser.add_argument("--report-url", metavar="URL", help=HELP["--report-url"])
     parser.add_argument("--markdown", metavar="FILE", help=HELP["--markdown"])
+    parser.add_argument("--shard", metavar="K/N", help=HELP["--shard"])
     add_round_options(parser, "pr")
     parser.set_defaults(func=cmd_pr)
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
     pytest_args = pytest_arguments(args.pytest_args)
+    shard = _shard(args)
     repo = envs.git_checkout(args.repo, "--repo")
     base, head = pr.resolve(repo, args.base, "BASE"), pr.resolve(repo, args.head, "HEAD")
     edits = pr.uncommitted_note(repo, base, head)
@@ -115,7 +114,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     options = build_options(args)
     db = absolute_db(settings(args).db)
     store = Store(db)
-    group = _group(args, store, base, head)
+    group = _group(args, store, base, head) + (f"-shard{shard.number}of{shard.count}" if shard else "")
     if edits:
         say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
@@ -128,8 +127,24 @@ def cmd_pr(args: argparse.Namespace) -> int:
     }
     sided = {name: (sides[name], pythons[name]) for name in sides}
     budget = budget_seconds(args)
-    plan = pr.PrPlan(db, group, sided, pytest_args, floors(args), args.max_rounds, args.max_time * 60, budget, changes)
+    pick = Selector(shard, seconds=history_seconds(store)) if shard else None
+    plan = pr.PrPlan(
+        db, group, sided, pytest_args, floors(args), args.max_rounds, args.max_time * 60, budget, changes, pick
+    )
     return _run(args, store, plan, github, link)
+
+
+def _shard(args: argparse.Namespace) -> Shard | None:
+    """--shard K/N, checked before anything is built: a shard leaves the comment to ``daskbench merge``."""
+    if args.shard is None:
+        return None
+    shard = parse_shard(args.shard)
+    if args.github is not None:
+        raise DaskbenchError(
+            f"--shard {shard} with --github: a shard does not comment; daskbench merge judges every shard's "
+            "export together and comments once (give --github and --pr there)"
+        )
+    return shard
 
 
 def _group(args: argparse.Namespace, store: Store, base: pr.Revision, head: pr.Revision) -> str:
@@ -165,31 +180,33 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
         say(f"pr: {line}")
     report = None if args.no_report else _report(store, plan, args.report)
     page = pr.Page(
-        base, head, plan.group, link or report, measured=_measured(spent, comparison), dependencies=plan.dependencies
+        base, head, plan.group, link or report, _shard_note(plan), _measured(spent, comparison), plan.dependencies
     )
     return _finish(args, github, head, outcome, page)
+
+
+def _shard_note(plan: pr.PrPlan) -> str:
+    """A shard's note: which one, and that ``daskbench merge`` judges the shards together ("" otherwise)."""
+    if plan.pick is None:
+        return ""
+    note = (
+        f"shard {plan.pick.shard} of the suite: these verdicts are this shard's; daskbench merge judges every "
+        "shard's export together, with false alarms counted over the whole suite"
+    )
+    say(f"pr: {note} (write this one with: daskbench export -o shard-{plan.pick.shard.number}.jsonl)")
+    return note
 
 
 def _finish(
     args: argparse.Namespace, github: GitHub | None, head: pr.Revision, outcome: pr.Outcome, page: pr.Page
 ) -> int:
-    """Print the Markdown, write it where asked (file, job summary), keep the comment and set the status."""
-    if args.github and github is None:
-        note = "; ".join(filter(None, (page.note, NO_TOKEN)))
-        page = dataclasses.replace(page, note=note)
-    markdown = pr.comment_markdown(outcome, page)
-    print(markdown, end="", flush=True)
-    if args.markdown:
-        Path(args.markdown).write_text(markdown, encoding="utf-8")
-    summary = os.environ.get(SUMMARY_ENV)
-    if summary:
-        with open(summary, "a", encoding="utf-8") as out:
-            out.write(markdown + "\n")
-    if github is not None and head.commit is not None:
-        done = pr.publish(github, args.pr, head.commit, markdown, outcome, _target(page.report))
-        verb = "created" if done.created else "edited"
-        say(f"pr: {verb} comment {done.comment_id} on pull request #{args.pr}; status {done.state} on {head.short}")
+    """Deliver the comment (`daskbench.pr.deliver`); the exit code of the outcome."""
+    pr.deliver(_target(args), github, head, outcome, page, "pr", say)
     return {"regressed": EXIT_REGRESSION, "inconclusive": EXIT_UNDECIDED}.get(outcome.state, EXIT_OK)
+
+
+def _target(args: argparse.Namespace) -> pr.Target:
+    return pr.Target(args.github, args.pr, args.markdown)
 
 
 def _measured(spent: Spent, comparison: Comparison) -> str:
@@ -199,35 +216,14 @@ def _measured(spent: Spent, comparison: Comparison) -> str:
 
 def _github(args: argparse.Namespace, head: pr.Revision) -> GitHub | None:
     """The client for --github (None: not asked, or no token where a job summary takes the table)."""
-    if args.github is None:
-        if args.pr is not None:
-            raise DaskbenchError("--pr needs --github OWNER/REPO (the repository the pull request is in)")
-        return None
-    check_repo(args.github)
-    if args.pr is None:
-        raise DaskbenchError(f"--github {args.github} needs --pr N, the pull request to comment on")
-    if head.commit is None:
-        raise DaskbenchError(f"HEAD {head.given!r} is a folder; a commit status needs a commit: give HEAD as a commit")
-    token = os.environ.get("GITHUB_TOKEN", "")
-    if not token and os.environ.get(SUMMARY_ENV):
-        say(f"pr: {NO_TOKEN}")
-        return None
-    return GitHub(args.github, token, os.environ.get(API_ENV, DEFAULT_API))
+    return pr.client(_target(args), head, "pr", say)
 
 
 def _link(args: argparse.Namespace) -> str | None:
     """--report-url, else this workflow run's page in GitHub Actions (its artifacts hold the report)."""
     if args.report_url:
         return pr.check_url(args.report_url, "--report-url")
-    parts = [os.environ.get(name, "") for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    if all(parts):
-        url = f"{parts[0].rstrip('/')}/{parts[1]}/actions/runs/{parts[2]}"
-        return url if pr.is_link(url) else None
-    return None
-
-
-def _target(report: str | None) -> str | None:
-    return report if pr.is_link(report) else None
+    return pr.run_link()
 
 
 def _status(

@@ -7,6 +7,8 @@
   from each side's own requirements when they declare different dependencies);
 - `measure`: both sides in one lockstep A/B group (`daskbench.lockstep`), each session in its side's
   source tree without the GitHub token; the group's runs tagged as a pull request's and judged;
+- `deliver`: where it goes (stdout, a Markdown file, the job summary, the comment and the status), shared
+  with ``daskbench merge``;
 - `comment`: what a person reads: the `Outcome` (regressed, inconclusive, unchanged), the comment's
   Markdown, the head's commit status, and `publish`, which keeps the one comment and sets the status
   through `daskbench.github`.
@@ -29,6 +31,7 @@ from daskbench.pr.comment import (
     publish,
     status_of,
 )
+from daskbench.pr.deliver import NO_TOKEN, SUMMARY_ENV, Target, client, deliver, run_link
 from daskbench.pr.measure import (
     NUMBER_TAG,
     TAG,
@@ -44,15 +47,20 @@ from daskbench.pr.sides import Revision, dependency_changes, exported, resolve, 
 __all__ = [
     "COLUMNS",
     "MARKER",
+    "NO_TOKEN",
     "NUMBER_TAG",
     "STATUS_CONTEXT",
+    "SUMMARY_ENV",
     "TAG",
     "Outcome",
     "Page",
     "PrPlan",
     "Revision",
+    "Target",
     "check_url",
+    "client",
     "comment_markdown",
+    "deliver",
     "dependency_changes",
     "elapsed",
     "exported",
@@ -63,6 +71,7 @@ __all__ = [
     "new_group",
     "publish",
     "resolve",
+    "run_link",
     "side_python",
     "status_of",
     "tag_group",

@@ -1,7 +1,7 @@
 """What a person reads of a pull request's comparison: its outcome, the comment, the commit status.
 
 `Outcome` reads the judged group (regressed, inconclusive or unchanged); `status_of` makes it the head
-commit's status (inconclusive as ``success`` saying so); `comment_markdown` writes the comment: a headline,
+commit's status (inconclusive as ``pending``, saying nothing runs); `comment_markdown` writes the comment: a headline,
 the verdict table (what changed first, with effect, interval and rounds), the unchanged counts (memory as
 well as time), the sides, how the rounds went (`measured_text`) and where the report is. `publish` keeps
 that one comment on the pull request (found again by `MARKER`) and sets the status, through
@@ -44,23 +44,27 @@ class Outcome:
     """A comparison read for a pull request: ``state`` is ``regressed`` (a confirmed regression or a newly
     failing case), ``inconclusive`` (no regression, but some verdict undecided) or ``unchanged`` (nothing
     regressed or undecided; improvements may be listed); ``changed`` every verdict but ``unchanged``,
-    biggest effect first; ``unchanged`` the unchanged verdicts."""
+    biggest effect first; ``unchanged`` the unchanged verdicts; ``not_measured`` the cases no side measured
+    (a shard that failed or was cancelled, `daskbench.shards.merge`): never unchanged, so never success."""
 
     state: str
     changed: tuple[Verdict, ...]
     unchanged: tuple[Verdict, ...]
+    not_measured: int = 0
 
     @classmethod
     def of(cls, comparison: Comparison) -> Outcome:
         return cls.of_verdicts(comparison.verdicts)  # the biggest effect first (judge.compare)
 
     @classmethod
-    def of_verdicts(cls, verdicts: Sequence[Verdict]) -> Outcome:
-        """Read as `suite.state` reads it (undecided is ``inconclusive`` here; no verdict at all is too)."""
+    def of_verdicts(cls, verdicts: Sequence[Verdict], not_measured: int = 0) -> Outcome:
+        """Read as `suite.state` reads it (undecided is ``inconclusive`` here; no verdict at all is too, and so
+        are ``not_measured`` cases)."""
         changed = tuple(v for v in verdicts if v.verdict != "unchanged")
         unchanged = tuple(v for v in verdicts if v.verdict == "unchanged")
-        state = {"regressed": "regressed", "undecided": "inconclusive"}.get(suite.state(verdicts), "unchanged")
-        return cls(state, changed, unchanged)
+        found = suite.state(verdicts, not_measured)
+        state = {"regressed": "regressed", "undecided": "inconclusive"}.get(found, "unchanged")
+        return cls(state, changed, unchanged, not_measured)
 
     def cases(self, *kinds: str) -> int:
         """How many cases have a verdict of one of ``kinds`` (in any metric)."""
@@ -73,11 +77,12 @@ class Outcome:
             return f"{plural(regressed, 'case')} regressed"
         if self.state == "inconclusive" and not self.changed and not self.unchanged:
             return "nothing measured"
-        parts = [
-            f"{plural(n, 'case')} {word}"
-            for n, word in ((self.cases("inconclusive"), "undecided"), (self.cases("improved", "fixed"), "improved"))
-            if n
-        ]
+        counts = (
+            (self.cases("inconclusive"), "undecided"),
+            (self.not_measured, "not measured"),
+            (self.cases("improved", "fixed"), "improved"),
+        )
+        parts = [f"{plural(n, 'case')} {word}" for n, word in counts if n]
         return "no regression, " + ", ".join(parts) if parts else "nothing changed"
 
 
@@ -120,6 +125,7 @@ class Page:
     note: str = ""  # plain text from daskbench (e.g. why there is no comment), escaped all the same
     measured: str = ""  # how the rounds went: the budget used, compute's share (plain text, `measured_text`)
     dependencies: tuple[str, ...] = ()  # how head's declared dependencies differ from base's (`envs.changes`)
+    shards: tuple[str, ...] = ()  # a sharded comparison: what each shard measured (`daskbench.shards.merge`)
 
 
 def measured_text(spent: Spent) -> str:
@@ -157,7 +163,7 @@ def comment_markdown(outcome: Outcome, page: Page) -> str:
     lines += [_lead(outcome), ""]
     if outcome.changed:
         lines += [*_table(outcome.changed), ""]
-    lines += [_unchanged_line(outcome), "", *_sides(page), *_dependencies(page.dependencies)]
+    lines += [_unchanged_line(outcome), "", *_sides(page), *_dependencies(page.dependencies), *_shards(page.shards)]
     if page.note:
         lines += ["", f"*{markdown_text(page.note)}*"]
     return "\n".join(lines) + "\n"
@@ -166,6 +172,11 @@ def comment_markdown(outcome: Outcome, page: Page) -> str:
 def _lead(outcome: Outcome) -> str:
     if outcome.state == "regressed":
         return "**Regressed**: head is slower, bigger or failing where base was not, with confidence."
+    if outcome.state == "inconclusive" and outcome.not_measured and not outcome.cases("inconclusive"):
+        return (
+            f"**Undecided**: no regression in what was measured, but {plural(outcome.not_measured, 'case')} "
+            "had no result (a shard failed or was cancelled, below); the status is pending, not success."
+        )
     if outcome.state == "inconclusive" and not outcome.changed:
         return "**Undecided**: no case was measured on both sides, so nothing is known; the status is pending."
     if outcome.state == "inconclusive":
@@ -243,12 +254,25 @@ def _sides(page: Page) -> list[str]:
         where = [f"report: {markdown_code(page.report)}"]
     if page.group is not None:
         where = [
-            "Measured on one machine, base and head in turn (lockstep A/B), each case until its verdict is decided",
+            (
+                "Measured in shards, each on one machine, base and head in turn there (lockstep A/B)"
+                if page.shards
+                else "Measured on one machine, base and head in turn (lockstep A/B)"
+            )
+            + ", each case until its verdict is decided",
             *([markdown_text(page.measured)] if page.measured else []),
             f"group {markdown_code(page.group)}",
             *where,
         ]
     return [f"{base}; {head}.", *(["", " · ".join(where)] if where else [])]
+
+
+def _shards(said: Sequence[str]) -> list[str]:
+    """A sharded comparison's lines (`daskbench.shards.merge.Merged.lines`): how many shards measured, and
+    each shard without results (failed, cancelled) with its cases, which are not measured, never unchanged."""
+    if not said:
+        return []
+    return ["", f"Shards: {markdown_text(said[0])}.", *(f"- {markdown_text(line)}" for line in said[1:])]
 
 
 def _dependencies(changes: Sequence[str]) -> list[str]:

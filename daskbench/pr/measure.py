@@ -23,6 +23,8 @@ from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison
 from daskbench.pr.sides import Revision, Say
+from daskbench.shards.merge import plan_tags
+from daskbench.shards.plan import Selector
 from daskbench.store import Store
 
 #: Run tags of a pull request's group (besides the lockstep ones, which keep it out of plain compare/report).
@@ -51,6 +53,7 @@ class PrPlan:
     max_seconds: float
     budget: float | None = None  # seconds for the whole comparison (--budget)
     dependencies: tuple[str, ...] = ()  # how head's declared dependencies differ (`dependency_changes`)
+    pick: Selector | None = None  # a shard's cases (``--shard K/N``); None: every case both sides have
 
 
 def measure(plan: PrPlan, say: Say) -> Spent:
@@ -73,18 +76,22 @@ def measure(plan: PrPlan, say: Say) -> Spent:
         budget=plan.budget,
         environ=environment,
         wrap=in_folder,
+        pick=plan.pick,
     )
     return run_group(group, say)
 
 
 def tag_group(store: Store, plan: PrPlan, number: int | None) -> None:
-    """Tag the group's runs: a pull request's, its base and head commits (or folders) and its number."""
+    """Tag the group's runs: a pull request's, its base and head commits (or folders) and its number; a
+    shard's, which shard and the split it ran (`daskbench.shards.merge.plan_tags`)."""
     base, head = plan.sides["A"][0], plan.sides["B"][0]
+    picked = plan.pick
     tags = {
         TAG: plan.group,
         BASE_TAG: base.commit or str(base.tree),
         HEAD_TAG: head.commit or str(head.tree),
         **({NUMBER_TAG: str(number)} if number is not None else {}),
+        **(plan_tags(picked.used, picked.shard) if picked is not None and picked.used is not None else {}),
     }
     for run in store.runs():
         if run.tags.get(AB_GROUP) == plan.group:
