@@ -123,6 +123,21 @@ def test_a_comparison_that_measured_nothing_is_pending_never_success() -> None:
     assert "not running" in description
 
 
+def test_cases_a_shard_never_measured_make_a_decided_suite_undecided_and_are_named_in_the_comment() -> None:
+    """Every verdict unchanged but 2 cases of a failed shard not measured: inconclusive, pending, the headline
+    and the lead say so, and the comment's Shards lines name the shard (`daskbench merge`)."""
+    outcome = pr.Outcome.of_verdicts((_verdict("unchanged"),), not_measured=2)
+    assert outcome.state == "inconclusive" and outcome.headline() == "no regression, 2 cases not measured"
+    assert pr.status_of(outcome)[0] == "pending"
+    revision = pr.Revision("main", "a" * 40, Path("."))
+    lines = ("1 of 2 shards measured; 3 cases planned, 2 not measured", "shard 2/2: 2 cases not measured (why)")
+    markdown = pr.comment_markdown(outcome, pr.Page(revision, revision, "g", shards=lines))
+    assert "had no result (a shard failed or was cancelled" in markdown and "Measured in shards" in markdown
+    assert "Shards: 1 of 2 shards measured; 3 cases planned, 2 not measured." in markdown
+    assert "- shard 2/2: 2 cases not measured (why)" in markdown
+    assert pr.Outcome.of_verdicts((_verdict("unchanged"),)).state == "unchanged"
+
+
 @pytest.mark.parametrize(("rounds", "code"), [([DOUBLE], EXIT_REGRESSION), ([WIDE], EXIT_UNDECIDED), ([SAME], EXIT_OK)])
 def test_confirm_exits_3_when_a_suspect_is_undecided_side_by_side(
     rounds: list[list[float]], code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -80,7 +80,7 @@ def settings(args: argparse.Namespace) -> config.Settings:
 
 #: Subcommands that may create a new store; every other one only reads (or adds to an existing store),
 #: so a mistyped --db gives "no daskbench store" instead of leaving an empty database behind.
-CREATING_COMMANDS = frozenset({"ab", "calibrate", "import"})
+CREATING_COMMANDS = frozenset({"ab", "calibrate", "import", "merge"})
 
 
 def open_store(args: argparse.Namespace) -> Store:
