@@ -171,6 +171,8 @@ def task_peak(configs: Sequence[Config]) -> Peak | None:
 
 
 def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: PriceTable) -> list[Line]:
+    """The largest per-task peak, then what it means for a worker's memory at each thread count measured, and
+    for the threads each measured worker size allows below the spill threshold."""
     target = spill_target(peak.config, run)
     size = peak.task.peak_bytes
     how = "exact, 1 thread" if peak.exact else f"upper bound, {peak.task.concurrency} tasks at once"
@@ -185,35 +187,7 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
     if size <= 0:
         return lines
     for threads in sorted({c.case.cluster.threads_per_worker for c in configs}):
-        needed = math.ceil(size * threads / target)
-        shape = prices.cheapest(threads, needed)
-        priced = (
-            f"; cheapest shape {shape.name} ({shape.vcpus} vCPU, {format_bytes(shape.memory_bytes)}, "
-            f"{format_usd(shape.usd_per_hour)}/h, prices of {prices.as_of})"
-            if shape
-            else "; no priced instance is that large"
-        )
-        seen = [
-            (c.median_of("peak_worker_memory_bytes"), c)
-            for c in configs
-            if c.case.cluster.threads_per_worker == threads and c.median_of("peak_worker_memory_bytes")
-        ]
-        observed = max(seen, key=lambda pair: pair[0] or 0.0, default=None)
-        whole = (
-            f"; measured whole-worker peak at {plural(threads, 'thread')}: {format_bytes(observed[0])} (tasks plus "
-            "the worker itself)"
-            if observed
-            else ""
-        )
-        cites = (peak.config.cite(), *((observed[1].cite(),) if observed and observed[1] is not peak.config else ()))
-        lines.append(
-            Line(
-                "worker memory",
-                f"at {plural(threads, 'thread')} a worker needs >= {format_bytes(needed)} "
-                f"({format_bytes(size)} x {threads} / {target:g}){priced}{whole}",
-                cites,
-            )
-        )
+        lines.append(_worker_memory_line(configs, peak, prices, threads, target))
     for memory in sorted({c.case.cluster.memory_per_worker for c in configs if c.case.cluster.memory_per_worker}):
         allowed = math.floor(memory * target / size)
         lines.append(
@@ -225,6 +199,39 @@ def _memory_lines(run: Run, configs: Sequence[Config], peak: Peak, prices: Price
             )
         )
     return lines
+
+
+def _worker_memory_line(configs: Sequence[Config], peak: Peak, prices: PriceTable, threads: int, target: float) -> Line:
+    """What a worker of ``threads`` threads needs for the largest per-task peak, the cheapest priced shape that
+    holds it, and the whole-worker peak measured at that thread count."""
+    size = peak.task.peak_bytes
+    needed = math.ceil(size * threads / target)
+    shape = prices.cheapest(threads, needed)
+    priced = (
+        f"; cheapest shape {shape.name} ({shape.vcpus} vCPU, {format_bytes(shape.memory_bytes)}, "
+        f"{format_usd(shape.usd_per_hour)}/h, prices of {prices.as_of})"
+        if shape
+        else "; no priced instance is that large"
+    )
+    seen = [
+        (c.median_of("peak_worker_memory_bytes"), c)
+        for c in configs
+        if c.case.cluster.threads_per_worker == threads and c.median_of("peak_worker_memory_bytes")
+    ]
+    observed = max(seen, key=lambda pair: pair[0] or 0.0, default=None)
+    whole = (
+        f"; measured whole-worker peak at {plural(threads, 'thread')}: {format_bytes(observed[0])} (tasks plus "
+        "the worker itself)"
+        if observed
+        else ""
+    )
+    cites = (peak.config.cite(), *((observed[1].cite(),) if observed and observed[1] is not peak.config else ()))
+    return Line(
+        "worker memory",
+        f"at {plural(threads, 'thread')} a worker needs >= {format_bytes(needed)} "
+        f"({format_bytes(size)} x {threads} / {target:g}){priced}{whole}",
+        cites,
+    )
 
 
 def _measured_lines(configs: Sequence[Config]) -> list[Line]:

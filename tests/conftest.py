@@ -49,7 +49,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if _BENCHMARKS_ONLY.fullmatch(config.getoption("markexpr", "") or "") else None
 
 
-#: The test files that take a minute or more, longest first (pytest --durations, 2026-11-23). Under
+#: The test files that take ten seconds or more, longest first (pytest --durations, 2026-11-27). Under
 #: `pytest -n auto --dist loadfile` a worker takes the next file when it is nearly done with its last; run
 #: longest first, the long files do not end the run alone on one core (xdist's default order puts files
 #: with many tests first, so a long file of few tests started last). test_first_day leads and
@@ -57,9 +57,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 #: which waits while another worker holds it shared for a whole quiet module (`quiet_machine`: ab, bisect,
 #: bisect_repo, confirm, lockstep, pr, regression_e2e), and lockstep_rounds is not one.
 LONGEST_FIRST = (
-    "test_first_day.py", "test_lockstep_rounds.py", "test_documented_commands.py", "test_bisect_repo.py", "test_bisect.py",
-    "test_regression_e2e.py", "test_pr.py", "test_pr_own_repository.py", "test_ab.py", "test_init.py", "test_lockstep.py", "test_calibrate.py",
-    "test_stopping.py", "test_plugin.py", "test_memory.py", "test_shared_cluster.py", "test_confirm.py", "test_cluster_faults.py",
+    "test_first_day.py", "test_lockstep_rounds.py", "test_documented_commands.py", "test_bisect.py",
+    "test_lockstep.py", "test_bisect_faults.py", "test_cluster_faults.py", "test_pr_own_repository.py",
+    "test_pr_shards.py", "test_bisect_repo.py", "test_stopping.py", "test_lockstep_faults.py", "test_ab.py",
+    "test_init.py", "test_regression_e2e.py", "test_pr.py", "test_lost_store.py", "test_existing_suite.py",
+    "test_calibrate.py", "test_run_status.py", "test_shared_cluster.py", "test_store_limits.py", "test_memory.py",
+    "test_catalog.py", "test_confirm.py", "test_history_benchmarks.py", "test_forkserver.py", "test_plugin.py",
+    "test_secrets.py", "test_postgres.py",
 )  # fmt: skip
 
 

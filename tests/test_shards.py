@@ -135,9 +135,11 @@ def _shard_file(folder: Path, number: int, rounds: dict[str, list[float]], head:
     return path
 
 
-def _merged(tmp_path: Path, files: list[Path]) -> merge.Merged:
+def _merged(tmp_path: Path, files: list[Path], said: list[str] | None = None) -> merge.Merged:
     store = Store(f"sqlite:///{tmp_path / 'merged.db'}")
-    chosen = merge.import_shards(store, files, {"pr_base": BASE, "pr_head": HEAD})
+    chosen = merge.import_shards(
+        store, files, {"pr_base": BASE, "pr_head": HEAD}, (said if said is not None else []).append
+    )
     return merge.judge(store, chosen)
 
 
@@ -187,7 +189,8 @@ def test_an_export_of_another_comparison_is_refused_in_one_line_and_nothing_is_i
     other = _shard_file(tmp_path, 2, every, head="c" * 40)
     store = Store(f"sqlite:///{tmp_path / 'merged.db'}")
     with pytest.raises(DaskbenchError) as refused:
-        merge.import_shards(store, [_shard_file(tmp_path, 1, every), other], {"pr_base": BASE, "pr_head": HEAD})
+        merge.import_shards(store, [_shard_file(tmp_path, 1, every), other], {"pr_base": BASE, "pr_head": HEAD},
+                            print)  # fmt: skip
     said = str(refused.value)
     assert "\n" not in said and f"holds shard 2/2 of base {BASE[:10]}, head {'c' * 10}" in said
     assert f"not a shard of base {BASE[:10]}, head {HEAD[:10]}" in said
@@ -269,3 +272,18 @@ def test_a_lockstep_comparison_measures_its_shards_cases_and_counts_false_alarms
         key for key in KEYS if key_name(key, SHOWN) in plan([key_name(k, SHOWN) for k in KEYS], 3).shards[1]
     ]
     assert 0 < len(chosen) < len(KEYS) and lockstep.question.family.verdicts == len(KEYS) * metrics_judged()
+
+
+def test_a_shard_export_cut_short_is_said_and_left_out_its_cases_not_measured(tmp_path: Path) -> None:
+    """Shard 2's job was killed while writing its export (the file ends mid-line): the merge says so in one line
+    naming the file and the line, leaves it out, and judges shard 1; shard 2's cases are not measured."""
+    every = {"work0": SAME, "work1": SAME, "work2": SAME, "work3": SAME}
+    second = _shard_file(tmp_path, 2, every)
+    text = second.read_text()
+    second.write_text(text[: text.index("\n", len(text) // 2) - 5])  # ends five characters short of a line end
+    said: list[str] = []
+    merged = _merged(tmp_path, [_shard_file(tmp_path, 1, every), second], said)
+    (line,) = said
+    assert f"left out {second}, which is not whole ({second} line " in line and "not measured" in line
+    assert [gap.shard.number for gap in merged.missing] == [2] and merged.state() == "undecided"
+    assert merged.not_measured == 2

@@ -4,6 +4,7 @@ themselves, ``measure.prepare`` and cluster start, not only the compute phase.""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,48 @@ def test_a_slow_graph_build_is_a_timeout_and_a_slow_prepare_fails_in_one_line(tm
     assert outcomes["slow_build"].outcome == "timeout"
     assert "graph build (or a callable computing by itself) took more than 2 s" in outcomes["slow_build"].message
     assert outcomes["after"].outcome == "passed" and "never" not in outcomes
+
+
+UNIMPORTABLE = """
+import multiprocessing
+import time
+
+import dask
+import pytest
+
+if multiprocessing.parent_process() is not None:  # a worker (forked or spawned), never this session
+    raise ImportError("this module needs what only the client has")
+
+pytestmark = pytest.mark.benchmark
+
+
+def _work():
+    time.sleep(0.1)
+    return 1
+
+
+def test_needs_the_client(measure):
+    measure(dask.delayed(_work)(), name="needs_the_client", params={})
+"""
+
+
+@pytest.mark.parametrize("start", ["forkserver", "spawn"])
+def test_a_benchmark_module_that_fails_to_import_on_the_workers_is_an_error_at_once_with_its_words(
+    tmp_path: Path, start: str
+) -> None:
+    """It waited out --timeout and was stored as ``timeout`` with no word of the import error (issue 45, item 2):
+    now the warm-up finds it, the measurement is ``error`` with the exception's line, and the session ends well
+    within the timeout, forked and spawned workers alike."""
+    (tmp_path / "test_unimportable.py").write_text(UNIMPORTABLE)
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    began = time.monotonic()
+    result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--workers", "1", "--saturation", "inf",
+                        "--timeout", "120", "--db", db, env={"DASKBENCH_WORKER_START": start})  # fmt: skip
+    took = time.monotonic() - began
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout[-3000:]
+    (measurement,) = Store(db).measurements()
+    assert measurement.outcome == "error" and measurement.runtime_s is None
+    assert "test_unimportable does not import on worker tcp://" in measurement.message
+    assert "ImportError: this module needs what only the client has" in measurement.message
+    assert "ImportError: this module needs what only the client has" in result.stdout
+    assert took < 100, f"took {took:.0f} s: the measurement waited for its timeout"

@@ -80,7 +80,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if args.markdown:
         check_writable(Path(args.markdown), "--markdown")
     store = open_store(args)
-    chosen = merge.import_shards(store, files, expected)
+    chosen = merge.import_shards(store, files, expected, say)
     merged = merge.judge(store, chosen, floors=floors(args))
     for line in merged.lines():
         say(f"merge: {line}")

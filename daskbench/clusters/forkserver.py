@@ -111,12 +111,25 @@ def environ_changes() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if _ENVIRON_AT_START.get(name) != value}
 
 
-def import_all(modules: tuple[str, ...]) -> list[str]:
-    """Import what can be imported (on a worker); returns the names that could not be (not an error)."""
-    missing = []
+#: What `import_all` says of a module that is not there at all (not on the worker's path, not installed).
+ABSENT = "absent"
+
+
+def import_all(modules: tuple[str, ...]) -> dict[str, str]:
+    """Import what can be imported (on a worker); returns, for each module that could not be, `ABSENT` when it is
+    not there at all (a library this worker lacks, a benchmark file a remote worker does not have), else the
+    exception's line (``ImportError: ...``): the module is there but its code fails on this worker."""
+    failed = {}
     for name in modules:
         try:
             importlib.import_module(name)
-        except Exception:
-            missing.append(name)
-    return missing
+        except ModuleNotFoundError as error:
+            failed[name] = ABSENT if error.name == name else _line(error)
+        except Exception as error:
+            failed[name] = _line(error)
+    return failed
+
+
+def _line(error: BaseException) -> str:
+    """``TypeName: message`` on one line, at most 300 characters (`daskbench.text.one_line`, not imported here)."""
+    return " ".join(f"{type(error).__name__}: {error}".split())[:300]

@@ -109,6 +109,16 @@ def completed(found: Collected) -> tuple[Outcome, str]:
     )
 
 
+class WorkerImport(Exception):
+    """A module of the benchmark's own that is there on a worker but fails to import (`Measurer.warm_up`)."""
+
+    def __init__(self, worker: str, module: str, said: str) -> None:
+        super().__init__(
+            f"{module} does not import on worker {worker}: {said}; it imports here, so what it needs differs "
+            "on the workers (their environment, path or variables): nothing was computed"
+        )
+
+
 @dataclass
 class Opened:
     """A measurement under way (`Measurer.open`): what `Measurer.close` needs to end it."""
@@ -150,10 +160,22 @@ class Measurer:
 
         A restarted worker is a new process: without this, importing the workload's code
         (xarray, pandas, the benchmark module...) would land inside the timed compute phase.
+        A module of the benchmark's own (not a library of `forkserver.LIBRARIES`) that is there but fails to import
+        on a worker raises `WorkerImport`: its tasks could not be unpickled there, and distributed would retry them
+        on restarted workers until the measurement's timeout (issue 45). A module that is not there at all (a
+        remote worker without the benchmark's file) is left to the measurement, as before.
         """
         start = time.perf_counter()
         if modules:
-            self.client.run(forkserver.import_all, modules)
+            found = self.client.run(forkserver.import_all, modules)
+            failing = [
+                (worker, name, said)
+                for worker, failed in sorted(found.items())
+                for name, said in failed.items()
+                if said != forkserver.ABSENT and name not in forkserver.LIBRARIES
+            ]
+            if failing:
+                raise WorkerImport(*failing[0])
         return time.perf_counter() - start
 
     def restart(self) -> float:
@@ -223,8 +245,12 @@ class Measurer:
 
     def _open(
         self, case: Case, repeat: int, phases: dict[str, float], extra: dict[str, Any], preload: tuple[str, ...]
-    ) -> Opened:
-        phases = {**phases, "restart": self.restart(), "warmup": self.warm_up(preload)}
+    ) -> Opened | Measurement:
+        phases = {**phases, "restart": self.restart()}
+        try:
+            phases["warmup"] = self.warm_up(preload)
+        except WorkerImport as failed:
+            return self.unimportable(case, repeat, phases, failed)
         window = collectors.Window(case)
         errors: dict[str, str] = {}
         began = time.perf_counter()
@@ -261,6 +287,19 @@ class Measurer:
             repeat=repeat,
             outcome=CLUSTER_LOST,
             message=f"lost the connection to the scheduler at {self.address}; nothing measured",
+            phases={k: round(v, 6) for k, v in phases.items()},
+            recorded_at=now_iso(),
+        )
+
+    def unimportable(self, case: Case, repeat: int, phases: Mapping[str, float], failed: WorkerImport) -> Measurement:
+        """The measurement whose benchmark code does not import on a worker: ``error``, with the exception's line,
+        at once (nothing computed, so no runtime)."""
+        return Measurement(
+            run_id=self.run_id,
+            fingerprint=case.fingerprint,
+            repeat=repeat,
+            outcome="error",
+            message=str(failed),
             phases={k: round(v, 6) for k, v in phases.items()},
             recorded_at=now_iso(),
         )

@@ -121,7 +121,7 @@ class WholeTest:
         except Exception as exc:  # the cluster could not restart: a harness error, still recorded
             self.session.recover()
             self._failed(case, exc, phases)
-        if isinstance(opened, Measurement):  # the scheduler was lost before the test began
+        if isinstance(opened, Measurement):  # the scheduler lost before the test began, or its code unimportable there
             self._settle(opened)
             pytest.fail(shown_message(f"{opened.outcome}: {opened.message} (recorded in the store)"), pytrace=False)
         self.opened = opened

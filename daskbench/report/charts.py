@@ -162,17 +162,8 @@ def change_figure(section: Section, metric: str) -> figure:
     """Percent change of ``metric`` against the baseline, one bar per case, whiskers = the CI."""
     labels = [view.label for view in section.cases]
     rows = [change_row(view, metric) for view in section.cases]
-    source = ColumnDataSource(
-        {
-            "case": labels,
-            "pct": [row[0] for row in rows],
-            "low": [row[1] for row in rows],
-            "high": [row[2] for row in rows],
-            "color": [row[3] for row in rows],
-            "verdict": [row[4] for row in rows],
-            "status": [row[5] for row in rows],
-        }
-    )
+    columns = ("pct", "low", "high", "color", "verdict", "status")
+    source = ColumnDataSource({"case": labels, **{name: [row[i] for row in rows] for i, name in enumerate(columns)}})
     unit = unit_of(metric)
     fig = new_figure(
         f"{unit.title}: change against the baseline",
@@ -181,31 +172,23 @@ def change_figure(section: Section, metric: str) -> figure:
         y_range=FactorRange(factors=list(reversed(labels))),
         height=max(170, 34 * len(labels) + 80),
     )
-    draw(
-        fig,
-        HBar(y="case", left=0, right="pct", height=0.62, fill_color="color", line_color="color", fill_alpha=0.85),
-        source,
-    )
-    draw(fig, Segment(x0="low", x1="high", y0="case", y1="case", line_color="#222222", line_width=1.5), source)
-    draw(
-        fig,
-        Text(
-            x=0,
-            y="case",
-            text="status",
-            text_font_size="11px",
-            text_baseline="middle",
-            text_color="#7f0000",
-            x_offset=4,
-        ),
-        source,
-    )
-    draw(fig, VSpan(x="x", line_color="#444444", line_width=1), {"x": [0]})
+    _change_glyphs(fig, source)
     fig.x_range = _change_range(rows, section_floor(section, metric))
     _floor_band(fig, section_floor(section, metric))
     fig.add_tools(HoverTool(tooltips=[("case", "@case"), ("verdict", "@verdict"), ("change", "@pct{+0.0}%")]))
     fig.ygrid.grid_line_color = None
     return fig
+
+
+def _change_glyphs(fig: figure, source: ColumnDataSource) -> None:
+    """The bars (estimate), whiskers (interval), status texts and the zero line of `change_figure`."""
+    bar = HBar(y="case", left=0, right="pct", height=0.62, fill_color="color", line_color="color", fill_alpha=0.85)
+    draw(fig, bar, source)
+    draw(fig, Segment(x0="low", x1="high", y0="case", y1="case", line_color="#222222", line_width=1.5), source)
+    status = Text(x=0, y="case", text="status", text_font_size="11px", text_baseline="middle", text_color="#7f0000",
+                  x_offset=4)  # fmt: skip
+    draw(fig, status, source)
+    draw(fig, VSpan(x="x", line_color="#444444", line_width=1), {"x": [0]})
 
 
 def change_row(view: CaseView, metric: str) -> tuple[float, float, float, str, str, str]:

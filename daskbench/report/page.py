@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -194,6 +194,16 @@ def script_json(value: Any) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+@dataclass
+class _Drawn:
+    """The sections with their chart groups, and what the page embeds for them: Bokeh roots and scripts, divs."""
+
+    sections: list[tuple[Section, list[ChartGroup]]] = field(default_factory=list)
+    roots: dict[str, Model] = field(default_factory=dict)
+    scripts: list[str] = field(default_factory=list)
+    divs: dict[str, str] = field(default_factory=dict)
+
+
 def render_page(data: ReportData, shared: SharedScripts | None = None, *, compact: bool | None = None) -> str:
     """The whole report as one self-contained HTML string (BokehJS in ``shared`` files when given); its section
     charts in the compact form (static SVG) when ``compact``, by default when it has over `COMPACT_CASES` cases."""
@@ -201,47 +211,57 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
         compact = sum(len(section.cases) for section in data.sections) > COMPACT_CASES
     sizes = sorted({view.n_workers for section in data.sections for view in section.cases})
     palette = Palette(data.saturations, sizes)
-    sections: list[tuple[Section, list[ChartGroup]]] = []
-    roots: dict[str, Model] = {}
-    scripts: list[str] = []
-    divs: dict[str, str] = {}
     drawn = {section.slug for section in drawn_first(data.sections, DRAWN_CASES)}
-    for section in data.sections:
+    charts = _draw(data.sections, palette, drawn, compact=compact)
+    context = {**_context(data, charts, shared), "legend": palette.legend(), "drawn": drawn}
+    context["undrawn"] = _undrawn_line(data.sections, drawn)
+    context["tradeoffs"] = [(section, tradeoff_tables(section)) for section in data.sections if section.slug in drawn]
+    return _environment().get_template("template.html").render(context)
+
+
+def _draw(sections: Sequence[Section], palette: Palette, drawn: Collection[str], *, compact: bool) -> _Drawn:
+    """Each section's charts: none for a section left undrawn (`DRAWN_CASES`), static SVG when ``compact``, else
+    Bokeh models embedded later, a script per section."""
+    charts = _Drawn()
+    for section in sections:
         if section.slug not in drawn:  # in the tables only (`DRAWN_CASES`)
-            sections.append((section, []))
+            charts.sections.append((section, []))
             continue
         if compact:
             groups, svgs = compact_groups(section, palette)
-            sections.append((section, groups))
-            divs |= svgs
+            charts.sections.append((section, groups))
+            charts.divs |= svgs
             continue
         groups, section_roots = chart_groups(section, palette)
-        sections.append((section, groups))
-        roots |= section_roots
+        charts.sections.append((section, groups))
+        charts.roots |= section_roots
         if section_roots:
             script, found = embedded_later(section_roots, section.slug)
-            scripts.append(script)
-            divs |= found
+            charts.scripts.append(script)
+            charts.divs |= found
+    return charts
+
+
+def _context(data: ReportData, charts: _Drawn, shared: SharedScripts | None) -> dict[str, Any]:
+    """What the template reads besides the palette and which sections are drawn."""
     every = tables.verdict_rows(data)
-    counts = tables.summary_counts(every)
     rows, left_out = tables.capped(every)
-    context = {
+    return {
         "c": data.comparison,
         "data": data,
-        "sections": sections,
-        "divs": {key: Markup(div) for key, div in divs.items()},
-        "bokeh_js": bokeh_js(list(roots.values()), shared),
-        "bokeh_script": Markup("\n".join(scripts)),
+        "sections": charts.sections,
+        "divs": {key: Markup(div) for key, div in charts.divs.items()},
+        "bokeh_js": bokeh_js(list(charts.roots.values()), shared),
+        "bokeh_script": Markup("\n".join(charts.scripts)),
         "columns": tables.run_columns(data),
         "diffs": tables.diff_rows(data.comparison),
         "rows": rows,
         "left_out": left_out,
         "quiet_rows": tables.QUIET_ROWS,
-        "counts": counts,
+        "counts": tables.summary_counts(every),
         "headline": tables.headline(every),
         "metrics": tables.metric_titles(),
-        "legend": palette.legend(),
-        "data_json": script_json(_page_data(data, sections)),
+        "data_json": script_json(_page_data(data, charts.sections)),
         "data_id": DATA_ELEMENT_ID,
         "css": Markup(static_text("static.css") + metric_switch_css()),
         "js": Markup(static_text("static.js")),
@@ -249,12 +269,8 @@ def render_page(data: ReportData, shared: SharedScripts | None = None, *, compac
         "version": daskbench.__version__,
         "t": tables,
         "evidence_links": evidence_links,
-        "tradeoffs": [(section, tradeoff_tables(section)) for section in data.sections if section.slug in drawn],
-        "drawn": drawn,
-        "undrawn": _undrawn_line(data.sections, drawn),
         "tradeoff_titles": [catalog.get(metric).title for metric in TRADEOFF_METRICS],
     }
-    return _environment().get_template("template.html").render(context)
 
 
 def _undrawn_line(sections: Sequence[Section], drawn: Collection[str]) -> str:

@@ -43,29 +43,10 @@ def frontier_figure(section: Section, palette: Palette) -> figure:
         note_if_empty(fig, "no configuration of the candidate has both a runtime and a cost")
         return fig
     best = frontier(points)
-    items = []
-    for view, (runtime, cost), index in zip(views, points, range(len(points)), strict=True):
-        color, marker = palette.color(view.saturation), palette.marker(view.n_workers)
-        source = ColumnDataSource(
-            {
-                "x": [runtime],
-                "y": [cost],
-                "series": [config_label(view)],
-                "rt": [f"{runtime:.3g} s"],
-                "usd": [format_usd(cost)],
-                "best": ["on the frontier" if index in best else "dominated"],
-            }
-        )
-        glyph = Scatter(
-            x="x",
-            y="y",
-            marker=marker,
-            size=11,
-            line_color=color,
-            line_width=1.8,
-            fill_color=color if index in best else "white",
-        )
-        items.append(LegendItem(label=config_label(view), renderers=[draw(fig, glyph, source)]))
+    items = [
+        _configuration_point(fig, view, point, palette, on_frontier=index in best)
+        for index, (view, point) in enumerate(zip(views, points, strict=True))
+    ]
     line = {"x": [points[i][0] for i in best], "y": [points[i][1] for i in best]}
     items.append(
         LegendItem(
@@ -77,6 +58,27 @@ def frontier_figure(section: Section, palette: Palette) -> figure:
     fig.yaxis.formatter = NumeralTickFormatter(format="$0.0[00000]")
     fig.add_tools(HoverTool(tooltips=[("", "@series"), ("runtime", "@rt"), ("cost", "@usd"), ("", "@best")]))
     return fig
+
+
+def _configuration_point(
+    fig: figure, view: CaseView, point: tuple[float, float], palette: Palette, *, on_frontier: bool
+) -> LegendItem:
+    """One configuration's point on `frontier_figure` (filled when on the frontier), as a legend item."""
+    runtime, cost = point
+    color, marker = palette.color(view.saturation), palette.marker(view.n_workers)
+    source = ColumnDataSource(
+        {
+            "x": [runtime],
+            "y": [cost],
+            "series": [config_label(view)],
+            "rt": [f"{runtime:.3g} s"],
+            "usd": [format_usd(cost)],
+            "best": ["on the frontier" if on_frontier else "dominated"],
+        }
+    )
+    fill = color if on_frontier else "white"
+    glyph = Scatter(x="x", y="y", marker=marker, size=11, line_color=color, line_width=1.8, fill_color=fill)
+    return LegendItem(label=config_label(view), renderers=[draw(fig, glyph, source)])
 
 
 def config_label(view: CaseView) -> str:

@@ -18,7 +18,7 @@ Each shard ran on its own runner as a lockstep group of its own (its runs tagged
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,13 +107,23 @@ def _one_plan(chosen: Sequence[ShardGroup]) -> None:
         raise DaskbenchError(f"the shards ran different splits ({said}): give every shard the same shard plan")
 
 
-def import_shards(store: Store, paths: Sequence[str | Path], expected: Mapping[str, str]) -> dict[int, ShardGroup]:
+def import_shards(
+    store: Store, paths: Sequence[str | Path], expected: Mapping[str, str], say: Callable[[str], None]
+) -> dict[int, ShardGroup]:
     """Check every file and choose the comparison's shards (`choose`) before the store is touched, then import
-    the files (idempotent). One line, nothing imported, for a file that is no export or another comparison's."""
-    sources = [str(path) for path in paths]
-    found = [group for path in paths for group in shard_groups(exchange.file_lines(path)(), str(path))]
-    chosen = choose(found, expected, sources)
+    the files (idempotent). One line, nothing imported, for a file that is no export or another comparison's.
+    A file cut short or damaged after its header (`exchange.BrokenRow`: a shard's job killed while it wrote, an
+    upload cut off) is said and left out, as if its shard had left no results: its cases are not measured."""
+    whole, found = [], []
     for path in paths:
+        try:
+            found += shard_groups(exchange.file_lines(path)(), str(path))
+        except exchange.BrokenRow as error:
+            say(f"merge: left out {path}, which is not whole ({error}); its shard's cases are not measured")
+            continue
+        whole.append(path)
+    chosen = choose(found, expected, [str(path) for path in whole])
+    for path in whole:
         exchange.import_file(store, path)
     return chosen
 

@@ -94,6 +94,11 @@ def write_export(store: Store, out: TextIO, since: str | None = None) -> dict[st
 Lines = Callable[[], Iterable[str]]
 
 
+class BrokenRow(DaskbenchError):
+    """A line of an export, after a good header, that is no row: a file cut short (a job killed while writing
+    it, an upload cut off) or damaged. Its message names the file and the line."""
+
+
 def checked_rows(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(kind, row) of each row of export lines, after checking the header; one-line errors name the line."""
     iterator = iter(lines)
@@ -107,12 +112,12 @@ def checked_rows(lines: Iterable[str], source: str) -> Iterator[tuple[str, dict[
             kind, row = record["kind"], dict(record["row"])
             fields = needed[kind]  # an unknown kind is a KeyError too
         except (ValueError, KeyError, TypeError):
-            raise DaskbenchError(
+            raise BrokenRow(
                 f"{source} line {number} is not a daskbench export row; re-export it with: daskbench export"
             ) from None
         problem = _row_problem(kind, row, fields)
         if problem:
-            raise DaskbenchError(f"{source} line {number}: {problem}; re-export it with: daskbench export")
+            raise BrokenRow(f"{source} line {number}: {problem}; re-export it with: daskbench export")
         yield kind, row
 
 
