@@ -208,9 +208,18 @@ def _workflow(root: Path, install: str, warning: str | None, template: str = "da
     An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
     if not install.strip() or "\n" in install:
         raise DaskbenchError(f"--install: {install!r} is not a pip requirement (example: --install daskbench==0.1.0)")
-    lines = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
-    lines += envs.install_lines(root)  # the package, or a folder of benchmarks' requirements (`envs.trees`)
-    return _template(template).replace("__INSTALL__", "\n".join(" " * 10 + line for line in lines))
+    lines = [*_daskbench_install(install, warning), *envs.install_lines(root)]  # then the package, or requirements
+    return _template(template).replace("__INSTALL__", _run_lines(lines))
+
+
+def _daskbench_install(install: str, warning: str | None) -> list[str]:
+    """The line installing daskbench, after a comment saying what to put there when CI cannot reach it."""
+    return [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
+
+
+def _run_lines(lines: list[str]) -> str:
+    """``lines`` as the body of a workflow step's ``run: |`` block."""
+    return "\n".join(" " * 10 + line for line in lines)
 
 
 def _pr_workflow(root: Path, install: str, warning: str | None, shards: int) -> str:
@@ -219,8 +228,7 @@ def _pr_workflow(root: Path, install: str, warning: str | None, shards: int) -> 
     if shards == 1:
         return _workflow(root, install, warning, "daskbench-pr.yml.tmpl")
     text = _workflow(root, install, warning, "daskbench-pr-shards.yml.tmpl")
-    alone = [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
-    text = text.replace("__INSTALL_DASKBENCH__", "\n".join(" " * 10 + line for line in alone))
+    text = text.replace("__INSTALL_DASKBENCH__", _run_lines(_daskbench_install(install, warning)))
     return text.replace("__SHARDS__", str(shards)).replace("__MATRIX__", ", ".join(map(str, range(1, shards + 1))))
 
 

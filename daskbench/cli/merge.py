@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from daskbench import envs, pr
-from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+from daskbench.cli.app import verdicts_exit
 from daskbench.cli.common_args import add_db_option, add_floor_option, floors, open_store
 from daskbench.cli.values import whole_number
 from daskbench.errors import DaskbenchError, check_writable
@@ -93,7 +93,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     page = pr.Page(base, head, ", ".join(group.group for group in chosen.values()), link, measured=measured,
                    shards=tuple(merged.lines()))  # fmt: skip
     pr.deliver(target, github, head, outcome, page, "merge", say)
-    return {"regressed": EXIT_REGRESSION, "inconclusive": EXIT_UNDECIDED}.get(outcome.state, EXIT_OK)
+    return verdicts_exit(merged.verdicts, merged.not_measured)
 
 
 def export_files(paths: list[str]) -> list[Path]:
