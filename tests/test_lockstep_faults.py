@@ -290,6 +290,24 @@ def test_a_side_that_reports_a_runtime_that_is_no_time_ends_that_case_unjudged(t
     assert result.failed and result.a == [] and "measured no runtime_s" in result.stopped, said
 
 
+def test_a_part_that_ended_well_leaves_no_logs_or_socket_behind_and_one_that_failed_keeps_the_logs_it_names(
+    tmp_path: Path,
+) -> None:
+    """The sessions' logs and the control socket matter only to an error line that names them: a part that ran
+    to its end removes them and their folder (nightlies left thousands of folders in the temp dir); a part that
+    ended in an error keeps the logs its line points to."""
+    ready = json.dumps({"ready": "k", "round": 0})
+    done = '{"done": "k", "round": 0, "value": NaN, "outcome": "passed"}'
+    well, _ = _lockstep(tmp_path / "well", {name: [_hello(name, "k"), ready, done] for name in "AB"}, stay=0.5)
+    well.log_dir.mkdir()
+    well.run()
+    assert not well.log_dir.exists()
+    failed, _ = _lockstep(tmp_path / "failed", {"A": [_hello("A", "k")], "B": ["<html>not the protocol</html>"]})
+    failed.log_dir.mkdir()
+    line = _one_line_within(failed, 20)
+    assert {"A.log", "B.log"} <= {path.name for path in failed.log_dir.iterdir()}, line
+
+
 def test_a_session_whose_controller_went_away_measures_nothing_more_without_an_error() -> None:
     """``ab`` killed: the session's next write meets a closed socket (BrokenPipeError before); every turn from
     then on is "no", so its remaining tests end quietly instead of erroring one by one."""

@@ -18,6 +18,7 @@ whole suite that way. Every turn's cost is added up (`daskbench.lockstep.cost.Ro
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -206,7 +207,16 @@ class Lockstep:
                 raise
             finally:
                 self.wall = time.monotonic() - began
+        self._tidy(path)
         return results
+
+    def _tidy(self, socket_path: Path) -> None:
+        """After a part that ended well, its sessions' logs and socket go, and their folder when that leaves it empty:
+        only an error line names them (a nightly's thousands of parts left thousands of folders in the temp dir)."""
+        for made in (socket_path, *(self.log_dir / f"{name}.log" for name in self.sides)):
+            made.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.log_dir.rmdir()
 
     def _start(self, path: Path) -> None:
         for name, side in self.sides.items():

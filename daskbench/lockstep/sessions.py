@@ -200,12 +200,15 @@ class GroupRunner:
             if until is not None and index % 2 == 1 and number + 1 >= MIN_ROUNDS and until():
                 self.say(f"ab: every case decided after {number + 1} rounds")
                 break
+        with contextlib.suppress(OSError):  # empty once every session ran: nothing left to name
+            self.log_dir.rmdir()
         return sessions
 
     def _session(self, number: int, side_name: str) -> Session:
         side = self.sides[side_name]
         label = f"{self.group}-{side_name}{number + 1}"  # counted as the progress line counts rounds
         command = session_command(side.python, self.db, label, self.pytest_args)
+        self.log_dir.mkdir(exist_ok=True)  # a later call of `run` after the last one tidied it away
         log = self.log_dir / f"{label}.log"
         start = time.monotonic()
         code = run_logged(command, {**os.environ, **side.env}, log)
@@ -215,6 +218,7 @@ class GroupRunner:
             raise DaskbenchError(
                 f"side {side_name} round {number + 1} could not run ({ended(code)}: {log_cause(log)}); its log: {log}"
             )
+        log.unlink(missing_ok=True)  # only the line of a session that could not run names its log
         return Session(number, side_name, run_id, seconds, code)
 
     def _tag(self, label: str, number: int, side: str) -> str | None:
