@@ -298,3 +298,19 @@ def test_hostile_case_names_and_refs_keep_the_table_whole_and_inert(tmp_path: Pa
     assert "<" not in prose and "&lt;script&gt;" in text and "``x`|<img src=x>@\u200bowner``" in text
     assert "@root" not in text and "@owner" not in text and "\n## line two" not in text
     assert "[report](https://e.org/r)" in text
+
+
+def test_the_verdict_table_says_its_intervals_are_95_percent_for_a_case_alone_and_surer_for_a_suite(
+    tmp_path: Path,
+) -> None:
+    """The column is "head/base (interval)", not "95%": a change counted for the whole suite cleared a surer
+    interval (judge/suite.py); the line under the table says so."""
+    verdict = Verdict("fp", "w", {}, "runtime_s", "regressed", 1.3, 1.2, 1.4, 1.1, (1.0,) * 3, (1.3,) * 3)
+    side = pr.Revision("main", "a" * 40, tmp_path, "fine")
+    text = pr.comment_markdown(pr.Outcome.of_verdicts((verdict,)), pr.Page(side, side, "g"))
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| verdict"))
+    row = next(line for line in lines if line.startswith("| **regressed**"))
+    said = lines[lines.index(row) + 2]
+    assert "head/base (interval)" in header and "95%" not in header and "1.30 (1.20-1.40)" in row
+    assert said.startswith("*Each interval holds at 95% for its case alone;") and "counted per suite" in said

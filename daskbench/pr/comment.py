@@ -188,7 +188,7 @@ def _lead(outcome: Outcome) -> str:
 
 
 #: The columns of the verdict table.
-COLUMNS = ("verdict", "case", "metric", "base", "head", "change", "head/base (95% interval)", "rounds")
+COLUMNS = ("verdict", "case", "metric", "base", "head", "change", "head/base (interval)", "rounds")
 
 
 def _table(changed: Sequence[Verdict]) -> list[str]:
@@ -196,7 +196,14 @@ def _table(changed: Sequence[Verdict]) -> list[str]:
     rows += [_row(v) for v in changed[:MAX_ROWS]]
     if len(changed) > MAX_ROWS:
         rows.append(f"\n{len(changed) - MAX_ROWS} more in the report.")
-    return rows
+    return [*rows, "", INTERVALS]
+
+
+#: What the table's intervals are: 95% for a case alone, surer where the suite's false alarms are counted.
+INTERVALS = (
+    "*Each interval holds at 95% for its case alone; where false alarms are counted per suite, a change "
+    "counts only once it also clears a surer one.*"
+)
 
 
 def _row(v: Verdict) -> str:
@@ -242,7 +249,7 @@ def _unchanged_line(outcome: Outcome) -> str:
         f"{catalog.get(m).short} {plural(len(fps), 'case')}"
         for m, fps in sorted(per_metric.items(), key=lambda item: order.index(item[0]))
     ]
-    return f"Unchanged (within the floor, 95% interval): {', '.join(parts)}."
+    return f"Unchanged (within the floor): {', '.join(parts)}."
 
 
 def _sides(page: Page) -> list[str]:
