@@ -55,7 +55,7 @@ LOCAL_COMMENT = (
 )
 DESCRIPTIONS = {
     BENCHMARK: "an example benchmark (ocean anomaly, its result checked at every size)",
-    WORKFLOW: "nightly: pytest -m benchmark, daskbench compare and report (uploaded)",
+    WORKFLOW: "nightly: pytest -m benchmark judged on its history; what regressed confirmed, alerted, bisected",
     PR_WORKFLOW: "pull requests labelled benchmark: daskbench pr, base and head side by side, one comment",
 }
 
