@@ -16,7 +16,7 @@ import pytest
 from daskbench import catalog
 from daskbench.cli import main
 from daskbench.report import page, render_report
-from daskbench.report.svg import Frame, Series, chart, extent
+from daskbench.report.svg import Frame, Labels, Series, chart, extent
 from tests.report_data import HOSTILE_LABEL, HOSTILE_MESSAGE, Element, ReportStore, build_report_store, parse_html
 
 
@@ -116,7 +116,7 @@ def test_store_text_in_svg_stays_text(tmp_path: pytest.TempPathFactory) -> None:
 
 def test_a_line_breaks_where_a_value_is_missing() -> None:
     svg = chart([Series([(0, 1.0), (1, None), (2, 2.0), (3, 3.0)], "#000")], Frame((0, 3), (0, 3), 200, 80),
-                label="x", x_labels=("a", "b"), y_labels=("0", "3"))  # fmt: skip
+                Labels("x", ("a", "b"), ("0", "3")))  # fmt: skip
     line = re.search(r'<path d="(M[^"]*)" fill="none" stroke="#000"', svg)
     assert line is not None and line.group(1).count("M") == 2 and line.group(1).count("L") == 1
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
@@ -19,7 +20,7 @@ from daskbench import catalog
 from daskbench.report.charts import GIB, change_row, representative, section_floor
 from daskbench.report.content import CASE_VERDICT, CaseView, RunPoint, Section
 from daskbench.report.style import VERDICT_COLORS, Palette, Unit, percent, unit_of, workers_text
-from daskbench.report.svg import Bar, Frame, Mark, Series, Span, chart, extent, hbars
+from daskbench.report.svg import Bar, Frame, Labels, Mark, Series, Span, chart, extent, hbars
 from daskbench.text import saturation_text
 
 #: A trend chart's and a memory chart's size, in px.
@@ -58,32 +59,24 @@ def trend_chart(view: CaseView, metric: str, color: str) -> str:
     attrs = f' data-metric="{metric}" data-verdict="{escape(kind)}"'
     label = f"{view.label}: {unit.title}, {len(points)} runs, verdict {kind}"
     if not points:
-        return chart([], Frame((0, 1), (0, 1), *TREND), label=label, x_labels=("", ""), y_labels=("", ""),
-                     title="no runs", attrs=attrs)  # fmt: skip
+        return chart([], Frame((0, 1), (0, 1), *TREND), Labels(label, title="no runs"), attrs=attrs)
     xs = [_seconds(p.started_at) for p in points]
     values = [unit(p.values.get(metric)) for p in points]
     band = view.bands.get(metric)
     spans = [] if band is None else _band_spans(unit, band.low, band.median, band.high, color)
-    fallback, edges = _fallback(values, spans), band_edges(spans)
+    trend = _Trend(unit, color, band_edges(spans), _fallback(values, spans), kind)
     marks = [
         mark
         for x, value, point in zip(xs, values, points, strict=True)
-        if (mark := _trend_mark(x, value, point, unit, color, edges, fallback, kind)) is not None
+        if (mark := _trend_mark(x, value, point, trend)) is not None
     ]
     line = [(x, v if p.outcome == "passed" else None) for x, v, p in zip(xs, values, points, strict=True)]
     ys = [v for v in values if v is not None] + [s.low for s in spans] + [s.high for s in spans]
     frame = Frame(extent(xs, minimum=DAY), extent(ys, relative=0.02), *TREND)
     low, high = frame.y
-    return chart(
-        [Series(line, color, marks=marks)],
-        frame,
-        label=label,
-        x_labels=(points[0].started_at[:10], points[-1].started_at[:10]),
-        y_labels=(_value_text(unit, low), _value_text(unit, high)),
-        spans=spans,
-        title=f"{unit.short} ({unit.symbol})",
-        attrs=attrs,
-    )
+    ends = (points[0].started_at[:10], points[-1].started_at[:10])
+    said = Labels(label, ends, (_value_text(unit, low), _value_text(unit, high)), f"{unit.short} ({unit.symbol})")
+    return chart([Series(line, color, marks=marks)], frame, said, spans, attrs)
 
 
 def _band_spans(unit: Unit, low: float, median: float, high: float, color: str) -> list[Span]:
@@ -107,29 +100,33 @@ def _fallback(values: Sequence[float | None], spans: Sequence[Span]) -> float:
     return known[-1] if known else 0.0
 
 
-def _trend_mark(
-    x: float,
-    value: float | None,
-    point: RunPoint,
-    unit: Unit,
-    color: str,
-    edges: tuple[float, float] | None,
-    fallback: float,
-    kind: str,
-) -> Mark | None:
+@dataclass(frozen=True)
+class _Trend:
+    """What every mark of one trend chart shares: the metric's unit, the case's colour, the band's ends (None:
+    no band), where a failed run without a value sits, and the case's verdict."""
+
+    unit: Unit
+    color: str
+    edges: tuple[float, float] | None
+    fallback: float
+    kind: str
+
+
+def _trend_mark(x: float, value: float | None, point: RunPoint, trend: _Trend) -> Mark | None:
     """The candidate, a failed run or a run beyond the band; None for the rest (the line shows them)."""
     when = f"{point.label} ({point.run_id[:8]}) {point.started_at[:16]}"
-    shown = _value_text(unit, value)
+    shown = _value_text(trend.unit, value)
     if point.outcome != "passed":
         message = f": {point.message[:200]}" if point.message else ""
-        return Mark(x, value if value is not None else fallback, "cross", "#c62828", 3.5,
+        return Mark(x, value if value is not None else trend.fallback, "cross", "#c62828", 3.5,
                     title=f"{when}: {point.outcome}{message}")  # fmt: skip
     if value is None:
         return None
+    edges = trend.edges
     beyond = "" if edges is None else ("above" if value > edges[1] else "below" if value < edges[0] else "")
     if point.role == "candidate":
-        fill = VERDICT_COLORS[kind] if kind in MARKED else color
-        return Mark(x, value, "diamond", fill, 5.5, title=f"candidate {when}: {shown}, {kind}")
+        fill = VERDICT_COLORS[trend.kind] if trend.kind in MARKED else trend.color
+        return Mark(x, value, "diamond", fill, 5.5, title=f"candidate {when}: {shown}, {trend.kind}")
     if beyond:
         fill = VERDICT_COLORS["regressed" if beyond == "above" else "improved"]
         return Mark(x, value, "circle", fill, 2.6, title=f"{when}: {shown}, {beyond} the band")
@@ -199,8 +196,8 @@ def memory_chart(section: Section, n_workers: int, palette: Palette) -> str:
     sats = ", ".join(
         sorted({f"sat {saturation_text(v.saturation)}" for v in section.cases if v.n_workers == n_workers})
     )
-    return chart(series, frame, label=f"{title} ({sats})", x_labels=("0 s", f"{longest:.3g} s"),
-                 y_labels=("0", f"{frame.y[1]:.3g} GiB"), spans=spans, title=title)  # fmt: skip
+    said = Labels(f"{title} ({sats})", ("0 s", f"{longest:.3g} s"), ("0", f"{frame.y[1]:.3g} GiB"), title)
+    return chart(series, frame, said, spans)
 
 
 def _thin(timeline: Sequence[tuple[float, float]], most: int) -> list[tuple[float, float]]:

@@ -53,6 +53,17 @@ class Span:
 
 
 @dataclass(frozen=True)
+class Labels:
+    """What a chart says: its accessible name and tooltip (``name``), the labels of its x axis's ends (left, right)
+    and of its y axis's (bottom, top), and a title over it."""
+
+    name: str
+    x: tuple[str, str] = ("", "")
+    y: tuple[str, str] = ("", "")
+    title: str = ""
+
+
+@dataclass(frozen=True)
 class Frame:
     """Data ranges mapped onto a box of ``width`` x ``height`` px."""
 
@@ -133,23 +144,12 @@ def _line(frame: Frame, series: Series) -> str:
     return f'<path d="{"".join(parts)}" fill="none" stroke="{series.color}" stroke-width="{series.width:g}"{dash}/>'
 
 
-def chart(
-    series: Sequence[Series],
-    frame: Frame,
-    *,
-    label: str,
-    x_labels: tuple[str, str],
-    y_labels: tuple[str, str],
-    spans: Sequence[Span] = (),
-    title: str = "",
-    attrs: str = "",
-) -> str:
-    """Lines and marks on ``frame``; its ends labelled (``x_labels`` left/right, ``y_labels`` bottom/top);
-    ``label`` is the chart's accessible name and tooltip."""
+def chart(series: Sequence[Series], frame: Frame, labels: Labels, spans: Sequence[Span] = (), attrs: str = "") -> str:
+    """Lines and marks on ``frame`` over ``spans``, said by ``labels``; ``attrs`` more attributes of the ``<svg>``."""
     left, right, top, bottom = MARGIN[0], frame.width - MARGIN[1], MARGIN[2], frame.height - MARGIN[3]
-    out = [_open(frame.width, frame.height, label, attrs)]
-    if title:
-        out.append(_text(left, 11, title, cls="t"))
+    out = [_open(frame.width, frame.height, labels.name, attrs)]
+    if labels.title:
+        out.append(_text(left, 11, labels.title, cls="t"))
     for span in spans:
         high, low = frame.py(span.high), frame.py(span.low)
         if span.low == span.high:
@@ -165,10 +165,10 @@ def chart(
     out.append(f'<path d="M{_n(left)},{_n(top)}V{_n(bottom)}H{_n(right)}" class="axis"/>')
     out += [_line(frame, one) for one in series]
     out += [_mark(frame, mark) for one in series for mark in one.marks]
-    out.append(_text(left - 3, top + 7, y_labels[1], "end"))
-    out.append(_text(left - 3, bottom, y_labels[0], "end"))
-    out.append(_text(left, frame.height - 3, x_labels[0]))
-    out.append(_text(right, frame.height - 3, x_labels[1], "end"))
+    out.append(_text(left - 3, top + 7, labels.y[1], "end"))
+    out.append(_text(left - 3, bottom, labels.y[0], "end"))
+    out.append(_text(left, frame.height - 3, labels.x[0]))
+    out.append(_text(right, frame.height - 3, labels.x[1], "end"))
     out.append("</svg>")
     return "".join(out)
 
