@@ -67,6 +67,9 @@ ACCEPTED_STEP = "accepted-step"
 
 #: Run tags holding the pytest selection of a run (``-k``, ``-m``), when one was given.
 SELECT_K, SELECT_M = "select_k", "select_m"
+#: Run tags of a plain session that measured one shard of its selection (``pytest -m benchmark --shard K/N``):
+#: the shard, and the digest of the split (`daskbench.shards.plan.ShardPlan.digest`); the rest is another shard's.
+SHARD, SHARD_PLAN = "shard", "shard_plan"
 
 #: Version of the JSON shapes ``show``, ``runs`` and ``compare`` print (``{"version": ..., ...}``).
 JSON_VERSION = 1

@@ -147,17 +147,18 @@ def test_written_workflow_passes_actionlint(tmp_path: Path) -> None:
     assert subprocess.run([actionlint, str(workflow)], capture_output=True, timeout=60).returncode == 1
 
 
+@pytest.mark.parametrize("shards", [1, 3])
 def test_the_nightly_goes_from_a_regression_to_its_confirmation_issue_and_culprit_with_commands_that_parse(
-    tmp_path: Path,
+    tmp_path: Path, shards: int
 ) -> None:
     """The written nightly judges against history, and only what it blames is confirmed side by side; only
     what is confirmed is alerted and hunted to its first bad commit (an unconfirmable night alerts on the history
     alone), and the night fails on a confirmed regression. Each ``daskbench`` line of it is parsed by daskbench's
     own parser, its expressions stood in for, so no flag in it is one daskbench does not have. (GitHub Actions
     cannot run here; ci/nightly --quick runs the same commands end to end against a loopback GitHub.)"""
-    assert init(tmp_path, "--install", "daskbench==0.1.0").returncode == 0
-    steps = {step["name"]: step for step in yaml.safe_load((tmp_path / WORKFLOW).read_text())["jobs"]["benchmarks"]["steps"]
-             if "name" in step}  # fmt: skip
+    assert init(tmp_path, "--install", "daskbench==0.1.0", "--shards", str(shards)).returncode == 0
+    jobs = yaml.safe_load((tmp_path / WORKFLOW).read_text())["jobs"]
+    steps = {step["name"]: step for step in jobs["benchmarks"]["steps"] if "name" in step}
     conditions = {name.split(" (")[0]: step.get("if") for name, step in steps.items()}
     assert conditions["Confirm side by side what regressed"] == "steps.judge.outputs.exit == '1'"
     assert conditions["One issue per confirmed regression"] == "steps.confirm.outputs.exit == '1'"
@@ -166,16 +167,31 @@ def test_the_nightly_goes_from_a_regression_to_its_confirmation_issue_and_culpri
         == conditions["One issue per confirmed regression"]
     )
     assert conditions["One issue per regression the history shows"] == "steps.confirm.outputs.exit == '2'"
-    commands = [
-        shlex.split(re.sub(r"\$\{\{[^}]*\}\}", "X", line))
-        for step in steps.values()
-        for line in step.get("run", "").replace("\\\n", " ").splitlines()
-        if line.strip().startswith("daskbench ")
-    ]
+    every = {step["name"]: step for job in jobs.values() for step in job["steps"] if "name" in step}
+    commands = [shlex.split(re.sub(r"\$\{\{[^}]*\}\}", "X", line)) for line in _daskbench_lines(every)]
     assert {argv[1] for argv in commands} >= {"compare", "confirm", "alert", "culprit", "report", "export"}
     parser = build_parser()
     for argv in commands:
         parser.parse_args([word for word in argv[1:] if not word.startswith(">")])
+    if shards > 1:  # each shard measures its own, and one job after them all carries the night to the history
+        assert jobs["benchmarks"]["strategy"]["matrix"]["shard"] == list(range(1, shards + 1))
+        assert steps["Benchmarks"]["run"] == 'pytest -m benchmark --shard "$SHARD_OF"'
+        assert jobs["history"]["needs"] == "benchmarks" and "always()" in jobs["history"]["if"]
+        assert all('--candidate "${{ steps.run.outputs.id }}"' in argv_line for argv_line in _daskbench_lines(steps)
+                   if argv_line.split()[1] in ("compare", "confirm", "alert", "culprit"))  # fmt: skip
+    actionlint = subprocess.run([str(Path(sys.executable).parent / "actionlint"), str(tmp_path / WORKFLOW)],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert actionlint.returncode == 0, actionlint.stdout + actionlint.stderr
+
+
+def _daskbench_lines(steps: dict[str, Any]) -> list[str]:
+    """The ``daskbench ...`` command lines of the steps' scripts, continuations joined, up to a pipe."""
+    return [
+        line.split(" | ")[0].strip()
+        for step in steps.values()
+        for line in step.get("run", "").replace("\\\n", " ").splitlines()
+        if line.strip().startswith("daskbench ")
+    ]
 
 
 def test_init_pr_writes_only_the_pull_request_workflow_which_actionlint_accepts(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from daskbench import envs
 from daskbench.cli.common_args import add_old_spellings
 from daskbench.cli.output import print_wrapped
 from daskbench.cli.values import whole_number
+from daskbench.config import MAX_SHARDS
 from daskbench.errors import DaskbenchError, check_writable
-from daskbench.shards.plan import MAX_SHARDS
 from daskbench.text import say
 
 BENCHMARK = Path("benchmarks", "test_daskbench_example.py")
@@ -86,8 +86,9 @@ HELP = {
     "e.g. 'daskbench @ git+https://HOST/ORG/daskbench@v0.1.0' or a wheel URL)",
     "--pr-workflow": "write only .github/workflows/daskbench-pr.yml: base and head of pull requests labelled "
     "benchmark side by side (daskbench pr), one comment kept up to date, a status on the head",
-    "--shards": "with --pr-workflow: split the suite over N runners (a GitHub Actions matrix, each a daskbench pr "
-    "--shard K/N on its own machine), then one job merges them (daskbench merge); default 1, one runner",
+    "--shards": "split the suite over N runners (a GitHub Actions matrix): the nightly's, each runner a pytest -m "
+    "benchmark --shard K/N judging its own cases, then one job carries the night to the history; with "
+    "--pr-workflow, each a daskbench pr --shard K/N, then one job merges them (daskbench merge); default 1",
 }
 
 
@@ -107,21 +108,20 @@ def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     if args.pr_workflow:
         return _init_pr(args, root)
-    if args.shards != 1:
-        raise DaskbenchError(f"--shards {args.shards} splits the pull-request workflow: give it with --pr-workflow")
     if root.exists() and not root.is_dir():
         raise DaskbenchError(f"{root} is not a directory; give the repository's top folder")
     for path in (root, root / BENCHMARK, root / WORKFLOW):  # the folder first: the shorter line
         check_writable(path, "daskbench init", folder=path == root)
     pyproject = _read_pyproject(root)
     install, warning = (args.install, None) if args.install is not None else _installed_requirement()
-    workflow = _workflow(root, install, warning)
+    workflow = _nightly(root, install, warning, args.shards)
     files = {BENCHMARK: _template("test_daskbench_example.py.tmpl"), WORKFLOW: workflow}
     replaced = _check_overwrite(root, files, force=args.force)
     plan = _plan_settings(root, pyproject)
     ignore = _gitignore_text(root)
     _write(root, files, plan, ignore)
-    _print_summary(root, files, replaced, plan, _installs(root, install), ignored=ignore is not None)
+    installs = _installs(root, install)
+    _print_summary(root, files, replaced, plan, installs, ignored=ignore is not None, shards=args.shards)
     if warning:
         say(f"warning: {warning}")
     return 0
@@ -212,6 +212,52 @@ def _workflow(root: Path, install: str, warning: str | None, template: str = "da
     return _template(template).replace("__INSTALL__", _run_lines(lines))
 
 
+#: What the nightly template's placeholders become: one runner, or a matrix of shards (`_nightly`).
+ONE_RUNNER = {"__SHARDS_SAID__": "", "__STRATEGY__": "", "__SHARD_ENV__": "", "__SHARD_ARGS__": "",
+              "__GROUP_SUFFIX__": "", "__CANDIDATE__": "", "__RUN_STEP__": ""}  # fmt: skip
+#: A shard's own run among the night's (a shared store holds the other shards' too): the newest tagged with it.
+RUN_STEP = """      - name: This shard's run
+        id: run
+        if: always()
+        run: |
+          daskbench runs --limit 50 --format json | python -c 'import json, os, sys
+          runs = json.load(sys.stdin)["runs"]
+          print("id=" + next((r["run_id"] for r in runs if r["tags"].get("shard") == os.environ["SHARD_OF"]), ""))
+          ' >> "$GITHUB_OUTPUT"
+"""
+
+
+def _nightly(root: Path, install: str, warning: str | None, shards: int) -> str:
+    """The nightly workflow: one runner, or a matrix of ``shards`` runners (each ``pytest -m benchmark --shard
+    K/N``, judging, confirming, alerting and hunting its own cases on its own machine) and a job carrying the
+    night's runs to the history and writing the report (which installs daskbench alone: it measures nothing)."""
+    text = _workflow(root, install, warning)
+    if shards == 1:
+        text = text.replace("__TAIL__", _template("daskbench-nightly-tail.yml.tmpl"))
+        return _filled(text, ONE_RUNNER)
+    matrix = ", ".join(map(str, range(1, shards + 1)))
+    text = text.replace("__TAIL__", _template("daskbench-nightly-shards-tail.yml.tmpl"))
+    return _filled(text, {
+        "__SHARDS_SAID__": f"\n# In {shards} shards (`daskbench init --shards {shards}`): the suite's cases split by "
+        "their time in the history,\n# each shard on a runner of its own; one job then carries the night to the "
+        "history and writes the report.",
+        "__STRATEGY__": f"\n    strategy:\n      fail-fast: false # a shard that fails does not stop the others"
+        f"\n      matrix:\n        shard: [{matrix}]",
+        "__SHARD_ENV__": f'\n      SHARD: ${{{{ matrix.shard }}}}\n      SHARD_OF: "${{{{ matrix.shard }}}}/{shards}"',
+        "__SHARD_ARGS__": ' --shard "$SHARD_OF"',
+        "__GROUP_SUFFIX__": "-$SHARD",
+        "__CANDIDATE__": ' --candidate "${{ steps.run.outputs.id }}"',
+        "__RUN_STEP__": RUN_STEP,
+        "__INSTALL_DASKBENCH__": _run_lines(_daskbench_install(install, warning)),
+    })  # fmt: skip
+
+
+def _filled(text: str, values: dict[str, str]) -> str:
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
 def _daskbench_install(install: str, warning: str | None) -> list[str]:
     """The line installing daskbench, after a comment saying what to put there when CI cannot reach it."""
     return [*(LOCAL_COMMENT if warning else ()), f"python -m pip install {shlex.quote(install.strip())}"]
@@ -296,12 +342,22 @@ def _gitignore_text(root: Path) -> str | None:
 
 
 def _print_summary(
-    root: Path, files: dict[Path, str], replaced: list[Path], plan: SettingsPlan, install: str, *, ignored: bool
+    root: Path,
+    files: dict[Path, str],
+    replaced: list[Path],
+    plan: SettingsPlan,
+    install: str,
+    *,
+    ignored: bool,
+    shards: int = 1,
 ) -> None:
     print(f"daskbench init: in {root.resolve()}")
+    sharded = (
+        f"; in {shards} shards, a runner each, then one job carries the night to the history" if shards > 1 else ""
+    )
     for relative in files:
         verb = "replaced" if relative in replaced else "wrote"
-        print_wrapped(f"  {verb} {relative}: {DESCRIPTIONS[relative]}")
+        print_wrapped(f"  {verb} {relative}: {DESCRIPTIONS[relative]}{sharded if relative == WORKFLOW else ''}")
     print_wrapped(f"  workflow installs: {install}")
     if plan.added:
         print(f"  added {' and '.join(plan.added)} to {PYPROJECT}")

@@ -21,10 +21,10 @@ from daskbench import envs, pr
 from daskbench.cli.app import verdicts_exit
 from daskbench.cli.common_args import add_db_option, add_floor_option, floors, open_store
 from daskbench.cli.values import whole_number
+from daskbench.config import MAX_SHARDS
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.judge import suite
 from daskbench.shards import merge
-from daskbench.shards.plan import MAX_SHARDS
 from daskbench.store import exchange
 from daskbench.text import plural, say
 

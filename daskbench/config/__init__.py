@@ -25,6 +25,7 @@ from daskbench.config.options import (
 from daskbench.config.values import (
     DEFAULT_DB,
     MAX_MEMORY_PER_WORKER,
+    MAX_SHARDS,
     MIN_MEMORY_PER_WORKER,
     MIN_TIMEOUT,
     Shortened,
@@ -48,6 +49,7 @@ from daskbench.config.values import (
     parse_threads_list,
     parse_wait,
     parse_workers_list,
+    shard_numbers,
 )
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "DEFAULT_DB",
     "LIMITS",
     "MAX_MEMORY_PER_WORKER",
+    "MAX_SHARDS",
     "MIN_MEMORY_PER_WORKER",
     "MIN_TIMEOUT",
     "OPTIONS",
@@ -90,6 +93,7 @@ __all__ = [
     "parse_workers_list",
     "resolve",
     "resolve_option",
+    "shard_numbers",
     "shown_message",
     "sweep_size",
     "unmasked",

@@ -36,6 +36,7 @@ from daskbench.config.values import (
     parse_threads_list,
     parse_wait,
     parse_workers_list,
+    shard_numbers,
 )
 from daskbench.errors import DaskbenchError
 from daskbench.redact import redact_text
@@ -162,6 +163,9 @@ OPTIONS: tuple[Option, ...] = (
            "comma list of client fixtures a suite written for another harness takes (small_client,client): each "
            "gives a Client on daskbench's cluster, and a test taking one without calling measure is measured whole",
            "--client-fixtures small_client,client"),
+    Option("shard", shard_numbers, None,
+           "measure only shard K of N of the selected cases (split by the store's history of them, else by count; "
+           "every runner with the same store makes the same split): a suite on N runners", "--shard 2/4"),
 )  # fmt: skip
 OPTIONS_BY_NAME = {option.name: option for option in OPTIONS}
 
@@ -201,6 +205,7 @@ class Settings:
     task_memory: bool = False
     record_versions: tuple[str, ...] | None = None
     client_fixtures: tuple[str, ...] | None = None
+    shard: tuple[int, int] | None = None
 
 
 def add_options(addoption: Callable[..., Any], names: tuple[str, ...] | None = None) -> None:

@@ -65,6 +65,20 @@ def parse_workers_list(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(_positive_int(item, "worker count") for item in comma_list(text)))
 
 
+#: The most shards a suite is split into (GitHub Actions runs at most 256 jobs of a matrix).
+MAX_SHARDS = 256
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def shard_numbers(text: str) -> tuple[int, int]:
+    """``K/N``: shard K of N, as (K, N), 1 <= K <= N <= `MAX_SHARDS`."""
+    found = _SHARD.match(text)
+    number, count = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+    if not found or not 1 <= number <= count <= MAX_SHARDS:
+        raise ValueError(f"{text!r:.40}: give K/N, shard K of N (1 <= K <= N <= {MAX_SHARDS})")
+    return number, count
+
+
 def parse_positive_int(text: str) -> int:
     return _positive_int(text.strip(), "value")
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
-from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, VERDICTS, ClusterSpec, Comparison, Run, Verdict
+from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, VERDICTS, ClusterSpec, Comparison, Run, Verdict
 from daskbench.text import (
     WIDTH,
     compact_bytes,
@@ -216,17 +216,17 @@ def _row(v: Verdict, notes: list[str]) -> list[str]:
 
 
 def outside_selection(c: Comparison) -> tuple[list[Verdict], list[Verdict]]:
-    """The verdicts to list, and the ``missing`` ones a run with a ``-k``/``-m`` selection never selected."""
-    if not ({SELECT_K, SELECT_M} & set(c.candidate_run.tags)):
+    """The verdicts to list, and the ``missing`` ones a run with a ``-k``/``-m`` selection (or one shard of it,
+    ``--shard K/N``) never selected."""
+    if not ({SELECT_K, SELECT_M, SHARD} & set(c.candidate_run.tags)):
         return list(c.verdicts), []
     outside = [v for v in c.verdicts if v.verdict == "missing"]
     return [v for v in c.verdicts if v.verdict != "missing"], outside
 
 
 def outside_line(run: Run, outside: Sequence[Verdict]) -> str:
-    selection = " ".join(
-        f"{flag} {run.tags[key]!r}" for flag, key in (("-k", SELECT_K), ("-m", SELECT_M)) if key in run.tags
-    )
+    given = (("-k", SELECT_K), ("-m", SELECT_M), ("--shard", SHARD))
+    selection = " ".join(f"{flag} {run.tags[key]!r}" for flag, key in given if key in run.tags)
     names = ", ".join(dict.fromkeys(v.workload for v in outside))
     return f"missing: {plural(len(outside), 'case')} outside this run's selection ({selection}), not compared: {names}"
 

@@ -32,11 +32,12 @@ from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
-from daskbench.plugin import sweep, taking
+from daskbench.plugin import sharding, sweep, taking
 from daskbench.plugin.fixture import MeasureFixture, benchmark_fixture_of
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.plugin.taking import QUIET_KEY
 from daskbench.plugin.whole import WholeTest
+from daskbench.shards.plan import suite_name
 from daskbench.text import plural, wrap_line
 
 SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
@@ -234,6 +235,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if session.settings.interleave and session.settings.repeat > 1:
         items.sort(key=sweep.repeat_of)
     _lockstep_plan(config, session, items)
+    _shard_plan(config, session, items)
     _quiet_pytest_benchmark_table(config)
 
 
@@ -258,6 +260,21 @@ def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list
     items[:] = sorted(
         (item for item in items if item not in dropped), key=lambda item: order.get(keys.get(item, ""), -1)
     )
+
+
+def _shard_plan(config: pytest.Config, session: DaskbenchSession, items: list[pytest.Item]) -> None:
+    """With ``--shard K/N`` outside a lockstep session: keep this shard's cases (`daskbench.plugin.sharding`),
+    deselect the rest, tag the run and say the split in the header."""
+    if session.settings.shard is None or config.stash.get(TURNS_KEY, None) is not None:
+        return
+    names = {item: suite_name(item.nodeid) for item in items if _measures(item)}
+    sharded = sharding.split(session.settings.db, sorted(set(names.values())), session.settings.shard)
+    dropped = [item for item, name in names.items() if name not in sharded.kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in set(dropped)]
+    session.selection.update(sharded.tags())
+    session.shard_line = sharded.line()
 
 
 def _quiet_pytest_benchmark_table(config: pytest.Config) -> None:
@@ -300,7 +317,9 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     if state is None or not any(_uses_daskbench(item) for item in items):
         return [part for line in shadowed for part in wrap_line(line)]
     plan = sweep.plan_lines(state, [item for item in items if _measures(item)])
-    header = [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *plan, *state.label_lines()]
+    sharded = wrap_line(state.shard_line) if state.shard_line else []
+    header = [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *sharded, *plan,
+              *state.label_lines()]  # fmt: skip
     return header + [part for line in shadowed for part in wrap_line(line)]
 
 

@@ -65,6 +65,8 @@ class DaskbenchSession:
     #: The session's test selection as run tags (`SELECT_K`, `SELECT_M`), so ``compare`` can
     #: tell a case the run never selected from one that went missing.
     selection: dict[str, str] = field(default_factory=dict)
+    #: The header's line saying this session's shard of the selection (``--shard K/N``), "" without one.
+    shard_line: str = ""
     #: (case fingerprint, repeat) -> the test that measured it in this run: a case has one identity.
     claims: dict[tuple[str, int], str] = field(default_factory=dict)
     #: The measurements the selected tests will make (`sweep.plan_lines`), and when that was said

@@ -1,18 +1,22 @@
-"""What earlier comparisons of each case took, read from a store, for the shard planner (`daskbench.shards.plan`).
+"""What earlier comparisons (or sessions) of each case took, read from a store, for the shard planner
+(`daskbench.shards.plan`).
 
 Every lockstep group in the store (``daskbench ab``, ``pr``, ``confirm``, ``bisect``: runs tagged ``ab_mode``
 ``lockstep``) measured its cases a round at a time, both sides; a measurement records its test
 (``extra["test"]``, the pytest node id) and its phases (restart, warm-up, collectors, compute). Per case and
 group: the rounds (the repeats both sides measured) and the seconds of all their phases, both sides: a `Past`.
+A sharded ``pytest -m benchmark`` (a nightly on several runners) reads its plain sessions instead (`session_seconds`):
+per case, the seconds its measurements took in each of the newest runs that measured it, their median.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 
 from daskbench.model import Measurement
-from daskbench.shards.plan import Past, expected_seconds, measured_name
+from daskbench.shards.plan import Past, expected_seconds, measured_name, suite_name
 from daskbench.store import Store
 
 
@@ -38,6 +42,26 @@ def history_seconds(store: Store) -> dict[str, float]:
     """Per `case_name` with history: what a comparison of it is expected to take (`expected_seconds`)."""
     found = {name: expected_seconds(pasts) for name, pasts in case_history(store).items()}
     return {name: value for name, value in found.items() if value is not None}
+
+
+#: How many of the newest plain sessions teach `session_seconds` (a year of nightlies need not all be read).
+SESSIONS_READ = 10
+
+
+def session_seconds(store: Store) -> dict[str, float]:
+    """Per `suite_name` measured in the newest `SESSIONS_READ` runs made outside a lockstep comparison: the
+    median over those runs of the seconds its measurements took in one (all of its repeats)."""
+    per_run: dict[str, list[float]] = defaultdict(list)
+    plain = [run for run in store.runs(limit=SESSIONS_READ * 4) if run.tags.get("ab_mode") != "lockstep"]
+    for run in plain[:SESSIONS_READ]:
+        took: dict[str, float] = defaultdict(float)
+        for measurement in store.measurements([run.run_id]):
+            test = measurement.extra.get("test")
+            if isinstance(test, str) and test:
+                took[suite_name(test)] += _seconds(measurement)
+        for name, seconds in took.items():
+            per_run[name].append(seconds)
+    return {name: statistics.median(values) for name, values in per_run.items()}
 
 
 def _named(measurements: Iterable[Measurement]) -> Iterable[tuple[Measurement, str]]:

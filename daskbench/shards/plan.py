@@ -31,12 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from daskbench.config import MAX_SHARDS, shard_numbers
 from daskbench.errors import DaskbenchError
 from daskbench.text import plural
-
-#: The most shards a comparison may be split into (GitHub Actions runs at most 256 jobs of a matrix).
-MAX_SHARDS = 256
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -56,13 +53,10 @@ class Shard:
 
 def parse_shard(text: str, flag: str = "--shard") -> Shard:
     """``K/N`` (shard K of N, 1 <= K <= N): one line saying how to write it otherwise."""
-    found = _SHARD.match(text)
-    number, count = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
-    if not found or not 1 <= number <= count <= MAX_SHARDS:
-        raise DaskbenchError(
-            f"{flag} {text!r:.40}: give K/N, shard K of N (1 <= K <= N <= {MAX_SHARDS}), e.g. {flag} 2/4"
-        )
-    return Shard(number, count)
+    try:
+        return Shard(*shard_numbers(text))
+    except ValueError as exc:
+        raise DaskbenchError(f"{flag} {exc}, e.g. {flag} 2/4") from None
 
 
 def case_name(file: str, test: str) -> str:
@@ -76,6 +70,12 @@ def measured_name(nodeid: str) -> str:
     path, bracket, params = nodeid.partition("[")  # parameters may hold "::" themselves
     parts = path.split("::")
     return case_name(parts[0], parts[-1] + bracket + params)
+
+
+def suite_name(nodeid: str) -> str:
+    """The `measured_name` of a test item of a plain session, its repeat left out (``test_x[sat=inf-r2]``, a
+    repeat with ``--interleave``, is the case ``test_x[sat=inf]``): a case's repeats go to one shard."""
+    return re.sub(r"-r\d+\]$", "]", measured_name(nodeid))
 
 
 @dataclass(frozen=True)
