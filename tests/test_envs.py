@@ -289,13 +289,17 @@ def test_commits_between_are_oldest_first_with_their_subjects_and_need_good_befo
 
 
 def test_a_commit_is_exported_once_as_it_was_committed(checkout: tuple[Path, list[str]], tmp_path: Path) -> None:
-    """``exported`` holds the commit's files, not the working tree's; a second call reuses the folder."""
+    """``exported`` holds the commit's files, not the working tree's; a second call reuses the folder (with what
+    running it made there: bytecode)."""
     repo, ids = checkout
     (repo / "sub" / "word.txt").write_text("uncommitted")
     tree = envs.exported(repo, ids[1], tmp_path / "cache")
     assert (tree / "sub" / "word.txt").read_text() == "two"
-    (tree / "marker").write_text("")
-    assert envs.exported(repo, ids[1], tmp_path / "cache") == tree and (tree / "marker").exists()
+    (tree / "sub" / "__pycache__").mkdir()
+    (tree / "sub" / "__pycache__" / "marker").write_text("")
+    assert (
+        envs.exported(repo, ids[1], tmp_path / "cache") == tree and (tree / "sub" / "__pycache__" / "marker").exists()
+    )
 
 
 def test_an_exported_commit_is_a_checkout_that_describes_itself_with_the_checkouts_tags(

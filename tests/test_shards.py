@@ -119,13 +119,13 @@ SPLIT = plan(_names(CASES), 2)
 
 
 def _shard_file(folder: Path, number: int, rounds: dict[str, list[float]], head: str = HEAD,
-                split: ShardPlan = SPLIT, attempt: int = 1) -> Path:  # fmt: skip
+                split: ShardPlan = SPLIT, attempt: int = 1, base: str = BASE) -> Path:  # fmt: skip
     """Shard ``number``/2 of the comparison of BASE and ``head`` (its ``attempt``: a re-run is a group of its
     own), its store exported to a file: the cases of its part of ``split`` that ``rounds`` names (by
     workload), each with one part of those ratios."""
     store = Store(f"sqlite:///{folder / f'shard{number}-{head[:4]}.db'}")
     mine = [case for case in CASES if measured_name(lockstep_test(case)) in split.shards[number - 1]]
-    tags = {**merge.plan_tags(split, Shard(number, split.count)), "pr_base": BASE, "pr_head": head}
+    tags = {**merge.plan_tags(split, Shard(number, split.count)), "pr_base": base, "pr_head": head}
     group = f"pr-aaaa-{head[:4]}-s{number}-{attempt}"
     add_lockstep_group(store, group, [(case, [rounds[case.workload]]) for case in mine if case.workload in rounds],
                        tags=tags)  # fmt: skip
@@ -287,3 +287,93 @@ def test_a_shard_export_cut_short_is_said_and_left_out_its_cases_not_measured(tm
     assert f"left out {second}, which is not whole ({second} line " in line and "not measured" in line
     assert [gap.shard.number for gap in merged.missing] == [2] and merged.state() == "undecided"
     assert merged.not_measured == 2
+
+
+# -- shards and merges under attack (issue 45) --------------------------------------------------------
+
+EVERY = {"work0": SAME, "work1": SAME, "work2": SAME, "work3": SAME}
+
+
+def _cut(text: str, how: str) -> str:
+    """An export as a shard's job killed while writing it leaves it."""
+    lines = text.splitlines(keepends=True)
+    return {"empty": "", "blank": "\n\n", "header": lines[0], "line end": "".join(lines[: len(lines) // 2]),
+            "mid-line": text[: text.index("\n", len(text) // 2) - 5]}[how]  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["empty", "blank", "header", "line end", "mid-line"])
+def test_a_shard_killed_while_exporting_leaves_its_cases_not_measured_never_unchanged(tmp_path: Path, how: str) -> None:
+    """Shard 2's export is empty, blank, its header alone, cut at a line's end or in a line: the merge judges
+    shard 1 and names shard 2's cases not measured (undecided, exit 3), never a line that refuses everything."""
+    second = _shard_file(tmp_path, 2, EVERY)
+    second.write_text(_cut(second.read_text(), how))
+    said: list[str] = []
+    merged = _merged(tmp_path, [_shard_file(tmp_path, 1, EVERY), second], said)
+    assert merged.state() == "undecided" and merged.not_measured == 2, said
+    assert [gap.shard.number for gap in merged.missing] == [2]
+    assert {v.workload for v in merged.verdicts} == {"work0", "work1"}
+    assert len(said) == (how != "line end") and all(str(second) in line for line in said)
+
+
+@pytest.mark.parametrize("what", ["binary", "json list", "nightly export", "other base", "other head"])
+def test_a_file_that_is_no_shard_of_this_comparison_is_one_line_and_nothing_is_imported(
+    tmp_path: Path, what: str
+) -> None:
+    """Bytes that are no text, JSON that is no export, a store's export without shards, a shard of another
+    base or another head: one line naming the file; the store stays empty."""
+    other = tmp_path / "other"
+    other.mkdir()
+    if what in ("other base", "other head"):
+        forged = _shard_file(other, 2, EVERY, **({"base": "d" * 40} if what == "other base" else {"head": "e" * 40}))
+    else:
+        forged = other / "forged.jsonl"
+        if what == "nightly export":
+            store = Store(f"sqlite:///{other / 'nightly.db'}")
+            add_lockstep_group(store, "nightly", [(CASES[0], [SAME])])
+            with forged.open("w") as out:
+                exchange.write_export(store, out)
+        else:
+            forged.write_bytes(b"\x00\xff" * 64 if what == "binary" else b"[1, 2, 3]\n")
+    store = Store(f"sqlite:///{tmp_path / 'merged.db'}")
+    with pytest.raises(DaskbenchError) as refused:
+        merge.import_shards(store, [_shard_file(tmp_path, 1, EVERY), forged], {"pr_base": BASE, "pr_head": HEAD},
+                            print)  # fmt: skip
+    assert "\n" not in str(refused.value) and str(forged) in str(refused.value)
+    assert store.runs() == []
+
+
+def test_one_file_given_twice_under_two_spellings_adds_no_run(tmp_path: Path) -> None:
+    """A folder and one of its files, spelled another way: each run is stored once, the judgement the same."""
+    first, second = _shard_file(tmp_path, 1, EVERY), _shard_file(tmp_path, 2, EVERY)
+    (tmp_path / "once").mkdir()
+    once = _merged(tmp_path / "once", [first, second])
+    twice = _merged(tmp_path, [first, second, tmp_path / ".." / tmp_path.name / first.name, Path(str(second))])
+    runs = Store(f"sqlite:///{tmp_path / 'merged.db'}").runs()
+    assert len(runs) == len({run.run_id for run in runs}) == 4
+    assert [(v.workload, v.verdict) for v in twice.verdicts] == [(v.workload, v.verdict) for v in once.verdicts]
+
+
+def test_two_merges_at_once_on_one_store_both_end_sound(tmp_path: Path) -> None:
+    """Two merges of the same shards into one SQLite store at the same moment (a job re-run while the first
+    still runs): both judge the whole suite alike, neither fails on the lock, every run is stored once."""
+    import threading
+
+    files = [_shard_file(tmp_path, 1, EVERY), _shard_file(tmp_path, 2, EVERY)]
+    start = threading.Barrier(2)
+    results: dict[int, object] = {}
+
+    def one(number: int) -> None:
+        start.wait()
+        try:
+            results[number] = [(v.workload, v.metric, v.verdict) for v in _merged(tmp_path, files).verdicts]
+        except Exception as error:  # said by the assertion below
+            results[number] = error
+
+    threads = [threading.Thread(target=one, args=(number,)) for number in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert isinstance(results[1], list) and results[1] == results[2], results
+    runs = Store(f"sqlite:///{tmp_path / 'merged.db'}").runs()
+    assert len(runs) == len({run.run_id for run in runs}) == 4

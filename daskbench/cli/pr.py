@@ -119,7 +119,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
         say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link, edits))
-    sides = {"A": pr.exported(repo, base, options["cache"]), "B": pr.exported(repo, head, options["cache"])}
+    sides = {"A": pr.exported(repo, base, options["cache"], say), "B": pr.exported(repo, head, options["cache"], say)}
     changes = pr.dependency_changes(sides["A"], sides["B"], say)
     pythons = {
         name: pr.side_python(revision, "base" if name == "A" else "head", say, bool(changes), **options)
@@ -168,10 +168,14 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     _status(github, args, head, "pending", "measuring base and head in turn", link)
     try:
         spent = pr.measure(plan, say)
+        _check_store(store)
     except (DaskbenchError, KeyboardInterrupt) as error:
-        why = "interrupted" if isinstance(error, KeyboardInterrupt) else f"could not run: {error}"
+        said = _damaged(store, error)
+        why = "interrupted" if isinstance(said, KeyboardInterrupt) else f"could not run: {said}"
         _status(github, args, head, "error", why, link, quiet=True)
-        raise
+        if said is error:
+            raise
+        raise said from None
     pr.tag_group(store, plan, args.pr)
     comparison = pr.judged(store, plan)
     outcome = pr.Outcome.of(comparison)
@@ -183,6 +187,30 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
         base, head, plan.group, link or report, _shard_note(plan), _measured(spent, comparison), plan.dependencies
     )
     return _finish(args, github, head, outcome, page)
+
+
+def _check_store(store: Store) -> None:
+    """One line when the store was deleted, replaced or written over while the sides ran: their code runs with
+    this user's rights and can write its file. Nothing is judged then (no "unchanged" from a store that lost
+    the rounds)."""
+    damage = store.damage()
+    if damage is not None:
+        raise DaskbenchError(
+            f"the store {store.display_url} was damaged while base and head were measured (their code can write "
+            f"any file this user can): {damage}; nothing was judged"
+        )
+
+
+def _damaged(store: Store, error: BaseException) -> BaseException:
+    """What to say when measuring failed: the store's damage when it was damaged (a session's own error would
+    blame that session, which only found it so), else ``error`` as it was."""
+    if not isinstance(error, DaskbenchError):
+        return error
+    try:
+        _check_store(store)
+    except DaskbenchError as damage:
+        return damage
+    return error
 
 
 def _shard_note(plan: pr.PrPlan) -> str:

@@ -70,15 +70,24 @@ def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
     return {commit: subject for commit, _, subject in (line.partition(" ") for line in listed)}
 
 
-def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
+def exported(repo: Path, commit: str, cache: str | Path | None = None, say: Say | None = None) -> Path:
     """The source tree of ``commit``, once, under ``<cache>/checkouts/<name>-<commit>``: a clone of the checkout
     sharing its objects (``git clone --shared``), with its tags, at that commit. So a build backend that asks
     git for the version (setuptools_scm, hatch-vcs, versioneer: ``git describe``) reports the one it would
-    report in the checkout, not its fallback, and the checkout's uncommitted changes never count."""
+    report in the checkout, not its fallback, and the checkout's uncommitted changes never count. A tree found
+    changed (`changed_tree`: code that ran in the cache, such as a pull request's, can write there) is said
+    and exported anew."""
     root = cache_root(cache) / "checkouts"
     target = root / f"{repo.name}-{commit[:16]}"
     if (target / ".git").is_dir():
-        return target
+        changed = changed_tree(target, commit)
+        if not changed:
+            return target
+        (say or print)(f"env: the exported tree {target} was changed since it was exported ({changed}); exporting "
+                       f"commit {commit[:12]} again")  # fmt: skip
+        aside = root / f".{target.name}.changed.{os.getpid()}"
+        os.replace(target, aside)
+        shutil.rmtree(aside, ignore_errors=True)
     check_writable(root, cache_flag(cache), folder=True)
     scratch = root / f".{target.name}.{os.getpid()}.tmp"
     try:
@@ -104,6 +113,23 @@ def exported(repo: Path, commit: str, cache: str | Path | None = None) -> Path:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+#: Files a tree gets from being built or run, not from its commit: Python's bytecode, a setuptools build.
+_MADE_HERE = re.compile(r"(^|/)(__pycache__|build|[^/]*\.egg-info|\.eggs)(/|$)")
+
+
+def changed_tree(tree: Path, commit: str) -> str:
+    """How an exported tree differs from ``commit`` ("" when it does not): moved to another commit, a tracked
+    file edited or deleted, or a file added (one that building or running it makes, `_MADE_HERE`, aside)."""
+    head = _git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
+    if head != commit:
+        return f"at {head[:12] or 'no commit'}, not {commit[:12]}"
+    listed = _git(tree, "status", "--porcelain", "--untracked-files=all", "--no-renames", check=False)
+    if listed.returncode != 0:
+        return f"git status failed: {first_error(listed.stderr)}"
+    changed = [line[3:] for line in listed.stdout.splitlines() if not _MADE_HERE.search(line[3:])]
+    return f"{len(changed)} file(s): {', '.join(changed[:3])}" if changed else ""
 
 
 #: Where the mirrors of packages' repositories live (``daskbench culprit --mirrors``), else under ~/.cache.

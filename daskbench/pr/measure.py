@@ -3,8 +3,8 @@
 `measure` runs one lockstep A/B group (`daskbench.lockstep.parts.run_group`; base is side A, head side B):
 one pytest session per side, each started in its side's source tree, measuring each case in turn until the
 sequential rule decides it (with a budget: screened, then the open cases closest to deciding). The sessions
-get this environment without the GitHub token (`HIDDEN`): they run the pull request's code, and no user
-text reaches a shell (sessions are started with argument lists). `tag_group` tags the group's runs as a
+get this environment without the tokens and GitHub Actions' write channels (`withheld`): they run the pull
+request's code, and no user text reaches a shell (sessions are started with argument lists). `tag_group` tags the group's runs as a
 pull request's; `judged` is `compare_group` on them.
 """
 
@@ -22,15 +22,13 @@ from daskbench.judge.sequential import Question
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Comparison
-from daskbench.pr.sides import Revision, Say
+from daskbench.pr.sides import Revision, Say, withheld
 from daskbench.shards.merge import plan_tags
 from daskbench.shards.plan import Selector
 from daskbench.store import Store
 
 #: Run tags of a pull request's group (besides the lockstep ones, which keep it out of plain compare/report).
 TAG, BASE_TAG, HEAD_TAG, NUMBER_TAG = "pr", "pr_base", "pr_head", "pr_number"
-#: Environment variables the benchmark sessions never get: they run the pull request's code.
-HIDDEN = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "ACTIONS_RUNTIME_TOKEN"})
 #: How a side's session starts in its own source tree (argv: the folder, then the command).
 _IN_FOLDER = "import os, sys; os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
 
@@ -59,7 +57,7 @@ class PrPlan:
 def measure(plan: PrPlan, say: Say) -> Spent:
     """Both sides' sessions at once, each in its own source tree, every common case until decided (with a
     budget: screened, then the open cases closest to deciding, until the budget ends)."""
-    environment = {k: v for k, v in os.environ.items() if k not in HIDDEN}
+    environment = {k: v for k, v in os.environ.items() if not withheld(k)}
     sides = {name: Side(name, python) for name, (_, python) in plan.sides.items()}
 
     def in_folder(side: Side, session: list[str]) -> list[str]:

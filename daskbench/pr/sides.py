@@ -11,8 +11,10 @@ does not measure.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,42 @@ from daskbench.errors import DaskbenchError
 from daskbench.text import first_few, plural
 
 Say = Callable[[str], None]
+#: What the pull request's code (its build backend, its benchmarks, their workers) never gets in its environment:
+#: the tokens, and the files through which a step of GitHub Actions sets the job's outputs, its later steps'
+#: environment and PATH, its state and its summary. Every ``ACTIONS_*`` variable is withheld too (the runtime's
+#: and the OIDC token's, with their URLs).
+WITHHELD = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_ENTERPRISE_TOKEN",
+        "GH_ENTERPRISE_TOKEN",
+        "GITHUB_OUTPUT",
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+    }
+)
+
+
+def withheld(name: str) -> bool:
+    """Whether the environment variable ``name`` is kept from the pull request's code (`WITHHELD`)."""
+    return name in WITHHELD or name.startswith("ACTIONS_")
+
+
+@contextmanager
+def withholding() -> Iterator[None]:
+    """This process's environment without the `withheld` variables meanwhile, so no process started inside
+    (an installer, the build backend of a side's project, which is the pull request's code) inherits them; put
+    back after (the comment and the job summary are written with them)."""
+    kept = {name: value for name, value in os.environ.items() if withheld(name)}
+    for name in kept:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(kept)
 
 
 @dataclass(frozen=True)
@@ -69,11 +107,12 @@ def uncommitted_note(repo: Path, base: Revision, head: Revision) -> str:
     )
 
 
-def exported(repo: Path, revision: Revision, cache: str | Path | None) -> Revision:
-    """A commit's side with its source tree exported (once) into the cache; a folder as it is."""
+def exported(repo: Path, revision: Revision, cache: str | Path | None, say: Say) -> Revision:
+    """A commit's side with its source tree exported (once) into the cache, again when found changed (a former
+    comparison's code can write there); a folder as it is."""
     if revision.commit is None:
         return revision
-    tree = envs.exported(repo, revision.commit, cache)
+    tree = envs.exported(repo, revision.commit, cache, say)
     return Revision(revision.given, revision.commit, tree, revision.subject)
 
 
@@ -88,7 +127,8 @@ def side_python(revision: Revision, name: str, say: Say, full: bool = False, **o
         say(f"pr: {name} {revision.short} is {envs.tree_shape(revision.tree).describe()}: its files run as they are")
         return sys.executable
     spec = envs.spec_from_pins({}, with_daskbench=full, source=f"{name} {revision.short}", sources=sources)
-    return str(envs.build(spec, say=say, inherit=not full, **options))
+    with withholding():  # the installer runs the side's build backend: the pull request's code
+        return str(envs.build(spec, say=say, inherit=not full, **options))
 
 
 def dependency_changes(base: Revision, head: Revision, say: Say) -> tuple[str, ...]:

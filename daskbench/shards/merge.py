@@ -113,19 +113,37 @@ def import_shards(
     """Check every file and choose the comparison's shards (`choose`) before the store is touched, then import
     the files (idempotent). One line, nothing imported, for a file that is no export or another comparison's.
     A file cut short or damaged after its header (`exchange.BrokenRow`: a shard's job killed while it wrote, an
-    upload cut off) is said and left out, as if its shard had left no results: its cases are not measured."""
+    upload cut off), or holding no run (empty, or a header alone: killed before its rows), is said and left out,
+    as if its shard had left no results: its cases are not measured."""
     whole, found = [], []
     for path in paths:
         try:
-            found += shard_groups(exchange.file_lines(path)(), str(path))
+            groups = shard_groups(exchange.file_lines(path)(), str(path)) if not _empty(path) else []
         except exchange.BrokenRow as error:
             say(f"merge: left out {path}, which is not whole ({error}); its shard's cases are not measured")
             continue
+        if not groups and _runless(path):
+            say(f"merge: left out {path}, which holds no runs (its shard's job stopped before it wrote them); its "
+                "shard's cases are not measured")  # fmt: skip
+            continue
+        found += groups
         whole.append(path)
     chosen = choose(found, expected, [str(path) for path in whole])
     for path in whole:
         exchange.import_file(store, path)
     return chosen
+
+
+def _empty(path: str | Path) -> bool:
+    """Whether an export file holds nothing at all (its job killed before the header was written)."""
+    return not any(line.strip() for line in exchange.file_lines(path)())
+
+
+def _runless(path: str | Path) -> bool:
+    """Whether an export file holds no run at all: empty, or a header and no rows (its job killed before them)."""
+    return _empty(path) or not any(
+        kind == "run" for kind, _ in exchange.checked_rows(exchange.file_lines(path)(), str(path))
+    )
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,17 @@ def upgraded_line(shown_url: str, found: int) -> str:
         f"note: upgraded the store at {shown_url} from schema {found} to {SCHEMA_VERSION}: a daskbench that knows "
         f"schema {SCHEMA_VERSION - 1} or older refuses it from now on"
     )
+
+
+def sqlite_damage(path: Path) -> str | None:
+    """Why the SQLite store at ``path`` is no longer one, read by a connection of its own (an open one trusts
+    the pages it holds and would not see the file written over), else None."""
+    try:
+        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as conn:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        return f"SQLite cannot read {path} any more ({first_line(exc)})"
+    return None if "schema_meta" in names else f"{path} no longer holds daskbench's tables (emptied or replaced)"
 
 
 class Database:
@@ -209,6 +220,20 @@ class Database:
         if self.path is None or self.identity is None or FileIdentity.of(self.path) == self.identity:
             return
         raise self._kept_fault(f"cannot write the store {self.display_url}: {file_gone(self.path)}")
+
+    def damage(self) -> str | None:
+        """Why the store opened can no longer be used, in a clause (its SQLite file deleted, moved or replaced;
+        no longer a daskbench store; its server gone), else None: asked after code that runs with this user's
+        rights (a pull request's benchmarks) could have written over it."""
+        if self.path is not None and self.identity is not None and FileIdentity.of(self.path) != self.identity:
+            return file_gone(self.path)
+        if self.path is not None:
+            return sqlite_damage(self.path)
+        try:
+            self._schema_version()
+        except DaskbenchError as error:
+            return str(error)
+        return None
 
     def _kept_fault(self, line: str) -> StoreFault:
         """A `StoreFault`, its line kept as ``fault`` (the first one wins: it says what stopped the writes)."""
