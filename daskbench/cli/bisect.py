@@ -98,6 +98,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     pytest_arguments(args.pytest_args)  # checked before anything else
     if args.rounds_cap < args.max_rounds:
         raise DaskbenchError(f"--rounds-cap {args.rounds_cap} is below --max-rounds {args.max_rounds}")
+    if args.other_repo and not (args.repo or args.group):
+        raise DaskbenchError("--other-repo goes with --repo (a checkout whose commits are bisected); give --repo")
     store = _store(args)
     name, stored = _name(args, store)
     continued = bisect.stored_ends(store, name) is not None
@@ -227,7 +229,7 @@ def _repo(args: argparse.Namespace, store: Store, name: str, continued: bool) ->
     found = bisect.stored_repo(store, name) if continued else None
     given: str | None = args.repo or found
     if given is None:
-        if args.other_repo:
+        if args.other_repo:  # a bisection of releases, continued or not
             raise DaskbenchError("--other-repo goes with --repo (a checkout whose commits are bisected); give --repo")
         return None
     if args.only:
