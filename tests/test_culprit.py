@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from daskbench import envs
-from daskbench.bisect import search
+from daskbench.bisect import points, search
 from daskbench.bisect.plan import BisectPlan, Candidate
 from daskbench.cli.app import EXIT_UNDECIDED
 from daskbench.cli.bisect import EXITS
@@ -289,7 +289,7 @@ def test_a_step_that_does_not_import_is_skipped_once_with_pythons_words(
 
     def build(point: Any, described: str) -> str:
         built.append(described)
-        hunt._check_imports(sys.executable, ["no-such-package-here"])
+        points.check_imports(sys.executable, ["no-such-package-here"])
         return sys.executable
 
     monkeypatch.setattr(hunter, "_build", build)

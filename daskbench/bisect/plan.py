@@ -188,7 +188,7 @@ def _other(moving: tuple[str, ...], name: str) -> str:
 
 def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> BisectPlan:
     """The commits of ``repo`` after ``good_ref`` up to ``bad_ref`` (first-parent, oldest first); one line
-    for an unknown ref, identical ends, or a good that is not an ancestor of bad."""
+    for an unknown ref, identical ends, a good that is not an ancestor of bad, or a bad whose tree is no package."""
     good = envs.resolve_commit(repo, good_ref, "--good")
     bad = envs.resolve_commit(repo, bad_ref, "--bad")
     if good == bad:
@@ -196,6 +196,11 @@ def commit_plan(repo: Path, good_ref: str, bad_ref: str) -> BisectPlan:
             f"--good {good_ref} and --bad {bad_ref} are the same commit ({good[:12]}): nothing to bisect"
         )
     commits = envs.commits_between(repo, good, bad)
+    if not any(envs.has_file(repo, bad, name) for name in ("pyproject.toml", "setup.py")):
+        raise DaskbenchError(
+            f"--bad {bad_ref}: {repo} has no pyproject.toml or setup.py there: not a package's checkout; give a "
+            "checkout of dask or distributed (git clone https://github.com/dask/dask)"
+        )
     subjects = envs.commit_subjects(repo, good, bad)
     candidates = tuple(Candidate(commit=commit, subject=subjects.get(commit, "")) for commit in commits)
     return BisectPlan((repo.name,), Candidate(commit=good, subject=envs.commit_subject(repo, good)), candidates)

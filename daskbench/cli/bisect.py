@@ -18,6 +18,7 @@ from typing import Any
 
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
+from daskbench.bisect import points
 from daskbench.bisect import search as bisect
 from daskbench.bisect.again import again_command
 from daskbench.cli.app import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
@@ -65,6 +66,9 @@ HELP = {
     "--bad": "the bad end: a run id (prefix) or pins NAME==V,...; with --repo a commit, branch or tag",
     "--repo": "bisect the commits of this local git checkout of a package (first-parent, good..bad), installing "
     "each commit's source tree",
+    "--other-repo": "with --repo: a checkout of the package released with it (distributed for dask's, dask for "
+    "distributed's); each step gets its last commit at or before the step's commit (default: the release the "
+    "step's tree pins)",
     "--only": "bisect only these packages when the ends differ in more (dask,distributed count as one)",
     "--inherit": "each environment is an overlay over this interpreter's packages holding only the bisected "
     "package(s): seconds to build (default: the good end's whole version set)",
@@ -77,6 +81,7 @@ def register(subparsers: Any) -> None:
     for flag in ("--good", "--bad"):
         parser.add_argument(flag, metavar="RUN|SPEC|REF", help=HELP[flag])
     parser.add_argument("--repo", metavar="PATH", help=HELP["--repo"])
+    parser.add_argument("--other-repo", metavar="PATH", help=HELP["--other-repo"])
     parser.add_argument("--only", metavar="NAME,...", help=HELP["--only"])
     parser.add_argument("--inherit", action="store_true", help=HELP["--inherit"])
     parser.add_argument(
@@ -93,6 +98,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     pytest_arguments(args.pytest_args)  # checked before anything else
     if args.rounds_cap < args.max_rounds:
         raise DaskbenchError(f"--rounds-cap {args.rounds_cap} is below --max-rounds {args.max_rounds}")
+    if args.other_repo and not (args.repo or args.group):
+        raise DaskbenchError("--other-repo goes with --repo (a checkout whose commits are bisected); give --repo")
     store = _store(args)
     name, stored = _name(args, store)
     continued = bisect.stored_ends(store, name) is not None
@@ -222,6 +229,8 @@ def _repo(args: argparse.Namespace, store: Store, name: str, continued: bool) ->
     found = bisect.stored_repo(store, name) if continued else None
     given: str | None = args.repo or found
     if given is None:
+        if args.other_repo:  # a bisection of releases, continued or not
+            raise DaskbenchError("--other-repo goes with --repo (a checkout whose commits are bisected); give --repo")
         return None
     if args.only:
         raise DaskbenchError("--only names packages to bisect; with --repo the commits of the checkout are bisected")
@@ -234,7 +243,24 @@ def _repo(args: argparse.Namespace, store: Store, name: str, continued: bool) ->
 def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect_plan.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect_plan.commit_plan(repo, *ends)
-    return plan, _commit_maker(args, repo, build_options(args))
+    other = _other_repo(args, repo, plan.candidates[-1].commit)
+    return plan, _commit_maker(args, repo, plan.good.commit, other, build_options(args))
+
+
+def _other_repo(args: argparse.Namespace, repo: Path, bad: str) -> tuple[str, Path] | None:
+    """--other-repo's package and checkout; one line for one that is not a package's checkout, or is --repo's."""
+    if not args.other_repo:
+        return None
+    checkout = envs.git_checkout(args.other_repo, "--other-repo")
+    name = envs.project_name(checkout)
+    if name is None:
+        raise DaskbenchError(
+            f"--other-repo {args.other_repo}: its pyproject.toml names no package ([project] name); give a checkout "
+            "of distributed (for a checkout of dask) or of dask"
+        )
+    if checkout == repo or name == envs.project_name(repo):
+        raise DaskbenchError(f"--other-repo {args.other_repo} is a checkout of {name} as --repo is; give the other one")
+    return name, checkout
 
 
 def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> tuple[bisect_plan.BisectPlan, PythonOf]:
@@ -282,16 +308,28 @@ def _python_maker(
     return python_of
 
 
-def _commit_maker(args: argparse.Namespace, repo: Path, options: dict[str, Any]) -> PythonOf:
-    """Builds (once, cached) a commit's environment from its source tree (`envs.exported`): with --inherit
-    an overlay holding it alone, else the tree with its dependencies plus this daskbench."""
+def _commit_maker(
+    args: argparse.Namespace, repo: Path, good: str, other: tuple[str, Path] | None, options: dict[str, Any]
+) -> PythonOf:
+    """Builds (once, cached) a commit's environment from its source tree (`envs.exported`) with the package
+    released with it at a matching commit or release (`points.partner`): with --inherit an overlay holding those
+    alone, else with their dependencies plus this daskbench, with the libraries of the good commit's release."""
+    said: set[str] = set()
 
     def python_of(candidate: bisect_plan.Candidate) -> str:
         tree = envs.exported(repo, candidate.commit, options["cache"])
-        spec = envs.spec_from_pins(
-            {}, with_daskbench=not args.inherit, source=f"commit {candidate.describe()}", sources=(str(tree),)
-        )
-        return str(envs.build(spec, say=say, inherit=args.inherit, **options))
+        own = envs.project_name(tree) or envs.normalized(repo.name)
+        found = points.partner(repo, candidate.commit, tree, other)
+        if candidate.commit not in said:
+            said.add(candidate.commit)
+            beside = ", ".join(f"{name} {ref.text()}" for name, ref in found.refs.items())
+            say(f"bisect: {candidate.label()}: {own} at that commit" + (f", {beside} ({found.how})" if beside else ""))
+        point = {own: points.Ref("", candidate.commit), **found.refs}
+        repos = {own: repo, **dict([other] if other else [])}
+        tag = envs.followed_tag(repo, good)
+        era = {own: tag.removeprefix("v")} if tag else None
+        described = f"commit {candidate.describe()}"
+        return points.point_python(point, repos, described, options, inherit=args.inherit, era_from=era, say=say)
 
     return python_of
 

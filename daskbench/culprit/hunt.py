@@ -13,17 +13,16 @@ name are reused, so running it again with more budget continues it.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from daskbench import envs
-from daskbench.bisect import search
+from daskbench.bisect import points, search
 from daskbench.bisect.plan import BisectPlan, Candidate
-from daskbench.culprit.route import Point, Route
-from daskbench.errors import DaskbenchError
+from daskbench.bisect.points import Point
+from daskbench.culprit.route import Route
 from daskbench.judge.compare import AB_GROUP
 from daskbench.store import Store
 from daskbench.text import say
@@ -168,26 +167,4 @@ class Hunter:
         return self.built[label]
 
     def _build(self, point: Point, described: str) -> str:
-        pins = {name: ref.version for name, ref in point.items() if not ref.commit}
-        cache = self.build.get("cache")
-        trees = tuple(
-            str(envs.exported(self.route.repos[name], ref.commit, cache))
-            for name, ref in sorted(point.items())
-            if ref.commit
-        )
-        spec = envs.spec_from_pins(pins, with_daskbench=False, source=described, sources=trees)
-        python = str(envs.build(spec, say=self.say, inherit=True, **self.build))
-        _check_imports(python, self.route.plan.moving)
-        return python
-
-
-def _check_imports(python: str, names: Sequence[str]) -> None:
-    """One `envs.InstallFailed` line when an environment cannot import the packages moved in it."""
-    modules = [name.replace("-", "_") for name in names]
-    code = "; ".join(f"import {module}" for module in modules)
-    try:
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise DaskbenchError(f"cannot run {python} to import {', '.join(modules)}: {exc}") from None
-    if done.returncode != 0:
-        raise envs.InstallFailed(f"it does not import ({envs.first_error(done.stderr)})")
+        return points.point_python(point, self.route.repos, described, self.build, say=self.say)

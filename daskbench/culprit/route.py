@@ -26,6 +26,7 @@ from daskbench.bisect.plan import (
     recorded_pins,
     recorded_refs,
 )
+from daskbench.bisect.points import Point, Ref
 from daskbench.errors import DaskbenchError
 from daskbench.model import Run, recorded_commits
 from daskbench.text import first_few, plural
@@ -33,21 +34,6 @@ from daskbench.text import first_few, plural
 #: Lists the releases of a package on the index, oldest first (`envs.available_versions`).
 Listed = Callable[[str], list[str]]
 Say = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A package at one point of the path: a release (``version``), or a commit of its repository."""
-
-    version: str
-    commit: str = ""
-
-    def text(self) -> str:
-        """``2024.8.0``, or a commit's 12-character id."""
-        return self.commit[:12] if self.commit else self.version
-
-
-Point = Mapping[str, Ref]
 
 
 @dataclass(frozen=True)

@@ -115,3 +115,33 @@ def changed_dependencies(base: Path, head: Path) -> list[str] | None:
     if before is None or after is None:
         return None
     return changes(before, after, lenient=not (trees.shape(base).package and trees.shape(head).package))
+
+
+def project_name(tree: Path) -> str | None:
+    """The package ``tree`` builds, as its ``pyproject.toml`` names it (normalized); None when it names none
+    (no ``pyproject.toml``, or a ``setup.py`` package)."""
+    name = _table(trees.read_pyproject(tree) or {}, "project").get("name")
+    return normalized(name) if isinstance(name, str) and name.strip() else None
+
+
+def exact_pins(tree: Path) -> dict[str, str]:
+    """The packages ``tree`` pins to one release (``NAME == X``, no wildcard) in its dependencies or in an extra,
+    by normalized name, its own name left out: the package released in lockstep with it (dask's ``distributed``
+    extra pins ``distributed == 2024.8.0``, distributed requires ``dask == 2024.8.0``). Empty for a tree whose
+    requirements are not known (a ``setup.py`` package)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    data = trees.read_pyproject(tree) or {}
+    extras = _table(data, "project", "optional-dependencies").values()
+    lines = [*(declared(tree) or ()), *(str(line) for group in extras if isinstance(group, list) for line in group)]
+    own, found = project_name(tree), {}
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        specs = list(requirement.specifier)
+        name = normalized(requirement.name)
+        if len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version and name != own:
+            found[name] = specs[0].version
+    return found

@@ -70,6 +70,26 @@ def commit_subjects(repo: Path, good: str, bad: str) -> dict[str, str]:
     return {commit: subject for commit, _, subject in (line.partition(" ") for line in listed)}
 
 
+def commit_date(repo: Path, commit: str) -> str:
+    """When ``commit`` was committed (strict ISO 8601, its committer's offset): the moment another package's
+    checkout is matched at (`last_commit_at`)."""
+    return _git(repo, "log", "-1", "--format=%cI", commit).stdout.strip()
+
+
+def last_commit_at(repo: Path, date: str, ref: str = "HEAD") -> str | None:
+    """The last commit of ``repo`` on ``ref``'s first-parent line committed at or before ``date``; None when
+    every one is later."""
+    listed = _git(repo, "rev-list", "-1", "--first-parent", f"--before={date}", ref).stdout.split()
+    return listed[0] if listed else None
+
+
+def followed_tag(repo: Path, commit: str) -> str | None:
+    """The newest tag ``commit`` follows (``git describe --tags --abbrev=0``: for dask, the release it comes
+    after); None when it follows none."""
+    done = _git(repo, "describe", "--tags", "--abbrev=0", commit, check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
 def exported(repo: Path, commit: str, cache: str | Path | None = None, say: Say | None = None) -> Path:
     """The source tree of ``commit``, once, under ``<cache>/checkouts/<name>-<commit>``: a clone of the checkout
     sharing its objects (``git clone --shared``), with its tags, at that commit. So a build backend that asks
@@ -173,6 +193,11 @@ def mirror(url: str, root: Path, commits: Sequence[str], say: Say | None = None)
             f"{url} has no commit {missing[0][:12]} (fetched into {target}); was it force-pushed away?"
         )
     return target
+
+
+def has_file(repo: Path, commit: str, path: str) -> bool:
+    """Whether ``commit``'s tree holds the file ``path``."""
+    return _git(repo, "cat-file", "-e", f"{commit}:{path}", check=False).returncode == 0
 
 
 def has_commit(repo: Path, commit: str) -> bool:
