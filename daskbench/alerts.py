@@ -143,12 +143,21 @@ def _match_key(verdict: Verdict) -> tuple[str, str, str, str]:
 def side_by_side(night: Comparison, ab: Comparison, **described: str) -> tuple[Comparison, Confirmation]:
     """The night's verdicts with each regression kept only where the A/B group ``ab`` says ``regressed``
     (newly failing counts) on the same case and metric; the others take the A/B's verdict, or
-    ``inconclusive`` when it did not measure them. ``described``: `Confirmation`'s ``reference``,
-    ``good`` and ``versions``."""
+    ``inconclusive`` when it did not measure them. A suspect case's other metrics take the A/B's regression too:
+    measured side by side, a metric the night's noise left undecided (a 23x slowdown read ``inconclusive`` on a
+    loaded machine, its case suspect for its memory) is confirmed, its false alarms counted in the A/B's family
+    (every metric of every case it judged). ``described``: `Confirmation`'s ``reference``, ``good`` and
+    ``versions``."""
     again = {_match_key(v): v for v in ab.verdicts}
+    suspect = {v.fingerprint for v in night.verdicts if v.is_regression}
     verdicts, evidence = [], {}
     for verdict in night.verdicts:
         if not verdict.is_regression:
+            found = again.get(_match_key(verdict)) if verdict.fingerprint in suspect else None
+            if found is not None and found.is_regression:  # the A/B saw what the night's noise hid
+                evidence[(verdict.fingerprint, verdict.metric)] = found
+                said = f"regressed side by side; the night alone read {verdict.verdict}"
+                verdict = replace(found, fingerprint=verdict.fingerprint, cluster=verdict.cluster, note=said)
             verdicts.append(verdict)
             continue
         found = again.get(_match_key(verdict))

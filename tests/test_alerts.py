@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from daskbench import alerts
 from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
-from daskbench.model import Case, ClusterSpec
+from daskbench.model import Case, ClusterSpec, Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from testing.github_server import FakeGitHub
@@ -143,3 +144,29 @@ def test_the_alert_markdown_and_its_terminal_lines_fit_120_columns(
     assert out.startswith("### daskbench: 1 regression in run `run012-n` (night12)")
     assert all(len(line) <= WIDTH for line in out.splitlines() + summary.read_text().splitlines())
     assert "a_workload_with_a_rather_long_name" in out and "x slower (z " in " ".join(out.split())
+
+
+def _judged(fingerprint: str, metric: str, verdict: str) -> Verdict:
+    cluster = ClusterSpec("local", 1, 1, 2**30, float("inf")).identity()
+    return Verdict(fingerprint, "resample", {}, metric, verdict, 20.0, 2.0, 170.0, 1.1, (2.0,) * 6, (40.0,) * 6,
+                   cluster)  # fmt: skip
+
+
+def _side(*verdicts: Verdict) -> Comparison:
+    run = add_run(Store("sqlite://"), 0)
+    return Comparison("history", (run,), run, tuple(verdicts), {}, {}, {})
+
+
+def test_a_suspect_cases_metric_the_night_left_undecided_is_confirmed_when_side_by_side_shows_it() -> None:
+    """The night blamed a case for its client memory and read its runtime inconclusive (a loaded machine); side by
+    side the memory is too noisy and the runtime 20x slower: the runtime is confirmed (with the A/B's evidence and a
+    note), the memory is not; another case's undecided runtime, not suspect, stays as the night read it."""
+    night = _side(_judged("a", "client_peak_memory_above_idle_bytes", "regressed"),
+                  _judged("a", "runtime_s", "inconclusive"), _judged("b", "runtime_s", "inconclusive"))  # fmt: skip
+    ab = _side(_judged("a", "client_peak_memory_above_idle_bytes", "inconclusive"), _judged("a", "runtime_s", "regressed"),
+               _judged("b", "runtime_s", "regressed"))  # fmt: skip
+    judged, confirmation = alerts.side_by_side(night, ab, reference="g")
+    assert [(v.fingerprint, v.metric) for v in judged.regressions] == [("a", "runtime_s")]
+    (runtime,) = judged.regressions
+    assert runtime.note == "regressed side by side; the night alone read inconclusive" and confirmation.of(runtime)
+    assert {(v.fingerprint, v.metric): v.verdict for v in judged.verdicts}[("b", "runtime_s")] == "inconclusive"

@@ -79,10 +79,14 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     found = confirmed.stored(store, group)
     ab = compare_group(store, group, floors=found.floors)
     judged, confirmation = alerts.side_by_side(night, ab, reference=group, good=found.good, versions=found.versions())
-    for verdict in plan.suspects:
+    asked = {(v.fingerprint, v.metric) for v in plan.suspects}
+    seen = [v for v in judged.regressions if (v.fingerprint, v.metric) not in asked]  # the night's noise hid them
+    for verdict in (*plan.suspects, *seen):
         print_wrapped(_line(verdict, confirmation))
     held = judged.regressions
-    said = f"{len(held)} of {plural(len(plan.suspects), 'regression')}"
+    said = f"{len(held) - len(seen)} of {plural(len(plan.suspects), 'regression')}" + (
+        f", and {plural(len(seen), 'metric')} the night alone left undecided" if seen else ""
+    )
     print_wrapped(f"confirmed side by side: {said} (daskbench compare --group {group})")
     return EXIT_REGRESSION if held else _exit(judged.verdicts, plan.suspects)
 
