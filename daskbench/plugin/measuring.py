@@ -92,13 +92,21 @@ def _call(client: Client, target: Target, timeout: float, phases: dict[str, floa
 
 
 def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, float]) -> Any:
+    """Compute ``collection``, its seconds added to ``phases``. A compute that finished is released, not
+    cancelled: the next call of a measurement of several computes the same keys, and a cancelled key's state
+    is shared by a future made for it again on the client (``FutureCancelledError``); a compute cut short
+    (timeout, Ctrl-C) is cancelled, so its work stops."""
     start = time.perf_counter()
     future = client.compute(collection)
     try:
-        return future.result(timeout=timeout)
-    finally:
+        result = future.result(timeout=timeout)
+    except BaseException:
         phases["compute"] = phases.get("compute", 0.0) + time.perf_counter() - start
         future.cancel()
+        raise
+    phases["compute"] = phases.get("compute", 0.0) + time.perf_counter() - start
+    future.release()
+    return result
 
 
 def classify(error: BaseException | None, found: Collected) -> tuple[Outcome, str]:
