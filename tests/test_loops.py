@@ -204,3 +204,13 @@ def test_a_measurement_of_several_calls_is_said_in_show_the_round_line_and_the_c
 def test_an_old_row_without_loops_reads_as_one_call() -> None:
     assert Measurement("r", "f", 0, "passed", metrics={"runtime_s": 1.0}).loops == 1
     assert Measurement("r", "f", 0, "passed", metrics={"runtime_s": 1.0}, extra={"loops": "x"}).loops == 1
+
+
+def test_a_budget_expects_the_next_round_to_cost_what_its_rounds_at_the_current_calls_cost() -> None:
+    """A first round of one call took 1.0 s, two of 8 calls 2.8 and 3.0 s: the next is expected to take 2.9 s
+    (not the 2.27 s mean of all three); a case with no timed rounds (rounds from before) takes its mean."""
+    result = CaseResult("k", a=[1.0] * 3, b=[1.0] * 3, seconds=6.9, loops=8, calls=8)
+    result.timed = [(1, 1.0), (8, 2.8), (8, 3.0)]
+    assert result.per_round == pytest.approx(2.9)
+    assert result.carried().per_round == pytest.approx(2.9)
+    assert CaseResult("k", a=[1.0] * 3, b=[1.0] * 3, seconds=6.9).per_round == pytest.approx(2.3)

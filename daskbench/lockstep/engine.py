@@ -104,6 +104,7 @@ class CaseResult:
     failed: bool = False  # a side could not measure it: no more rounds
     loops: int = 1  # the calls each side makes per measurement from its next round on (`daskbench.lockstep.loops`)
     calls: int = 1  # the calls each side made per measurement in its last round (fewer than asked: it cannot loop)
+    timed: list[tuple[int, float]] = field(default_factory=list)  # per round: its calls and its seconds (both turns)
 
     @property
     def rounds(self) -> int:
@@ -133,6 +134,13 @@ class CaseResult:
         return self.judged is not None and self.judged.repeating and not self.judged.settled
 
     @property
+    def per_round(self) -> float:
+        """The seconds one more round is expected to take: the mean of its rounds made at the calls it now asks
+        (a first round of one call is cheaper than the looped ones after it), else of all its rounds."""
+        same = [seconds for calls, seconds in self.timed if calls == self.loops]
+        return sum(same) / len(same) if same else self.seconds / max(self.rounds, 1)
+
+    @property
     def plan_rounds(self) -> int:
         """The rounds of its current sequential plan: the repeat's when repeating, else all."""
         return self.rounds - self.judged.first if self.repeating and self.judged is not None else self.rounds
@@ -145,7 +153,15 @@ class CaseResult:
     def carried(self) -> CaseResult:
         """A copy to carry into the next part (its reason to stop cleared, the part's first round noted)."""
         starts = [*self.starts, self.rounds] if self.rounds and self.rounds not in self.starts else list(self.starts)
-        return replace(self, a=list(self.a), b=list(self.b), starts=starts, stopped="", cost=self.cost + RoundCost())
+        return replace(
+            self,
+            a=list(self.a),
+            b=list(self.b),
+            starts=starts,
+            stopped="",
+            cost=self.cost + RoundCost(),
+            timed=list(self.timed),
+        )
 
 
 @dataclass(frozen=True)
@@ -322,6 +338,7 @@ class Lockstep:
         order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
         values: dict[str, float] = {}
         dones: list[Mapping[str, Any]] = []
+        began = time.monotonic()
         for name in order:
             values[name], done = self._turn(links[name], key, result.rounds - offset, result)
             dones.append(done)
@@ -330,6 +347,7 @@ class Lockstep:
         result.a.append(values["A"])
         result.b.append(values["B"])
         result.calls = min(loops.ran(done) for done in dones)
+        result.timed.append((result.calls, time.monotonic() - began))
         return dones
 
     def _turn(self, link: Link, key: str, round_: int, result: CaseResult) -> tuple[float, Mapping[str, Any]]:
