@@ -62,11 +62,12 @@ def _five_tasks() -> object:
 
 
 def test_a_measurement_of_three_calls_records_them_per_call_in_one_window(cluster: OpenCluster) -> None:
-    """Three calls of a graph of five tasks (four ``abs`` and their ``sum``) in one timed region:
-    ``extra["loops"]`` 3, the runtime a third of the compute phase, five tasks (of fifteen run), the breakdown
-    adding up per call, one probe of the worker and the client after the window."""
+    """Three computes of one graph of five tasks (four ``abs`` and their ``sum``: the same keys each time) in one
+    timed region: ``extra["loops"]`` 3, the runtime a third of the compute phase, five tasks a call (each call
+    recomputed them: fifteen ran), the breakdown adding up per call, one probe of the worker and the client after
+    the window."""
     measurer = Measurer(cluster.client, "loops-test", load_prices(), 120, 1)
-    measurement, result = measurer.measure(Case("loops", {}, cluster.spec), 0, _five_tasks, {}, {}, loops=3)
+    measurement, result = measurer.measure(Case("loops", {}, cluster.spec), 0, _five_tasks(), {}, {}, loops=3)
     assert measurement.outcome == "passed" and result == 6, measurement.message
     compute = measurement.phases["compute"]  # stored to the microsecond
     assert measurement.loops == 3 and measurement.runtime_s == pytest.approx(compute / 3, abs=1e-6)

@@ -17,6 +17,7 @@ region (the cluster cannot restart) propagates.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
@@ -93,8 +94,9 @@ def _call(client: Client, target: Target, timeout: float, phases: dict[str, floa
 
 def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, float]) -> Any:
     """Compute ``collection``, its seconds added to ``phases``. A compute that finished is released, not
-    cancelled: the next call of a measurement of several computes the same keys, and a cancelled key's state
-    is shared by a future made for it again on the client (``FutureCancelledError``); a compute cut short
+    cancelled, and the release is waited for: the next call of a measurement of several computes the same keys,
+    and a future made for a key the client still holds shares its state, a cancelled one
+    (``FutureCancelledError``) or a finished one (its result at once, nothing recomputed). A compute cut short
     (timeout, Ctrl-C) is cancelled, so its work stops."""
     start = time.perf_counter()
     future = client.compute(collection)
@@ -106,6 +108,7 @@ def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, 
         raise
     phases["compute"] = phases.get("compute", 0.0) + time.perf_counter() - start
     future.release()
+    client.sync(asyncio.sleep, 0)  # the release (queued on the client's loop) done: the next call recomputes
     return result
 
 
