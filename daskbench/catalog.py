@@ -49,7 +49,11 @@ class Metric:
     ``shown`` makes it a column of ``daskbench show``; ``fallback`` is the metric judged in its
     place when a side has no values of this one (runs recorded before it existed);
     ``min_change`` the smallest difference, in the metric's unit, that counts as a change
-    (a 2 MiB workload using 4 MiB is twice as much and does not matter).
+    (a 2 MiB workload using 4 MiB is twice as much and does not matter). ``per_call`` marks a total
+    over the measurement's window (seconds spent, tasks run, bytes moved, money): a measurement
+    that makes several calls of the benchmark (`daskbench.lockstep.loops`) records it divided by its
+    calls (rounded, for a whole number); without it a value stays as the window saw it: a peak or a
+    level (memory, the CPU probe), or an event count (workers lost).
     """
 
     name: str
@@ -68,6 +72,7 @@ class Metric:
     shown: bool = False
     fallback: str | None = None
     min_change: float = 0.0
+    per_call: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -174,10 +179,14 @@ def of_kind(kind: str) -> tuple[str, ...]:
 #: Memory differences under this are not changes: a fraction of a percent of a worker's GiBs.
 MIN_MEMORY_CHANGE = 16 * 2**20
 # Time, memory and money are judged by default; the rest are recorded, shown and explain.
+# Per call (a measurement of several calls divides them): the runtime and what is summed over the window (the
+# costs, from the runtime; spills, tasks, transfers, transitions, CPU and blocked seconds). As the window saw
+# them: memory peaks and levels, the longest queue, the per-task peak, the CPU probe, and workers lost (an event
+# that makes the measurement's outcome, never a share of one call).
 # fmt: off
 
 declare(Metric("runtime_s", "s", "runtime", "Runtime", "runtime", "slower", "faster",
-               compared=True, noise=0.15, shown=True))
+               compared=True, noise=0.15, shown=True, per_call=True))
 # Memory is judged above the idle footprint (what the measured work added): the footprint
 # itself depends on what else the session imported, so the raw peaks differ between suites.
 declare(Metric("peak_memory_above_idle_bytes", "bytes", "memory", "Peak cluster memory above idle",
@@ -188,7 +197,7 @@ declare(Metric("peak_worker_memory_above_idle_bytes", "bytes", "memory", "Peak m
                noise=0.10, integer=True, shown=True, fallback="peak_worker_memory_bytes",
                min_change=MIN_MEMORY_CHANGE))
 declare(Metric("cost_usd", "usd", "cost", "Cost", "cost", "dearer", "cheaper", compared=True, noise=0.15,
-               shown=True))
+               shown=True, per_call=True))
 # The client process (where graphs are built; a local cluster's scheduler too), judged above its RSS
 # when the window opens, as workers are: the session's earlier imports and cases are not the work's.
 declare(Metric("client_peak_memory_above_idle_bytes", "bytes", "memory", "Peak client memory above idle",
@@ -212,30 +221,31 @@ declare(Metric("peak_worker_memory_fraction", "fraction", "memory", "Peak worker
                "peak/limit", "closer to the limit", "further from the limit", noise=0.03,
                shown=True))
 declare(Metric("spilled_bytes", "bytes", "memory", "Spilled to disk", "spilled", "more spilled", "less spilled",
-               integer=True, shown=True))
+               integer=True, shown=True, per_call=True))
 declare(Metric("spill_count", "count", "memory", "Spill events", "spills", "more spills", "fewer spills",
-               integer=True))
-declare(Metric("task_count", "count", "work", "Tasks", "tasks", "more tasks", "fewer tasks", integer=True))
+               integer=True, per_call=True))
+declare(Metric("task_count", "count", "work", "Tasks", "tasks", "more tasks", "fewer tasks", integer=True,
+               per_call=True))
 declare(Metric("bytes_transferred", "bytes", "work", "Transferred between workers", "transferred",
-               "more transferred", "less transferred", integer=True))
+               "more transferred", "less transferred", integer=True, per_call=True))
 declare(Metric("worker_restarts", "count", "work", "Workers lost", "workers lost", "more workers lost",
                "fewer workers lost", integer=True))
 declare(Metric("rightsized_cost_usd", "usd", "cost", "Cost on the right-sized machine", "right-sized cost",
-               "dearer", "cheaper"))
+               "dearer", "cheaper", per_call=True))
 declare(Metric("scheduler_cpu_s", "s", "runtime", "Scheduler CPU (event-loop thread)", "scheduler CPU",
-               "more scheduler CPU", "less scheduler CPU"))
+               "more scheduler CPU", "less scheduler CPU", per_call=True))
 declare(Metric("scheduler_blocked_s", "s", "runtime", "Scheduler event loop blocked", "scheduler blocked",
-               "more blocked", "less blocked"))
+               "more blocked", "less blocked", per_call=True))
 declare(Metric("transition_count", "count", "work", "Scheduler transitions", "transitions",
-               "more transitions", "fewer transitions", integer=True))
+               "more transitions", "fewer transitions", integer=True, per_call=True))
 declare(Metric("max_tasks_queued", "count", "work", "Most tasks queued on the scheduler", "max queued",
                "longer queue", "shorter queue", integer=True))
 declare(Metric("task_peak_bytes", "bytes", "memory", "Largest per-task peak memory", "per-task peak",
                "more per-task memory", "less per-task memory", noise=0.05, integer=True))
 declare(Metric("task_cpu_s", "s", "runtime", "Task CPU time (thread-cpu of execution)", "task CPU",
-               "more task CPU", "less task CPU"))
+               "more task CPU", "less task CPU", per_call=True))
 declare(Metric("cpu_probe_s", "s", "runtime", "CPU speed probe (fixed work, lower is faster)", "speed probe",
                "slower machine", "faster machine", noise=0.10))
 declare(Metric("runtime_norm_s", "s", "runtime", "Runtime at the nominal CPU speed", "speed-normalised runtime",
-               "slower", "faster"))
+               "slower", "faster", per_call=True))
 # fmt: on

@@ -51,12 +51,14 @@ def case_columns(case: Case | None) -> dict[str, Any]:
 
 def measurement_row(m: Measurement, case: Case | None) -> dict[str, Any]:
     """A measurement with its case as one flat row: its keys, `case_columns`, repeat, outcome, message, phases,
-    every declared metric (None when not measured), the `FLAT_EXTRA` and when it was recorded."""
+    its calls (``loops``: 1 in rows recorded before there were several), every declared metric (None when not
+    measured; per call), the `FLAT_EXTRA` and when it was recorded."""
     record = m.to_json()
     return {
         **{key: record[key] for key in ("run_id", "fingerprint")},
         **case_columns(case),
         **{key: record[key] for key in ("repeat", "outcome", "message", "phases")},
+        "loops": m.loops,
         **{name: record["metrics"].get(name) for name in catalog.names()},
         **{key: record["extra"].get(key) for key in FLAT_EXTRA},
         "recorded_at": record["recorded_at"],

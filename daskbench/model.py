@@ -368,8 +368,9 @@ class Measurement:
     flagged `WRONG_RESULT` reads as outcome ``wrong-result`` (the stored row is untouched).
     ``metrics`` holds the declared metrics (`daskbench.catalog`) that were measured,
     by name; each is also an attribute (``m.runtime_s``), None when not measured.
-    ``runtime_s`` is the compute phase only; ``phases`` holds every timed phase
-    (cluster start, restart, data preparation, graph build, compute, ...) in seconds.
+    ``runtime_s`` is the compute phase only, per call when the window made several (`loops`);
+    ``phases`` holds every timed phase (cluster start, restart, data preparation, graph build,
+    compute, ...) in seconds, as the window took them (all its calls).
     Memory figures are process memory (RSS) in bytes; ``timeline`` is the cluster-wide
     sum over workers as ``(seconds since compute start, bytes)`` pairs, downsampled.
     """
@@ -419,6 +420,14 @@ class Measurement:
     @property
     def ok(self) -> bool:
         return self.outcome == "passed"
+
+    @property
+    def loops(self) -> int:
+        """The calls of the benchmark its timed window made (``extra["loops"]``; 1 in rows recorded before
+        measurements made several: `daskbench.lockstep.loops`). Its runtime and the metrics summed over the
+        window are per call (`daskbench.catalog.Metric.per_call`)."""
+        found = self.extra.get("loops", 1)
+        return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
 
     def to_json(self) -> dict[str, Any]:
         """Every field as JSON values (the timeline as ``[seconds, bytes]`` pairs, each task `TaskMemory.to_json`):

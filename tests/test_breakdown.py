@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import dask
 import dask.array as da
 import dask.dataframe as dd
 import pandas as pd
@@ -54,6 +55,26 @@ def test_breakdown_adds_up_to_thread_seconds_on_a_real_cluster(cluster: OpenClus
     assert measurement.extra["time_breakdown_by_prefix"], "task execution is also split by task prefix"
     assert measurement.metrics["transition_count"] > 0 and measurement.metrics["scheduler_cpu_s"] >= 0
     assert "max_tasks_queued" in measurement.metrics and "collector_errors" not in measurement.extra
+
+
+def _five_tasks() -> object:
+    return dask.delayed(sum)([dask.delayed(abs)(-i) for i in range(4)])
+
+
+def test_a_measurement_of_three_calls_records_them_per_call_in_one_window(cluster: OpenCluster) -> None:
+    """Three computes of one graph of five tasks (four ``abs`` and their ``sum``: the same keys each time) in one
+    timed region: ``extra["loops"]`` 3, the runtime a third of the compute phase, five tasks a call (each call
+    recomputed them: fifteen ran), the breakdown adding up per call, one probe of the worker and the client after
+    the window."""
+    measurer = Measurer(cluster.client, "loops-test", load_prices(), 120, 1)
+    measurement, result = measurer.measure(Case("loops", {}, cluster.spec), 0, _five_tasks(), {}, {}, loops=3)
+    assert measurement.outcome == "passed" and result == 6, measurement.message
+    compute = measurement.phases["compute"]  # stored to the microsecond
+    assert measurement.loops == 3 and measurement.runtime_s == pytest.approx(compute / 3, abs=1e-6)
+    assert measurement.metrics["task_count"] == 5
+    breakdown = measurement.extra["time_breakdown"]
+    assert abs(sum(breakdown.values()) - measurement.runtime_s) <= TOLERANCE * measurement.runtime_s, breakdown
+    assert len(measurement.extra["cpu_probes_s"]) == 2
 
 
 def test_transfer_beside_the_threads_is_capped_at_their_idle_time() -> None:

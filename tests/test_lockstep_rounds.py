@@ -12,7 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from daskbench.judge.compare import compare_group, group_rounds
+from daskbench.lockstep import loops
 from daskbench.store import Store
 from tests.helpers import LOCKSTEP_SESSION, run_ab, runtime_verdicts
 
@@ -89,12 +92,21 @@ def test_second(measure):
 """
 
 
-def test_a_case_a_side_cannot_measure_does_not_stall_the_comparison(tmp_path: Path) -> None:
+def test_a_case_a_side_cannot_measure_does_not_stall_the_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second test measures the first one's case (refused after its turn was given, before any
-    measurement): the comparison moves on and ends, judging the first case."""
+    measurement): the comparison moves on and ends, judging the first case. Its case computes for
+    milliseconds, so from its second round both sides make the calls its first round fixed (aiming at 0.1 s)."""
+    monkeypatch.setenv(loops.ENV_TARGET, "0.1")
     (tmp_path / "test_twins.py").write_text(TWINS)
     db = f"sqlite:///{tmp_path / 'twins.db'}"
     done = run_ab(tmp_path, db, "--group", "twins", "--rounds", "3", *LOCKSTEP_SESSION)
     assert done.returncode in (0, 1, 3), done.stdout[-2000:] + done.stderr[-2000:]
     assert "ended this case without a measurement" in done.stderr
     assert {v["workload"] for v in json.loads(done.stdout)["verdicts"]} == {"same"}
+    store = Store(db)
+    rows = {(run.tags["ab_side"], m.repeat): m for run in store.runs() for m in store.measurements([run.run_id])}
+    assert sorted(rows) == [(side, r) for side in "AB" for r in range(3)]
+    fixed = loops.loops_for([loops.per_call({"phases": rows[side, 0].phases}) for side in "AB"], 0.1)
+    assert [rows[side, r].loops for side in "AB" for r in range(3)] == [1, fixed, fixed] * 2

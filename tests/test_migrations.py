@@ -55,7 +55,8 @@ def test_a_version_1_store_is_upgraded_to_the_current_schema(v1_store: str) -> N
 
 
 def test_upgraded_measurements_keep_every_value_written_by_the_old_version(v1_store: str) -> None:
-    """Each of the twelve 0.1 metric columns comes back with the value 0.1 wrote; a failure has none."""
+    """Each of the twelve 0.1 metric columns comes back with the value 0.1 wrote; a failure has none; each
+    measurement reads as one call."""
     store = Store(v1_store)
     measurements = store.measurements([BASE_RUN])
     assert len(measurements) == 7
@@ -65,6 +66,7 @@ def test_upgraded_measurements_keep_every_value_written_by_the_old_version(v1_st
     assert first.bytes_transferred == 10 * 2**20 and first.cost_usd == pytest.approx(0.0012)
     assert isinstance(first.peak_memory_bytes, int) and len(first.metrics) == 12
     assert first.timeline == ((0.0, 100), (1.0, 3 * 2**30)) and first.phases["restart"] == 0.5
+    assert {m.loops for m in measurements} == {1}  # written before a measurement made several calls: one each
     (oom,) = [m for m in measurements if m.outcome == "oom"]
     assert oom.metrics == {} and oom.runtime_s is None and oom.message == "KilledWorker: fixture"
 

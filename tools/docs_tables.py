@@ -74,13 +74,22 @@ def metrics_table() -> str:
     from daskbench import catalog
 
     lines = [
-        "| metric | kind | unit | judged by default | assumed noise | floor | a column of `show` | title |",
-        "|---|---|---|---|---|---|---|---|",
+        "| metric | kind | unit | judged by default | assumed noise | floor | a column of `show` | per call | title |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in catalog.names():
         metric = catalog.get(name)
-        judged, column = ("yes" if flag else "" for flag in (metric.compared, metric.shown))
-        cells = [_code(name), metric.kind, metric.unit, judged, f"{metric.noise:.0%}", f"{metric.floor:.2f}", column]
+        judged, column, each = ("yes" if flag else "" for flag in (metric.compared, metric.shown, metric.per_call))
+        cells = [
+            _code(name),
+            metric.kind,
+            metric.unit,
+            judged,
+            f"{metric.noise:.0%}",
+            f"{metric.floor:.2f}",
+            column,
+            each,
+        ]
         lines.append("| " + " | ".join([*cells, _cell(metric.title)]) + " |")
     return "\n".join(lines)
 

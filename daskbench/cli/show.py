@@ -87,15 +87,22 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _show_groups(
     measurements: list[Measurement], cases: dict[str, Case], rows: list[dict[str, Any]]
 ) -> list[tuple[str, list[list[str]]]]:
-    """Per case (as `case_label` reads it: params and every cluster axis), the cells of its measurements."""
+    """Per case (as `case_label` reads it: params and every cluster axis), the cells of its measurements (a
+    measurement of several calls says so beside its repeat: its figures are per call)."""
     groups: dict[str, list[list[str]]] = {}
+    columns = catalog.shown()
     for m, r in zip(measurements, rows, strict=True):
         case = cases.get(m.fingerprint)
         label = case_label(case.workload, case.params, case.cluster.identity()) if case else f"case {m.fingerprint}"
         groups.setdefault(label, []).append(
-            [f"r{r['repeat']}", r["outcome"], *(metric.format(r[metric.name]) for metric in catalog.shown())]
+            [repeat_cell(r["repeat"], r["loops"]), r["outcome"], *(metric.format(r[metric.name]) for metric in columns)]
         )
     return list(groups.items())
+
+
+def repeat_cell(repeat: int, loops: int) -> str:
+    """``r3``, or ``r3 x8 calls`` for a measurement that made several calls (`Measurement.loops`)."""
+    return f"r{repeat} x{loops} calls" if loops > 1 else f"r{repeat}"
 
 
 # -- show --tasks: per-task peak memory (--task-memory) ----------------------------------

@@ -60,6 +60,8 @@ OTHER_ENV = frozenset({
     "DASKBENCH_AB_BOUNDARY", "DASKBENCH_AB_REPEAT_WITHIN", "DASKBENCH_AB_SUITE_ALPHA", "DASKBENCH_AB_FAMILY",
     # how a local cluster's workers start (daskbench.clusters.forkserver):
     "DASKBENCH_WORKER_START",
+    # the compute a lockstep measurement of several calls aims at (daskbench.lockstep.loops):
+    "DASKBENCH_LOOP_TARGET",
 })  # fmt: skip
 
 

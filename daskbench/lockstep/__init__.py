@@ -7,5 +7,6 @@ Every command that compares two sides runs on it: ``ab``, ``pr``, ``confirm``, `
 - `sessions`: what a side is (`Side`: an interpreter and its environment variables), and the older mode,
   whole sessions per side and round;
 - `parts`: a comparison in parts, and a whole suite within one budget (`run_group` of a `GroupPlan`);
-- `cost`: where the rounds' time went (`RoundCost`).
+- `cost`: where the rounds' time went (`RoundCost`);
+- `loops`: how many calls of a case one measurement makes, fixed at its first round.
 """

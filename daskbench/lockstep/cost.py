@@ -9,7 +9,9 @@ its whole turn was (``busy``: measured, stored, its progress line written). `Rou
     rounds: 182 s of which compute 75 s (41%); a measurement: restart 0.90 s, warm-up 0.30 s, ...
 
 The compute is what the benchmark asked to be timed (the ``compute`` phase, graph build included when
-there is one); everything else in the rounds' wall time is what a round costs beyond it.
+there is one); everything else in the rounds' wall time is what a round costs beyond it. Its share is the
+rounds' efficiency; a case of several calls per measurement (`daskbench.lockstep.loops`) raises it, and the
+line then says how many calls the measurements made (``compute 75 s (81%, 412 calls in 96 measurements)``).
 
 The machine's 1-minute load average is read at every turn too. Beside other work (another suite, a CI job),
 lockstep A/A comparisons on this project's 2-core machine called unchanged code changed far more often than
@@ -24,6 +26,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+from daskbench.lockstep import loops
 
 #: The load a lockstep comparison makes by itself (one side computes while the other waits; clients,
 #: scheduler, restarts): 1.1-1.4 measured alone on 2 cores. Beyond the cores plus half a core more, others work.
@@ -54,6 +58,7 @@ class RoundCost:
     warmup: float = 0.0
     collectors: float = 0.0
     busy: float = 0.0  # the sides' whole turns, as each side timed them
+    calls: int = 0  # the calls of the benchmark the turns made (several a turn: `daskbench.lockstep.loops`)
     load: float = 0.0  # the 1-minute load average read at each turn's end, summed over `loads` reads
     loads: int = 0
 
@@ -63,6 +68,7 @@ class RoundCost:
         found = done.get("phases")
         phases: Mapping[str, Any] = found if isinstance(found, dict) else {}
         self.turns += 1
+        self.calls += loops.ran(done)
         self.wall += max(wall, 0.0)
         self.compute += _seconds(phases.get("compute")) + _seconds(phases.get("build"))
         self.restart += _seconds(phases.get("restart"))
@@ -91,7 +97,8 @@ class RoundCost:
         collectors 0.12 s, storing and the rest 0.41 s, between the sides 0.05 s``, and the start-up."""
         if not self.turns:
             return "rounds: none measured"
-        share = f" ({self.share:.0%})" if self.share is not None else ""
+        calls = f", {self.calls} calls in {self.turns} measurements" if self.calls > self.turns else ""
+        share = f" ({self.share:.0%}{calls})" if self.share is not None else ""
         each = self.turns
         rest = max(self.busy - self.compute - self.restart - self.warmup - self.collectors, 0.0)
         between = max(self.wall - self.busy, 0.0)

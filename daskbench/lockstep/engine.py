@@ -37,7 +37,7 @@ from daskbench.judge import repeat, sequential, suite
 from daskbench.judge.repeat import Judged
 from daskbench.judge.sequential import Question
 from daskbench.judge.stats import Decision
-from daskbench.lockstep import turns
+from daskbench.lockstep import loops, turns
 from daskbench.lockstep.cost import RoundCost
 from daskbench.lockstep.sessions import Side, ended, log_cause, session_command, stop_sessions
 from daskbench.text import first_few, plural
@@ -103,6 +103,9 @@ class CaseResult:
     starts: list[int] = field(default_factory=list)
     judged: Judged | None = None
     failed: bool = False  # a side could not measure it: no more rounds
+    loops: int = 1  # the calls each side makes per measurement from its next round on (`daskbench.lockstep.loops`)
+    calls: int = 1  # the calls each side made per measurement in its last round (fewer than asked: it cannot loop)
+    timed: list[tuple[int, float]] = field(default_factory=list)  # per round: its calls and its seconds (both turns)
 
     @property
     def rounds(self) -> int:
@@ -132,6 +135,13 @@ class CaseResult:
         return self.judged is not None and self.judged.repeating and not self.judged.settled
 
     @property
+    def per_round(self) -> float:
+        """The seconds one more round is expected to take: the mean of its rounds made at the calls it now asks
+        (a first round of one call is cheaper than the looped ones after it), else of all its rounds."""
+        same = [seconds for calls, seconds in self.timed if calls == self.loops]
+        return sum(same) / len(same) if same else self.seconds / max(self.rounds, 1)
+
+    @property
     def plan_rounds(self) -> int:
         """The rounds of its current sequential plan: the repeat's when repeating, else all."""
         return self.rounds - self.judged.first if self.repeating and self.judged is not None else self.rounds
@@ -144,7 +154,15 @@ class CaseResult:
     def carried(self) -> CaseResult:
         """A copy to carry into the next part (its reason to stop cleared, the part's first round noted)."""
         starts = [*self.starts, self.rounds] if self.rounds and self.rounds not in self.starts else list(self.starts)
-        return replace(self, a=list(self.a), b=list(self.b), starts=starts, stopped="", cost=self.cost + RoundCost())
+        return replace(
+            self,
+            a=list(self.a),
+            b=list(self.b),
+            starts=starts,
+            stopped="",
+            cost=self.cost + RoundCost(),
+            timed=list(self.timed),
+        )
 
 
 @dataclass(frozen=True)
@@ -179,6 +197,8 @@ class Lockstep:
     #: Which of the cases both sides have this comparison measures (a shard's: `daskbench.shards.plan.selector`),
     #: given their keys and what side A calls each; None: every one. The family of false alarms still counts all.
     pick: Callable[[Sequence[str], Mapping[str, str]], Sequence[str]] | None = None
+    #: Seconds of compute a measurement aims at (`daskbench.lockstep.loops`; 0: one call per measurement).
+    loop_target: float = field(default_factory=loops.target_from_env)
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # what side A calls each case (its pytest name)
     #: Seconds from starting the sessions to the end of the part, and in its cases' rounds.
@@ -301,24 +321,18 @@ class Lockstep:
         started, before = time.monotonic(), result.seconds
         result.stopped = self._out_of_time(result)
         while not result.stopped:
-            order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
-            values: dict[str, float] = {}
-            for name in order:
-                values[name] = self._turn(links[name], key, result.rounds - offset, result)
-                if result.stopped:
-                    break
+            dones = self._round(key, links, result, offset)
             if result.stopped:  # a side could not measure this round: said, and the case ends here
                 result.failed = True
                 self.say(f"ab: {result.shown[:60]}: {result.stopped}"[:120])
                 break
             judging = time.monotonic()
             result.seconds = before + judging - started
-            result.a.append(values["A"])
-            result.b.append(values["B"])
             result.judged = repeat.judge(self.question, result.parts())
             result.stopped = self._why_stop(result, offset)
             if self.rounds_said or result.stopped:
                 self.say(round_line(result, result.judged.decision))
+            result.loops = loops.next_loops(result, dones, self.loop_target)
             result.cost.add_wall(time.monotonic() - judging)
         result.seconds = before + time.monotonic() - started
         self.in_rounds += result.seconds - before
@@ -328,27 +342,46 @@ class Lockstep:
                 link.send({"go": False})
         return result
 
-    def _turn(self, link: Link, key: str, round_: int, result: CaseResult) -> float:
-        """One measurement of ``key`` by one side (its ``round_`` of this part); sets ``result.stopped`` when
-        it cannot count. The value is the question's metric (the runtime when the side does not say it)."""
+    def _round(self, key: str, links: Mapping[str, Link], result: CaseResult, offset: int) -> list[Mapping[str, Any]]:
+        """One round of ``key``, ABBA, each side making ``result.loops`` calls: its values appended to ``result``,
+        the sides' "done" messages returned; a side that could not measure sets ``result.stopped``."""
+        order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
+        values: dict[str, float] = {}
+        dones: list[Mapping[str, Any]] = []
+        began = time.monotonic()
+        for name in order:
+            values[name], done = self._turn(links[name], key, result.rounds - offset, result)
+            dones.append(done)
+            if result.stopped:
+                return dones
+        result.a.append(values["A"])
+        result.b.append(values["B"])
+        result.calls = min(loops.ran(done) for done in dones)
+        result.timed.append((result.calls, time.monotonic() - began))
+        return dones
+
+    def _turn(self, link: Link, key: str, round_: int, result: CaseResult) -> tuple[float, Mapping[str, Any]]:
+        """One measurement of ``key`` by one side (its ``round_`` of this part), ``result.loops`` calls of it; its
+        value and "done" message. Sets ``result.stopped`` when it cannot count. The value is the question's
+        metric (the runtime when the side does not say it), per call."""
         if not _ready_for(link.peek(), key, round_):
             result.stopped = f"side {link.name} left this case (its test ended or failed before measuring)"
-            return 0.0
+            return 0.0, {}
         link.take()
         said = time.monotonic()
-        link.send({"go": True})
+        link.send({"go": True, "loops": result.loops})
         done = link.peek() or {}
         if done.get("done") != key:  # its test ended without measuring (an error before it): not consumed
             result.stopped = f"side {link.name} ended this case without a measurement in round {result.rounds + 1}"
-            return 0.0
+            return 0.0, {}
         link.take()
         result.cost.add_turn(done, time.monotonic() - said)
         value, outcome = _value(done, self.question.metric), str(done.get("outcome", "lost"))
         if outcome != "passed" or value is None:
             why = outcome if outcome != "passed" else f"measured no {self.question.metric}"
             result.stopped = f"side {link.name} {why} in round {result.rounds + 1}"
-            return 0.0
-        return value
+            return 0.0, done
+        return value, done
 
     def _why_stop(self, result: CaseResult, offset: int) -> str:
         """Why ``result`` (whose rounds before ``offset`` came from earlier parts) gets no more rounds here."""
@@ -423,7 +456,8 @@ def _message(line: str, side: str) -> dict[str, Any]:
 
 
 def round_line(result: CaseResult, decision: Decision) -> str:
-    """``ab: <case> round 7: B/A 1.043 (0.98-1.11), 1m02s`` and, at the end, why it stopped."""
+    """``ab: <case> round 7: B/A 1.043 (0.98-1.11), 1m02s`` and, at the end, why it stopped; a round of several
+    calls per measurement says so (``round 7 x8 calls``)."""
     shown = f"{decision.ratio:.3f}" if decision.ratio is not None else "-"
     interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
     minutes, seconds = divmod(int(result.seconds), 60)
@@ -433,6 +467,7 @@ def round_line(result: CaseResult, decision: Decision) -> str:
     tail = f": {verdict}, {result.stopped}" if result.stopped else ""
     repeats = result.rounds - judged.first if judged is not None and judged.repeating else 0
     again = f" (repeat {repeats})" if repeats > 0 else ""
+    again += f" x{result.calls} calls" if result.calls > 1 else ""
     head = f"ab: {result.shown[:60]} round {len(result.a)}{again}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
     return (head + tail)[:120]
 

@@ -177,7 +177,7 @@ def _next_part(
 
 def _open_case(result: CaseResult, question: Question) -> OpenCase:
     """What `allocate` needs of an open case; a repeat not begun is projected from its first reading."""
-    per_round = result.seconds / max(result.rounds, 1)
+    per_round = result.per_round
     fresh = result.repeating and result.plan_rounds == 0
     logs = log_ratios(result, 0 if fresh else None)
     done = 0 if fresh else None

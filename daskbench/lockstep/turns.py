@@ -7,9 +7,9 @@ each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per l
                      "names": {key: name}}                   what a person calls each (its pytest name)
     ab -> session   {"plan": [key, ...]}                     the cases both sides have, in order
     session -> ab   {"ready": key, "round": n}               before each measurement of a case
-    ab -> session   {"go": true} | {"go": false}             measure now | this case is done
+    ab -> session   {"go": true, "loops": n} | {"go": false} measure now, n calls | this case is done
     session -> ab   {"done": key, "round": n, "value": s, "outcome": o, "metrics": {...}, "phases": {...},
-                     "busy": s}
+                     "busy": s, "loops": n}
 
 so the two sides measure each case alternately (A B, B A, A B ... per round), seconds apart,
 each while the other's cluster is idle, and a case stops as soon as its verdict is decided.
@@ -18,6 +18,9 @@ A key names a case the same way on both sides (`case_key`), so side B may run ot
 ``metrics`` all its metrics (the controller may judge another one: ``--metric``), ``phases`` its phases
 (restart, warm-up, collectors, compute...) and ``busy`` the seconds the whole turn took on the session's side
 (stored and its progress line written): where a round's time went (`daskbench.lockstep.engine.RoundCost`).
+``loops`` is how many calls of the benchmark one measurement makes (`daskbench.lockstep.loops`): asked by the
+controller (1 when it does not say: an older one), and made by the session, which says how many it made (a
+test measured as a whole makes one); ``value``, ``metrics`` and the compute phase's share of them are per call.
 """
 
 from __future__ import annotations
@@ -89,10 +92,15 @@ class Turns:
         self._send({"side": self.side, "plan": list(keys), "names": dict(names or {})})
         return [str(key) for key in self._receive().get("plan", [])]
 
-    def wait(self, key: str, round_: int) -> bool:
-        """Block until it is this side's turn to measure ``key`` again: True; False when the case is done."""
+    def wait(self, key: str, round_: int) -> int:
+        """Block until it is this side's turn to measure ``key`` again: how many calls the measurement makes
+        (at least 1); 0 when the case is done."""
         self._send({"ready": key, "round": round_})
-        return bool(self._receive().get("go"))
+        answer = self._receive()
+        if not answer.get("go"):
+            return 0
+        loops = answer.get("loops", 1)
+        return loops if isinstance(loops, int) and not isinstance(loops, bool) and loops >= 1 else 1
 
     def done(self, key: str, round_: int, measurement: Measurement, busy: float) -> None:
         """Say what this turn measured and how long it took on this side."""
@@ -105,6 +113,7 @@ class Turns:
                 "metrics": dict(measurement.metrics),
                 "phases": dict(measurement.phases),
                 "busy": round(busy, 6),
+                "loops": measurement.loops,
             }
         )
 

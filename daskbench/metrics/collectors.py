@@ -188,3 +188,37 @@ def _merged(a: Collected, b: Collected) -> Collected:
     if missing:
         extra[NOT_AVAILABLE] = missing
     return Collected({**a.metrics, **b.metrics}, extra, a.tasks + b.tasks, b.timeline or a.timeline)
+
+
+# -- several calls in one window -------------------------------------------------------------
+
+#: ``extra`` entries that are totals over the window (seconds by activity, by task prefix, the thread-seconds
+#: they add up to): per call, like the metrics `catalog.Metric.per_call` marks, so they add up to the runtime.
+PER_CALL_EXTRA = ("time_breakdown", "time_breakdown_by_prefix", "thread_seconds", "task_seconds")
+
+
+def per_call(found: Collected, calls: int) -> Collected:
+    """What the collectors measured over a window of ``calls`` calls of the benchmark, per call: each metric
+    the catalog marks ``per_call`` (a whole number rounded) and the `PER_CALL_EXTRA` divided by ``calls``;
+    peaks, levels, the timeline and the per-task records stay as the window saw them."""
+    if calls <= 1:
+        return found
+    metrics = {name: _divided(name, value, calls) for name, value in found.metrics.items()}
+    extra = {key: _scaled(value, calls) if key in PER_CALL_EXTRA else value for key, value in found.extra.items()}
+    return replace(found, metrics=metrics, extra=extra)
+
+
+def _divided(name: str, value: float | int, calls: int) -> float | int:
+    metric = catalog.get(name)
+    if not metric.per_call:
+        return value
+    return round(value / calls) if metric.integer else value / calls
+
+
+def _scaled(value: Any, calls: int) -> Any:
+    """A number, or the numbers of a nested mapping, divided by ``calls`` (anything else as it is)."""
+    if isinstance(value, Mapping):
+        return {key: _scaled(inner, calls) for key, inner in value.items()}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value / calls
+    return value

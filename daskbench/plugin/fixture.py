@@ -120,12 +120,12 @@ class MeasureFixture:
             phases["prepare"] = self.prepare_seconds
         return phases
 
-    def _run(self, case: Case, target: Any, repeats: Iterator[int], phases: dict[str, float]) -> Any:
+    def _run(self, case: Case, target: Any, repeats: Iterator[tuple[int, int]], phases: dict[str, float]) -> Any:
         results: list[Measurement] = []
         last: Any = None
-        for repeat in repeats:
+        for repeat, loops in repeats:
             began = time.perf_counter()
-            measurement, last = self._one(case, target, repeat, phases)
+            measurement, last = self._one(case, target, (repeat, loops), phases)
             results.append(measurement)
             taking.progress(self.node, self.session, case, measurement)
             if self.turns is not None:  # what it measured, and what the turn cost (stored and said included)
@@ -157,8 +157,9 @@ class MeasureFixture:
             f"daskbench: {plural(count, 'measurement')} of {self.node.name} recorded as {WRONG_RESULT}: {detail}",
         )
 
-    def _one(self, case: Case, target: Any, repeat: int, phases: dict[str, float]) -> tuple[Measurement, Any]:
-        measurer = self.session.measurer
+    def _one(self, case: Case, target: Any, turn: tuple[int, int], phases: dict[str, float]) -> tuple[Measurement, Any]:
+        """One measurement, ``turn`` its repeat and how many calls of ``target`` it makes; stored."""
+        (repeat, loops), measurer = turn, self.session.measurer
         assert measurer is not None
         taking.claim_or_fail(
             self.session, self.node, case, repeat, "give one of them another name= or params= in measure()"
@@ -176,7 +177,7 @@ class MeasureFixture:
             return measurement, None
         try:
             measurement, result = measurer.measure(
-                case, repeat, target, phases, extra, taking.modules_to_preload(self.node)
+                case, repeat, target, phases, extra, taking.modules_to_preload(self.node), loops
             )
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM mid-measurement: the record says so, then pytest stops
             self.session.record(case, interrupted_measurement(measurer.run_id, case, repeat, phases))

@@ -1,5 +1,11 @@
 """One measurement: restart workers, open the collectors, time the compute phase, classify.
 
+A measurement may make several calls of the benchmark in its one timed region (``loops``, asked by a lockstep
+controller: `daskbench.lockstep.loops`): one restart and one collector window for all of them, the runtime and
+the metrics summed over the window recorded per call (`daskbench.metrics.collectors.per_call`), the phases as
+the window took them, and ``extra["loops"]``. A callable target is called each time (its graph built anew, or
+its own computation run again); a collection is computed each time.
+
 A worker killed for memory, a lost worker, a timeout or a task error are results: they
 become a Measurement with that outcome and whatever was measured up to the failure,
 never an exception out of here. A worker that died for another reason while the work
@@ -11,6 +17,7 @@ region (the cluster cannot restart) propagates.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
@@ -41,46 +48,68 @@ Target = Any  # a Dask collection, or a zero-argument callable
 
 @dataclass
 class Attempt:
-    """What happened inside the timed region."""
+    """What happened inside the timed region: the result of its last call, the error that ended it, its phases
+    (summed over its calls) and the calls begun (`daskbench.lockstep.loops`)."""
 
     result: Any = None
     error: BaseException | None = None
     phases: dict[str, float] = field(default_factory=dict)
+    loops: int = 1
 
 
 def is_collection(value: Any) -> bool:
     return dask.is_dask_collection(value)
 
 
-def run_target(client: Client, target: Target, timeout: float) -> Attempt:
-    """Build (if the target is a callable returning a collection) and compute, timed apart;
-    build and compute together get at most ``timeout`` seconds."""
-    attempt = Attempt()
+def run_target(client: Client, target: Target, timeout: float, loops: int = 1) -> Attempt:
+    """Call the target ``loops`` times in one timed region: a callable is called each time (its graph built
+    anew, the build timed apart), a collection computed each time; all of it within ``timeout`` seconds. The
+    first failing call ends the attempt."""
+    attempt = Attempt(loops=0)
+    deadline = time.perf_counter() + timeout
     try:
-        if callable(target) and not is_collection(target):
-            start = time.perf_counter()
-            target = within(target, timeout, "graph build (or a callable computing by itself)")
-            elapsed = time.perf_counter() - start
-            timeout = max(timeout - elapsed, 0.001)
-            if not is_collection(target):
-                attempt.phases["compute"] = elapsed
-                attempt.result = target
-                return attempt
-            attempt.phases["build"] = elapsed
-        attempt.result = _compute(client, target, timeout, attempt.phases)
+        for _ in range(max(loops, 1)):
+            attempt.loops += 1
+            attempt.result = None  # the last call's result only: no earlier one is held while the next runs
+            attempt.result = _call(client, target, max(deadline - time.perf_counter(), 0.001), attempt.phases)
     except Exception as exc:
         attempt.error = exc
     return attempt
 
 
+def _call(client: Client, target: Target, timeout: float, phases: dict[str, float]) -> Any:
+    """One call: build (if the target is a callable returning a collection) and compute, timed apart and added
+    to ``phases``; a callable that computes by itself is all compute."""
+    if callable(target) and not is_collection(target):
+        start = time.perf_counter()
+        target = within(target, timeout, "graph build (or a callable computing by itself)")
+        elapsed = time.perf_counter() - start
+        timeout = max(timeout - elapsed, 0.001)
+        if not is_collection(target):
+            phases["compute"] = phases.get("compute", 0.0) + elapsed
+            return target
+        phases["build"] = phases.get("build", 0.0) + elapsed
+    return _compute(client, target, timeout, phases)
+
+
 def _compute(client: Client, collection: Any, timeout: float, phases: dict[str, float]) -> Any:
+    """Compute ``collection``, its seconds added to ``phases``. A compute that finished is released, not
+    cancelled, and the release is waited for: the next call of a measurement of several computes the same keys,
+    and a future made for a key the client still holds shares its state, a cancelled one
+    (``FutureCancelledError``) or a finished one (its result at once, nothing recomputed). A compute cut short
+    (timeout, Ctrl-C) is cancelled, so its work stops."""
     start = time.perf_counter()
     future = client.compute(collection)
     try:
-        return future.result(timeout=timeout)
-    finally:
-        phases["compute"] = time.perf_counter() - start
+        result = future.result(timeout=timeout)
+    except BaseException:
+        phases["compute"] = phases.get("compute", 0.0) + time.perf_counter() - start
         future.cancel()
+        raise
+    phases["compute"] = phases.get("compute", 0.0) + time.perf_counter() - start
+    future.release()
+    client.sync(asyncio.sleep, 0)  # the release (queued on the client's loop) done: the next call recomputes
+    return result
 
 
 def classify(error: BaseException | None, found: Collected) -> tuple[Outcome, str]:
@@ -199,14 +228,16 @@ class Measurer:
         phases: dict[str, float],
         extra: dict[str, Any],
         preload: tuple[str, ...] = (),
+        loops: int = 1,
     ) -> tuple[Measurement, Any]:
-        """Restart, warm up, measure ``target`` once; return the measurement and the result. The
-        scheduler lost on the way (before, in or after the timed region) is a ``cluster-lost`` measurement."""
+        """Restart, warm up, measure ``loops`` calls of ``target`` in one timed region; return the measurement
+        (per call) and the last call's result. The scheduler lost on the way (before, in or after the timed
+        region) is a ``cluster-lost`` measurement."""
         opened = self.open(case, repeat, phases, extra, preload)
         if isinstance(opened, Measurement):
             return opened, None
         try:
-            attempt = run_target(self.client, target, self.timeout)
+            attempt = run_target(self.client, target, self.timeout, loops)
         except BaseException:  # Ctrl-C / SIGTERM: the evidence closes as it would leaving a with block
             opened.keeping.close()
             raise
@@ -265,16 +296,17 @@ class Measurer:
         phases = dict(opened.phases)
         if scheduler_lost(self.client, attempt.error):  # no collector can be stopped on a lost scheduler
             return self.lost(opened.case, opened.repeat, {**phases, **attempt.phases})
-        opened.window.runtime_s = attempt.phases.get("compute", 0.0)
+        opened.window.runtime_s = attempt.phases.get("compute", 0.0)  # the window's: every call of it
         closing = time.perf_counter()
         found = collectors.merge(collectors.stop_all(self.client, opened.started, opened.errors))
+        found = collectors.per_call(found, attempt.loops)
         phases["collectors"] += time.perf_counter() - closing  # both ends of the window: start and stop
         if scheduler_lost(self.client):  # lost while the collectors stopped: their figures are cut short
             return self.lost(opened.case, opened.repeat, {**phases, **attempt.phases})
         outcome, message = classify(attempt.error, found)
         errors = {"collector_errors": opened.errors} if opened.errors else {}
-        extra = {**opened.extra, **found.extra, **opened.kept.extra, **errors}
-        runtime = attempt.phases.get("compute") if attempt.error is None else None
+        extra = {**opened.extra, **found.extra, **opened.kept.extra, **errors, "loops": attempt.loops}
+        runtime = attempt.phases["compute"] / attempt.loops if attempt.error is None else None
         return self._record(
             opened.case, opened.repeat, (outcome, message), {**phases, **attempt.phases}, found, extra, runtime
         )
@@ -305,8 +337,8 @@ class Measurer:
         )
 
     def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
-        """One measurement's collectors in start order: the CPU speed probe (outermost, so its
-        readings bracket everything else), counters, the registered ones, the time breakdown,
+        """One measurement's collectors in start order: the CPU speed probe (outermost, so its one
+        reading, after the compute phase, is taken once every other collector stopped), counters, the registered ones, the time breakdown,
         ``--task-memory``, this process's memory, the memory sampler (started last, stopped first)."""
         per_task: list[collectors.Collector] = [TaskMemoryCollector()] if self.task_memory else []
         return [
@@ -329,7 +361,8 @@ class Measurer:
         extra: dict[str, Any],
         runtime: float | None,
     ) -> Measurement:
-        """The measurement of one finished attempt; ``runtime`` is the compute phase when it ran to the end."""
+        """The measurement of one finished attempt; ``runtime`` is the compute phase per call when it ran to the
+        end (``phases`` keep the window's totals)."""
         outcome, message = said
         priced, costs = self._costs(case, runtime, found)
         extra = {**extra, **priced}

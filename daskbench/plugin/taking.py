@@ -64,15 +64,16 @@ def requested_saturation(node: pytest.Item) -> float:
     return spec.worker_saturation if spec is not None else math.nan
 
 
-def repeats(session: DaskbenchSession, only: int | None, turns: Turns | None, key: str) -> Iterator[int]:
-    """The repeats to measure: ``--repeat`` of them (only ``only`` when given), or in a lockstep
-    ``daskbench ab`` session as many as the controller gives turns for."""
+def repeats(session: DaskbenchSession, only: int | None, turns: Turns | None, key: str) -> Iterator[tuple[int, int]]:
+    """The repeats to measure and the calls each makes: ``--repeat`` of them (only ``only`` when given) of one
+    call, or in a lockstep ``daskbench ab`` session as many as the controller gives turns for, each of the calls
+    it asks (`daskbench.lockstep.loops`)."""
     if turns is None:
-        yield from [only] if only is not None else range(session.settings.repeat)
+        yield from ((repeat, 1) for repeat in ([only] if only is not None else range(session.settings.repeat)))
         return
     repeat = 0
-    while turns.wait(key, repeat):
-        yield repeat
+    while loops := turns.wait(key, repeat):
+        yield repeat, loops
         repeat += 1
 
 

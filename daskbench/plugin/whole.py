@@ -14,7 +14,10 @@ safely, so ``--timeout`` is applied when it ends: a test that ran longer is reco
 
 Each repeat is a test call of its own (ids ending ``-r0``, ``-r1``...; fresh fixtures each time, as
 ``--interleave`` gives ``measure``'s tests); in a lockstep ``daskbench ab`` session there is one per round the
-controller may ask for, and those after the case is decided are skipped without measuring.
+controller may ask for, and those after the case is decided are skipped without measuring. Its body runs once
+per test call, so it cannot make the several calls a lockstep controller may ask of a short case
+(`daskbench.lockstep.loops`): it makes one, its "done" says so (``extra["loops"]`` 1), and the controller asks
+both sides for one call from then on.
 """
 
 from __future__ import annotations

@@ -84,7 +84,13 @@ class CaseView:
         parts += [compact_bytes(spec.memory_per_worker)] if spec.memory_per_worker else []
         parts.append(f"sat {saturation_text(self.saturation)} ({slots_count(spec.task_slots)})")
         parts += [f"{config_key_short(k)}={v}" for k, v in sorted(spec.config.items())]
+        parts += [f"x{self.calls} calls"] if self.calls > 1 else []
         return " · ".join(parts)
+
+    @property
+    def calls(self) -> int:
+        """The most calls one of its measurements made (`Measurement.loops`; its figures are per call)."""
+        return max((m.loops for m in (*self.candidate, *self.baseline)), default=1)
 
 
 @dataclass(frozen=True)
