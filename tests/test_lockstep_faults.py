@@ -333,7 +333,12 @@ def test_a_session_whose_controller_goes_away_mid_comparison_reads_interrupted(
 
     db = tmp_path / "gone.db"
     path = tmp_path / "control.sock"
-    env = {**os.environ, **turns.session_env("gone", 0, 5), turns.ENV_CONTROL: str(path), turns.ENV_SIDE: "A"}
+    env = {
+        **os.environ,
+        **turns.session_env("gone", 0, Question(1.1, 5)),
+        turns.ENV_CONTROL: str(path),
+        turns.ENV_SIDE: "A",
+    }
     command = session_command(sys.executable, f"sqlite:///{db}", "gone-A1", ["--repeat", "1", *LOCKSTEP_SESSION[1:]])
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(path))

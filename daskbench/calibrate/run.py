@@ -203,7 +203,7 @@ class Calibration:
         question = Question(self.floor, self.max_rounds)
 
         def start(part: Part) -> Lockstep:
-            shared = turns.session_env(name, part.number, self.max_rounds, repeat_within=question.repeat_within)
+            shared = turns.session_env(name, part.number, question)
             suffix = str(part.number + 1) if part.number else ""  # the first part keeps its old labels
             return Lockstep(
                 sides,

@@ -94,7 +94,12 @@ def make_route(good: Run, bad: Run, mirrors: Path, listed: Listed, say: Say) -> 
     held = tuple(name for name in differ if name not in moving)
     ends = {name: (_ref(good, name), _ref(bad, name)) for name in differ}
     segments, repos, urls = _segments(good, bad, moving, ends, mirrors, listed, say)
-    return _walk(good, bad, moving, ends, segments, repos, urls, held)
+    plan, start, points = _walk(moving, ends, segments)
+    notes = tuple(
+        f"{name} differs too ({ends[name][0].text()} .. {ends[name][1].text()}): held at the good run's"
+        for name in held
+    )
+    return Route(good, bad, plan, start, points, repos, urls, held, notes)
 
 
 def _ref(run: Run, name: str) -> Ref:
@@ -167,18 +172,14 @@ def _releases(moving: tuple[str, ...], ends: Mapping[str, tuple[Ref, Ref]], list
 
 
 def _walk(
-    good: Run,
-    bad: Run,
-    moving: tuple[str, ...],
-    ends: Mapping[str, tuple[Ref, Ref]],
-    segments: list[Segment],
-    repos: Mapping[str, Path],
-    urls: Mapping[str, str],
-    held: tuple[str, ...],
-) -> Route:
-    """The route: each candidate's point the one before it with the candidate's package(s) moved."""
+    moving: tuple[str, ...], ends: Mapping[str, tuple[Ref, Ref]], segments: list[Segment]
+) -> tuple[BisectPlan, Point, dict[str, Point]]:
+    """The plan, the good end's point and each candidate's: the one before it with the candidate's package(s)
+    moved."""
     start = {name: refs[0] for name, refs in ends.items()}
-    point, points, candidates = dict(start), {}, []
+    point: Point = dict(start)
+    points: dict[str, Point] = {}
+    candidates: list[Candidate] = []
     for segment in segments:
         for candidate, moved in segment:
             point = {**point, **moved}
@@ -186,9 +187,4 @@ def _walk(
             candidates.append(candidate)
     pivot = len(segments[0]) - 1 if len(segments) > 1 and len(segments[0]) else None
     first = Candidate(tuple((name, start[name].text()) for name in moving))
-    plan = BisectPlan(moving, first, tuple(candidates), pivot=pivot)
-    notes = tuple(
-        f"{name} differs too ({ends[name][0].text()} .. {ends[name][1].text()}): held at the good run's"
-        for name in held
-    )
-    return Route(good, bad, plan, start, points, repos, urls, held, notes)
+    return BisectPlan(moving, first, tuple(candidates), pivot=pivot), start, points

@@ -222,16 +222,7 @@ def run_group(plan: GroupPlan, say: Callable[[str], None]) -> Spent:
 
     def start(part: Part) -> Lockstep:
         number = plan.first_part + part.number
-        shared = turns.session_env(
-            plan.group,
-            number,
-            question.max_rounds,
-            question.metric,
-            question.boundary,
-            question.repeat_within,
-            question.family.alpha,
-            question.family.verdicts,
-        )
+        shared = turns.session_env(plan.group, number, question)
 
         def command(side: Side) -> list[str]:
             session = pytest_command(side.python, plan.db, f"{plan.group}-{side.name}{number + 1}", plan.pytest_args)

@@ -30,11 +30,14 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daskbench.clusters.common import MACHINE_SHARE_ENV
 from daskbench.errors import DaskbenchError
 from daskbench.model import Measurement
+
+if TYPE_CHECKING:  # the plugin imports this module, and loads no verdicts (tests/test_imports.py)
+    from daskbench.judge.sequential import Question
 
 #: The controller's socket, the side's name and the group: set by ``daskbench ab`` on each session.
 ENV_CONTROL, ENV_SIDE, ENV_GROUP = "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_SIDE", "DASKBENCH_AB_GROUP"
@@ -140,25 +143,18 @@ class Turns:
         return found if isinstance(found, dict) else {}
 
 
-def session_env(
-    group: str,
-    part: int,
-    max_rounds: int,
-    metric: str = "runtime_s",
-    boundary: float | None = None,
-    repeat_within: float | None = None,
-    suite_alpha: float | None = None,
-    family: int = 1,
-) -> dict[str, str]:
+def session_env(group: str, part: int, question: Question) -> dict[str, str]:
     """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
-    the group, the part, the most rounds, the question (metric, boundary, repeat, the suite's error and the
-    fewest verdicts it is spent over), and that two clusters share this machine."""
-    asked = {ENV_METRIC: metric, **({ENV_BOUNDARY: repr(boundary)} if boundary is not None else {})}
-    if repeat_within is not None:
-        asked[ENV_REPEAT] = repr(repeat_within)
-    if suite_alpha is not None:
-        asked.update({ENV_SUITE_ALPHA: repr(suite_alpha), ENV_FAMILY: str(family)})
-    return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(max_rounds), ENV_SHARE: "2", **asked}
+    the group, the part, and the ``question`` (the most rounds, the metric, a bisection's boundary, the repeat, the
+    suite's error and the fewest verdicts it is spent over), and that two clusters share this machine."""
+    asked = {ENV_METRIC: question.metric}
+    if question.boundary is not None:
+        asked[ENV_BOUNDARY] = repr(question.boundary)
+    if question.repeat_within is not None:
+        asked[ENV_REPEAT] = repr(question.repeat_within)
+    if question.family.alpha is not None:
+        asked.update({ENV_SUITE_ALPHA: repr(question.family.alpha), ENV_FAMILY: str(question.family.verdicts)})
+    return {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(question.max_rounds), ENV_SHARE: "2", **asked}
 
 
 def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
