@@ -300,3 +300,27 @@ def test_a_step_that_does_not_import_is_skipped_once_with_pythons_words(
     assert len(built) == 1 and "no_such_package_here" in hunter.skipped[candidate.label()]
     found = hunt.Hunt(hunter.route, (), (), dict(hunter.skipped), 1.0, 60.0)
     assert f"- `{candidate.label()}`: it does not import" in comment.markdown(found)
+
+
+def test_a_file_url_is_mirrored_as_a_local_clone_so_a_repository_kept_without_some_blobs_still_mirrors(
+    tmp_path: Path,
+) -> None:
+    """A run installed from ``git+file://...`` (a local mirror, as measure/culprit-replay's nights are): the mirror
+    is a local clone of that folder, which needs no repacking, so one kept without a blob of its history (as
+    shallow snapshots of big repositories are) is still mirrored and its commits listed; over the URL, git's
+    transport repacks and dies on the missing blob."""
+    source = tmp_path / "dask"
+    source.mkdir()
+    git(source, "init", "-q")
+    (source / "big.bin").write_text("x" * 1000)
+    git(source, "add", "big.bin")
+    git(source, "commit", "-q", "-m", "a big file")
+    blob = git(source, "rev-parse", "HEAD:big.bin")
+    (source / "small.txt").write_text("second")
+    git(source, "add", "small.txt")
+    git(source, "commit", "-q", "-m", "Second (#2)")
+    first = git(source, "rev-parse", "HEAD")
+    (source / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # the blob gone, as in a snapshot without it
+    url = (source / ".git").as_uri().replace("dask", "d%61sk")  # percent-encoded, as PEP 610 records may be
+    mirrored = envs.mirror(url, tmp_path / "mirrors", [first])
+    assert envs.has_commit(mirrored, first)

@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from daskbench.envs.builds import Say, cache_fix, cache_flag, cache_root
 from daskbench.envs.output import first_error
@@ -179,7 +179,7 @@ def mirror(url: str, root: Path, commits: Sequence[str], say: Say | None = None)
         scratch = root / f".{target.name}.{os.getpid()}.tmp"
         shutil.rmtree(scratch, ignore_errors=True)
         try:
-            _git(root, "clone", "--quiet", "--mirror", url, str(scratch), timeout=MIRROR_TIMEOUT_S)
+            _git(root, "clone", "--quiet", "--mirror", _source(url), str(scratch), timeout=MIRROR_TIMEOUT_S)
             os.replace(scratch, target)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -193,6 +193,13 @@ def mirror(url: str, root: Path, commits: Sequence[str], say: Say | None = None)
             f"{url} has no commit {missing[0][:12]} (fetched into {target}); was it force-pushed away?"
         )
     return target
+
+
+def _source(url: str) -> str:
+    """What to clone ``url`` from: a ``file://`` URL as its folder, so git clones it locally (hard links, no
+    repacking: fast, and a mirror kept without its largest blobs still clones), anything else as it is."""
+    parts = urlsplit(url)
+    return unquote(parts.path) if parts.scheme == "file" and parts.netloc in ("", "localhost") else url
 
 
 def has_file(repo: Path, commit: str, path: str) -> bool:
