@@ -9,14 +9,16 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import dask
+import psutil
 import pytest
 
-from daskbench.clusters import open_cluster
+from daskbench.clusters import local, open_cluster
 from daskbench.judge.compare import compare_runs
 from daskbench.model import ClusterSpec, Measurement
 from daskbench.store import Store, runstatus
@@ -359,3 +361,38 @@ def test_workers_of_another_dask_than_the_client_are_said_in_one_line_before_mea
     assert versions in " ".join(out.split()), out[-3000:]
     (run,) = Store(db).runs()
     assert run.tags["cluster_versions"] == versions
+
+
+class _StuckCluster:
+    """A cluster whose close runs out of time (a worker that no longer answers), its one worker a real process
+    with a child of its own."""
+
+    def __init__(self, pid: int) -> None:
+        self.workers = {"w": types.SimpleNamespace(pid=pid)}
+        self.asked: float | None = None
+
+    def close(self, timeout: float | None = None) -> None:
+        self.asked = timeout
+        raise TimeoutError("the cluster did not close in time")
+
+
+class _Client:
+    status = "running"
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_local_cluster_that_cannot_close_in_time_has_its_worker_processes_killed_not_waited_for_forever() -> None:
+    """A bisection's session stayed in ``Cluster.close`` for over an hour after its controller was stopped: the
+    close is given a time limit, and then the worker processes the cluster started, and theirs, are killed."""
+    grandchild = "import time; time.sleep(120)"
+    worker = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
+                               f"subprocess.Popen([sys.executable, '-c', {grandchild!r}]); time.sleep(120)"])  # fmt: skip
+    wait_for(lambda: bool(psutil.Process(worker.pid).children()), "the worker's own child started", within=30)
+    (child,) = psutil.Process(worker.pid).children()
+    cluster = _StuckCluster(worker.pid)
+    local.close(_Client(), cluster, timeout=0.5)  # type: ignore[arg-type]
+    assert cluster.asked == 0.5
+    assert worker.wait(timeout=10) == -signal.SIGKILL
+    wait_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE, "its child killed", within=10)

@@ -3,10 +3,17 @@ imported the heavy libraries once (`daskbench.clusters.forkserver`) where distri
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from daskbench.clusters.common import Backend, default_memory_per_worker, keep_restarted_workers, keywords_of
+from daskbench.clusters.common import (
+    Backend,
+    close_client,
+    default_memory_per_worker,
+    keep_restarted_workers,
+    keywords_of,
+)
 from daskbench.model import ClusterSpec
 
 if TYPE_CHECKING:
@@ -84,6 +91,38 @@ def keywords(target: str) -> list[str] | None:
     return keywords_of(LocalCluster, Nanny, Worker, ServerNode)
 
 
+#: Seconds a local cluster may take to close before the worker processes it started are killed: a worker that
+#: no longer answered kept a bisection's orphaned session in ``Cluster.close`` for over an hour.
+CLOSE_TIMEOUT_S = 60.0
+
+
+def close(client: Client, cluster: Any, timeout: float = CLOSE_TIMEOUT_S) -> None:
+    """Close the client, then the cluster within ``timeout`` seconds; when that runs out, the worker processes its
+    nannies started (and what they started) are killed, so the session ends and leaves nothing running. Never
+    raises."""
+    import psutil
+
+    close_client(client)
+    started = [nanny.pid for nanny in getattr(cluster, "workers", {}).values() if getattr(nanny, "pid", None)]
+    try:
+        cluster.close(timeout=timeout)
+        return
+    except Exception:  # the close timed out (or failed): the workers it could not stop are stopped here
+        pass
+    for pid in started:
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            for each in [*process.children(recursive=True), process]:
+                with contextlib.suppress(psutil.Error):
+                    each.kill()
+
+
 LOCAL = Backend(
-    "local", r"local", "local (worker processes on this machine)", start, records_target=False, keywords=keywords
+    "local",
+    r"local",
+    "local (worker processes on this machine)",
+    start,
+    close=close,
+    records_target=False,
+    keywords=keywords,
 )
