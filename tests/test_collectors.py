@@ -173,13 +173,11 @@ def test_the_harness_plugins_carry_the_prefix_a_shared_scheduler_is_cleaned_by(n
     assert name.startswith(address.HARNESS_PLUGIN_PREFIX)
 
 
-def test_the_speed_probe_reads_once_after_the_compute_phase_and_scales_the_runtime(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Nothing probed at start; after the compute phase 0.030 and 0.042 s on two workers and 0.036 s on the
-    client: median 0.036 s, so a 2 s runtime at the nominal 0.030 s probe is 2 x 0.030 / 0.036 s."""
+def test_the_speed_probe_brackets_the_compute_phase_and_scales_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Readings 0.030 and 0.036 s before, 0.036 and 0.042 s after (a worker and the client each time):
+    median 0.036 s, so a 2 s runtime at the nominal 0.030 s probe is 2 x 0.030 / 0.036 s."""
     window = Window(Case("sum", {}, ClusterSpec("local", 1, 1, 2**30, 1.1)))
-    readings = iter([[0.030, 0.042, 0.036]])
+    readings = iter([[0.030, 0.036], [0.036, 0.042]])
     monkeypatch.setattr(probe, "probe_cluster", lambda client: next(readings))
     collector = probe.SpeedProbe(window)
     collector.start(None)
@@ -187,7 +185,7 @@ def test_the_speed_probe_reads_once_after_the_compute_phase_and_scales_the_runti
     found = collector.stop(None)
     assert found.metrics["cpu_probe_s"] == pytest.approx(0.036)
     assert found.metrics["runtime_norm_s"] == pytest.approx(2.0 * 0.030 / 0.036)
-    assert found.extra["cpu_probes_s"] == [0.03, 0.042, 0.036]
+    assert found.extra["cpu_probes_s"] == [0.03, 0.036, 0.036, 0.042]
 
 
 def test_the_probe_is_fixed_cpu_work_of_tens_of_milliseconds() -> None:

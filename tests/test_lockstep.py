@@ -93,16 +93,16 @@ def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open
     bench_folder: Path, quiet_machine: None
 ) -> None:
     """--budget 4m: part 1 screens both cases for 3 rounds each (6 measurements a side); the cases not decided
-    there get later parts of their own (the steady A/A pair needs more rounds to show it is within 4%), until
+    there get later parts of their own (the steady A/A pair needs more rounds to show it is within 5%), until
     both are decided: sleepy 1.5x slower regressed, steady unchanged. The closing lines say what the rounds
     cost and what the budget bought; round lines name each case as pytest does; a later part's runs are the group's next part (budget-A2, budget-B2)."""
     db = f"sqlite:///{bench_folder / 'budget.db'}"
-    # floor 4%: the steady A/A pair cannot be shown within it by the screening's 3 rounds (its interval was
+    # floor 5%: the steady A/A pair cannot be shown within it by the screening's 3 rounds (its interval was
     # 0.76-1.34; at the default 10% it could be), so a later part is needed. At 3%, with the suite's share of the
     # false alarms (judge/suite.py), its interval reached 0.97-1.03 only after 15-18 of the 30 rounds a case may
-    # take, and stayed undecided in 2 of 3 CI runs
+    # take, and stayed undecided in 2 of 3 CI runs; 4% cost this test 94 s of CI, 5% needs about 0.6x the rounds
     done = run_ab(bench_folder, db, "--group", "budget", "--budget", "4m", "--b-env", "DASKBENCH_TEST_SLOWDOWN=1.5",
-                  "--floor", "runtime=1.04", *LOCKSTEP_SESSION)  # fmt: skip
+                  "--floor", "runtime=1.05", *LOCKSTEP_SESSION)  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     verdicts = runtime_verdicts(done.stdout)
     assert verdicts["sleepy"]["verdict"] == "regressed" and verdicts["steady"]["verdict"] == "unchanged"

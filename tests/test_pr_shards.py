@@ -215,7 +215,6 @@ def test_init_writes_a_matrix_of_n_runners_and_a_merge_job_that_actionlint_accep
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["init", "--shards", "2"], "--shards 2 splits the pull-request workflow: give it with --pr-workflow"),
         (["pr", "main", "main", "--shard", "3/2"], "--shard '3/2': give K/N, shard K of N"),
         (["pr", "main", "main", "--shard", "1/2", "--github", "o/r", "--pr", "1"], "a shard does not comment"),
         (["merge", "nowhere"], "'nowhere' is no file or folder"),

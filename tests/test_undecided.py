@@ -74,7 +74,7 @@ def _pr(repo: Path, rounds: Rounds, github: FakeGitHub, monkeypatch: pytest.Monk
         capsys: pytest.CaptureFixture[str]) -> Any:  # fmt: skip
     """``daskbench pr main head --github o/p --pr 7``, nothing built, the sessions stubbed."""
     github.add_pull(7)
-    monkeypatch.setattr(pr, "exported", lambda repo, revision, cache: revision)
+    monkeypatch.setattr(pr, "exported", lambda repo, revision, cache, say: revision)
     monkeypatch.setattr(pr, "dependency_changes", lambda base, head, say: ())
     monkeypatch.setattr(pr, "side_python", lambda *args, **kwargs: sys.executable)
     monkeypatch.setattr(pr, "measure", lambda plan, say: _stub_sessions(rounds)(plan, say))

@@ -318,8 +318,13 @@ def _commit_maker(
 
     def python_of(candidate: bisect_plan.Candidate) -> str:
         tree = envs.exported(repo, candidate.commit, options["cache"])
-        own = envs.project_name(tree) or envs.normalized(repo.name)
-        found = points.partner(repo, candidate.commit, tree, other)
+        try:
+            own = envs.project_name(tree) or envs.normalized(repo.name)
+            found = points.partner(repo, candidate.commit, tree, other)
+        except envs.InstallFailed:
+            raise
+        except DaskbenchError as exc:  # a tree whose project file does not even parse does not build: skipped
+            raise envs.InstallFailed(str(exc)) from None
         if candidate.commit not in said:
             said.add(candidate.commit)
             beside = ", ".join(f"{name} {ref.text()}" for name, ref in found.refs.items())
