@@ -21,6 +21,7 @@ from testing.github_server import FakeGitHub, serve
 from tests.helpers import (
     GITHUB_TEST_TOKEN,
     LOCKSTEP_BENCH,
+    PULL_NUMBER,
     Postgres,
     free_port,
     machine_lock,
@@ -117,6 +118,17 @@ def running_scheduler(tmp_path: Path) -> Iterator[str]:
         for process in (worker, scheduler):
             process.terminate()
             process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def pull_github() -> Iterator[tuple[FakeGitHub, str]]:
+    """The loopback GitHub with pull request `PULL_NUMBER`, and its URL, for a whole module (its real ``pr`` runs
+    talk to one server)."""
+    found = FakeGitHub()
+    found.add_pull(PULL_NUMBER)
+    server = serve(found)
+    yield found, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
 
 
 @pytest.fixture

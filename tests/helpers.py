@@ -328,6 +328,8 @@ def wait_for(event: Callable[[], object], what: str, *, within: float = 240.0, e
 POSTGRES_PASSWORD = "hunter2-not-for-logs"
 #: The token the `github` fixture puts in GITHUB_TOKEN: it must never reach output, JSON or a summary.
 GITHUB_TEST_TOKEN = "ghs_secret-token-value"
+#: The pull request the module-wide loopback GitHub (tests/conftest.py ``pull_github``) has.
+PULL_NUMBER = 7
 
 
 def pg_bin() -> Path:

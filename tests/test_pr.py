@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,10 @@ from daskbench import pr
 from daskbench.judge.compare import compare_group
 from daskbench.model import Verdict
 from daskbench.store import Store
-from testing.github_server import FakeGitHub, serve
-from tests.helpers import GITHUB_TEST_TOKEN, daskbench_cli, git, standin_project
+from testing.github_server import FakeGitHub
+from tests.helpers import GITHUB_TEST_TOKEN, PULL_NUMBER, daskbench_cli, git, standin_project
 
-NUMBER = 7
+NUMBER = PULL_NUMBER
 BENCH = """
 import os
 
@@ -73,16 +72,6 @@ def project(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pa
     return repo
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[tuple[FakeGitHub, str]]:
-    """The loopback GitHub with pull request 7, for the whole module (both runs talk to one server)."""
-    found = FakeGitHub()
-    found.add_pull(NUMBER)
-    server = serve(found)
-    yield found, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
 def _env(api: str | None = None, **extra: str) -> dict[str, str]:
     """This environment without GitHub Actions' or daskbench's settings, plus the stand-in's API and token."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith(("DASKBENCH_", "GITHUB_"))}
@@ -113,18 +102,20 @@ def _group(stdout: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def first(project: Path, fake: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
+def first(project: Path, pull_github: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
     """``daskbench pr --github o/r --pr 7 --report report.html main head -- ...`` (as the docs show it: ``--``
     right after the sides): the slower head, the first run on the pull request."""
-    return _pr(project, _env(fake[1]), "main", "head", "--github", "owner/project", "--pr", str(NUMBER),
+    return _pr(project, _env(pull_github[1]), "main", "head", "--github", "owner/project", "--pr", str(NUMBER),
                "--report", str(project.parent / "report.html"), as_documented=True)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def second(project: Path, fake: tuple[FakeGitHub, str], first: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def second(
+    project: Path, pull_github: tuple[FakeGitHub, str], first: subprocess.CompletedProcess[str]
+) -> subprocess.CompletedProcess[str]:
     """The pull request after its fix commit (head's tree is main's again): the second run, no report."""
-    return _pr(project, _env(fake[1]), "main", "fix", "--github", "owner/project", "--pr", str(NUMBER), "--no-report",
-               selected=("-k", "test_work"))  # fmt: skip
+    return _pr(project, _env(pull_github[1]), "main", "fix", "--github", "owner/project", "--pr", str(NUMBER),
+               "--no-report", selected=("-k", "test_work"))  # fmt: skip
 
 
 def test_pr_finds_the_slower_function_and_leaves_the_untouched_one_unchanged(
@@ -148,10 +139,10 @@ def test_pr_finds_the_slower_function_and_leaves_the_untouched_one_unchanged(
 
 
 def test_the_first_run_creates_one_comment_and_a_failure_status(
-    project: Path, fake: tuple[FakeGitHub, str], first: subprocess.CompletedProcess[str]
+    project: Path, pull_github: tuple[FakeGitHub, str], first: subprocess.CompletedProcess[str]
 ) -> None:
     """One comment (the Markdown printed, behind the hidden marker) and the head commit: pending, then failure."""
-    github = fake[0]
+    github = pull_github[0]
     head = git(project, "rev-parse", "head")
     assert [call["method"] for call in github.calls if call["path"].endswith("/comments")][:2] == ["GET", "POST"]
     assert github.comments[NUMBER][0] == first.stdout
@@ -171,11 +162,11 @@ def test_hostile_commit_text_reaches_the_comment_inert(first: subprocess.Complet
 
 
 def test_a_fix_commit_edits_the_same_comment_and_sets_success(
-    project: Path, fake: tuple[FakeGitHub, str], second: subprocess.CompletedProcess[str]
+    project: Path, pull_github: tuple[FakeGitHub, str], second: subprocess.CompletedProcess[str]
 ) -> None:
     """The second run (fix: main's tree again, a measured A/A) finds no regression, edits the one comment
     (no second appears) and sets success on the fix commit."""
-    github = fake[0]
+    github = pull_github[0]
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-3000:]
     verdicts = _runtime(project, _group(second.stdout))
     assert not any(v.is_regression for v in verdicts.values()), verdicts

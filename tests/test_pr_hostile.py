@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,10 @@ import pytest
 from daskbench import envs
 from daskbench.pr.sides import WITHHELD, withheld, withholding
 from daskbench.store import Store
-from testing.github_server import FakeGitHub, serve
-from tests.helpers import GITHUB_TEST_TOKEN, git, wait_for
+from testing.github_server import FakeGitHub
+from tests.helpers import GITHUB_TEST_TOKEN, PULL_NUMBER, git, wait_for
 
-NUMBER = 7
+NUMBER = PULL_NUMBER
 BASE = """import time
 
 import dask
@@ -129,15 +128,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[tuple[FakeGitHub, str]]:
-    found = FakeGitHub()
-    found.add_pull(NUMBER)
-    server = serve(found)
-    yield found, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
 def _pr(repo: Path, mode: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """``daskbench pr main hostile`` in a fresh process, ``HOSTILE_MODE=mode``, its dumps in ``out-<mode>``."""
     out = repo.parent / f"out-{mode}"
@@ -151,10 +141,10 @@ def _pr(repo: Path, mode: str, env: dict[str, str], *args: str) -> subprocess.Co
 
 
 @pytest.fixture(scope="module")
-def hanging(repo: Path, fake: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
+def hanging(repo: Path, pull_github: tuple[FakeGitHub, str]) -> subprocess.CompletedProcess[str]:
     """``pr --github owner/project --pr 7`` in an Actions-like environment; head's task never returns."""
     channels = {name: str(repo.parent / name.lower()) for name in CHANNELS}
-    env = {**ACTIONS, **channels, "DASKBENCH_GITHUB_API": fake[1]}
+    env = {**ACTIONS, **channels, "DASKBENCH_GITHUB_API": pull_github[1]}
     return _pr(repo, "hang", env, "--github", "owner/project", "--pr", str(NUMBER))
 
 
@@ -187,7 +177,7 @@ def test_the_actions_files_hold_only_what_daskbench_wrote(repo: Path, hanging: s
 
 
 def test_a_task_that_never_returns_is_a_timeout_and_head_newly_failing(
-    repo: Path, fake: tuple[FakeGitHub, str], hanging: subprocess.CompletedProcess[str]
+    repo: Path, pull_github: tuple[FakeGitHub, str], hanging: subprocess.CompletedProcess[str]
 ) -> None:
     """--timeout 2 ends the hung task: head's case is newly failing (base passed), exit 1; the comment and the
         status are still set with the token the sessions never had; no process stays in the cache's trees (a
@@ -196,7 +186,9 @@ def test_a_task_that_never_returns_is_a_timeout_and_head_newly_failing(
     assert "side B timeout in round 1" in hanging.stderr and "Traceback" not in hanging.stderr
     assert "**newly-failing**" in hanging.stdout
     head = git(repo, "rev-parse", "hostile")
-    assert fake[0].statuses[head][-1]["state"] == "failure" and fake[0].comments[NUMBER] == [hanging.stdout]
+    assert pull_github[0].statuses[head][-1]["state"] == "failure" and pull_github[0].comments[NUMBER] == [
+        hanging.stdout
+    ]
     wait_for(lambda: not _processes_in(repo.parent), "the sessions' processes to end", within=30)
 
 
