@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -560,8 +560,10 @@ def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def git(repo: Path, *args: str) -> str:
-    """``git ARGS`` in ``repo`` as a fixed test author (never signing); its output, stripped. Fails on an error."""
+def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """``git ARGS`` in ``repo`` as a fixed test author (never signing), in ``env`` (default: this process's); its
+    output, stripped. Fails on an error."""
     author = ["-c", "user.name=daskbench tests", "-c", "user.email=tests@daskbench.invalid"]
     command = ["git", "-C", str(repo), *author, "-c", "commit.gpgsign=false", *args]
-    return subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    ran = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120, env=env)
+    return ran.stdout.strip()

@@ -47,16 +47,7 @@ def commit(repo: Path, name: str, version: str, date: str, *, needs: str = "", e
     (repo / name / "__init__.py").write_text(text)
     git(repo, "add", "-A")
     dated = {**os.environ, "GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date}
-    author = [
-        "-c",
-        "user.name=daskbench tests",
-        "-c",
-        "user.email=tests@daskbench.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ]
-    subprocess.run(["git", "-C", str(repo), *author, "commit", "-q", "-m", f"{name} {version} at {date}"],
-                   check=True, env=dated, capture_output=True)  # fmt: skip
+    git(repo, "commit", "-q", "-m", f"{name} {version} at {date}", env=dated)
     return git(repo, "rev-parse", "HEAD")
 
 
