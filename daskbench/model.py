@@ -24,6 +24,14 @@ from daskbench import catalog
 from daskbench.text import saturation_text
 
 
+def calls_said(record: Mapping[str, Any]) -> int:
+    """The calls of the benchmark a record says one measurement makes (its ``"loops"``: a measurement's
+    ``extra``, a lockstep turn's "go" or "done"): a whole number from 1, else 1 (a record from before
+    measurements made several: `daskbench.lockstep.loops`)."""
+    found = record.get("loops", 1)
+    return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
+
+
 def now_iso() -> str:
     """Now, in UTC, as every record's timestamp is written: ``2026-11-23T09:40:16+00:00``."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -426,8 +434,7 @@ class Measurement:
         """The calls of the benchmark its timed window made (``extra["loops"]``; 1 in rows recorded before
         measurements made several: `daskbench.lockstep.loops`). Its runtime and the metrics summed over the
         window are per call (`daskbench.catalog.Metric.per_call`)."""
-        found = self.extra.get("loops", 1)
-        return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
+        return calls_said(self.extra)
 
     def to_json(self) -> dict[str, Any]:
         """Every field as JSON values (the timeline as ``[seconds, bytes]`` pairs, each task `TaskMemory.to_json`):

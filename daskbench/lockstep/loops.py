@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from daskbench.errors import DaskbenchError
+from daskbench.model import calls_said
 
 #: Seconds of compute one measurement aims at. Against a fixed cost of 0.3-0.5 s a measurement, 1 s of compute
 #: makes a round 65-75% compute (issue 43 asks for 0.7) where a 0.1 s case had 20%; more buys little share (2 s:
@@ -68,8 +69,7 @@ def loops_for(per_call: Iterable[float | None], target: float = TARGET_S, most: 
 
 def ran(done: Mapping[str, Any]) -> int:
     """The calls a side's "done" says it made (1 when it does not say: an older session)."""
-    found = done.get("loops", 1)
-    return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
+    return calls_said(done)
 
 
 def per_call(done: Mapping[str, Any]) -> float | None:

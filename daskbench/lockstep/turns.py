@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from daskbench.clusters.common import MACHINE_SHARE_ENV
 from daskbench.errors import DaskbenchError
-from daskbench.model import Measurement
+from daskbench.model import Measurement, calls_said
 
 if TYPE_CHECKING:  # the plugin imports this module, and loads no verdicts (tests/test_imports.py)
     from daskbench.judge.sequential import Question
@@ -102,8 +102,7 @@ class Turns:
         answer = self._receive()
         if not answer.get("go"):
             return 0
-        loops = answer.get("loops", 1)
-        return loops if isinstance(loops, int) and not isinstance(loops, bool) and loops >= 1 else 1
+        return calls_said(answer)
 
     def done(self, key: str, round_: int, measurement: Measurement, busy: float) -> None:
         """Say what this turn measured and how long it took on this side."""
