@@ -189,16 +189,24 @@ def _run(args: argparse.Namespace, store: Store, plan: pr.PrPlan, github: GitHub
     return _finish(args, github, head, outcome, page)
 
 
-def _check_store(store: Store) -> None:
-    """One line when the store was deleted, replaced or written over while the sides ran: their code runs with
-    this user's rights and can write its file. Nothing is judged then (no "unchanged" from a store that lost
-    the rounds)."""
+def _store_damage(store: Store) -> DaskbenchError | None:
+    """The one line when the store was deleted, replaced or written over while the sides ran (their code runs
+    with this user's rights and can write its file), else None. Nothing is judged then (no "unchanged" from a
+    store that lost the rounds)."""
     damage = store.damage()
+    if damage is None:
+        return None
+    return DaskbenchError(
+        f"the store {store.display_url} was damaged while base and head were measured (their code can write "
+        f"any file this user can): {damage}; nothing was judged"
+    )
+
+
+def _check_store(store: Store) -> None:
+    """`_store_damage`, raised."""
+    damage = _store_damage(store)
     if damage is not None:
-        raise DaskbenchError(
-            f"the store {store.display_url} was damaged while base and head were measured (their code can write "
-            f"any file this user can): {damage}; nothing was judged"
-        )
+        raise damage
 
 
 def _damaged(store: Store, error: BaseException) -> BaseException:
@@ -206,11 +214,7 @@ def _damaged(store: Store, error: BaseException) -> BaseException:
     blame that session, which only found it so), else ``error`` as it was."""
     if not isinstance(error, DaskbenchError):
         return error
-    try:
-        _check_store(store)
-    except DaskbenchError as damage:
-        return damage
-    return error
+    return _store_damage(store) or error
 
 
 def _shard_note(plan: pr.PrPlan) -> str:

@@ -337,8 +337,8 @@ class Measurer:
         )
 
     def _collectors(self, window: collectors.Window) -> list[collectors.Collector]:
-        """One measurement's collectors in start order: the CPU speed probe (outermost, so its one
-        reading, after the compute phase, is taken once every other collector stopped), counters, the registered ones, the time breakdown,
+        """One measurement's collectors in start order: the CPU speed probe (outermost, so its
+        readings bracket everything else), counters, the registered ones, the time breakdown,
         ``--task-memory``, this process's memory, the memory sampler (started last, stopped first)."""
         per_task: list[collectors.Collector] = [TaskMemoryCollector()] if self.task_memory else []
         return [

@@ -4,8 +4,8 @@
 one pytest session per side, each started in its side's source tree, measuring each case in turn until the
 sequential rule decides it (with a budget: screened, then the open cases closest to deciding). The sessions
 get this environment without the tokens and GitHub Actions' write channels (`withheld`): they run the pull
-request's code, and no user text reaches a shell (sessions are started with argument lists). `tag_group` tags the group's runs as a
-pull request's; `judged` is `compare_group` on them.
+request's code, and no user text reaches a shell (sessions are started with argument lists). `tag_group` tags
+the group's runs as a pull request's; `judged` is `compare_group` on them.
 """
 
 from __future__ import annotations
