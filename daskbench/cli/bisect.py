@@ -315,6 +315,8 @@ def _commit_maker(
     released with it at a matching commit or release (`points.partner`): with --inherit an overlay holding those
     alone, else with their dependencies plus this daskbench, with the libraries of the good commit's release."""
     said: set[str] = set()
+    tag = envs.followed_tag(repo, good)  # the release the good commit follows: every step gets its era's libraries
+    good_release = tag.removeprefix("v") if tag else None
 
     def python_of(candidate: bisect_plan.Candidate) -> str:
         tree = envs.exported(repo, candidate.commit, options["cache"])
@@ -331,8 +333,7 @@ def _commit_maker(
             say(f"bisect: {candidate.label()}: {own} at that commit" + (f", {beside} ({found.how})" if beside else ""))
         point = {own: points.Ref("", candidate.commit), **found.refs}
         repos = {own: repo, **dict([other] if other else [])}
-        tag = envs.followed_tag(repo, good)
-        era = {own: tag.removeprefix("v")} if tag else None
+        era = {own: good_release} if good_release else None
         described = f"commit {candidate.describe()}"
         return points.point_python(point, repos, described, options, inherit=args.inherit, era_from=era, say=say)
 
