@@ -202,14 +202,20 @@ def _read_pyproject(root: Path) -> dict[str, Any] | None:
         raise DaskbenchError(f"{path} is not valid TOML ({exc}); fix it, then run daskbench init again") from None
 
 
-def _workflow(root: Path, install: str, warning: str | None, template: str = "daskbench-nightly.yml.tmpl") -> str:
+def _workflow(
+    root: Path, install: str, warning: str | None, template: str = "daskbench-nightly.yml.tmpl", tail: str = ""
+) -> str:
     """The nightly (or ``template``'s) workflow; after daskbench it installs the repository itself when it is a
     package, else the requirements of its benchmarks (`envs.install_lines`: the rule ``daskbench pr`` follows too).
-    An install line CI cannot reach (``warning``) gets a comment saying what to put there instead."""
+    An install line CI cannot reach (``warning``) gets a comment saying what to put there instead. A job that
+    measures nothing (a sharded workflow's merge or history job) installs daskbench alone. ``tail``: the template
+    of the nightly's last steps (and jobs), put at its ``__TAIL__``."""
     if not install.strip() or "\n" in install:
         raise DaskbenchError(f"--install: {install!r} is not a pip requirement (example: --install daskbench==0.1.0)")
-    lines = [*_daskbench_install(install, warning), *envs.install_lines(root)]  # then the package, or requirements
-    return _template(template).replace("__INSTALL__", _run_lines(lines))
+    daskbench = _daskbench_install(install, warning)
+    text = _template(template).replace("__TAIL__", _template(tail) if tail else "")
+    text = text.replace("__INSTALL__", _run_lines([*daskbench, *envs.install_lines(root)]))
+    return text.replace("__INSTALL_DASKBENCH__", _run_lines(daskbench))  # a job measuring nothing: daskbench alone
 
 
 #: What the nightly template's placeholders become: one runner, or a matrix of shards (`_nightly`).
@@ -231,12 +237,10 @@ def _nightly(root: Path, install: str, warning: str | None, shards: int) -> str:
     """The nightly workflow: one runner, or a matrix of ``shards`` runners (each ``pytest -m benchmark --shard
     K/N``, judging, confirming, alerting and hunting its own cases on its own machine) and a job carrying the
     night's runs to the history and writing the report (which installs daskbench alone: it measures nothing)."""
-    text = _workflow(root, install, warning)
     if shards == 1:
-        text = text.replace("__TAIL__", _template("daskbench-nightly-tail.yml.tmpl"))
-        return _filled(text, ONE_RUNNER)
-    matrix = ", ".join(map(str, range(1, shards + 1)))
-    text = text.replace("__TAIL__", _template("daskbench-nightly-shards-tail.yml.tmpl"))
+        return _filled(_workflow(root, install, warning, tail="daskbench-nightly-tail.yml.tmpl"), ONE_RUNNER)
+    matrix = _matrix(shards)
+    text = _workflow(root, install, warning, tail="daskbench-nightly-shards-tail.yml.tmpl")
     return _filled(text, {
         "__SHARDS_SAID__": f"\n# In {shards} shards (`daskbench init --shards {shards}`): the suite's cases split by "
         "their time in the history,\n# each shard on a runner of its own; one job then carries the night to the "
@@ -248,8 +252,12 @@ def _nightly(root: Path, install: str, warning: str | None, shards: int) -> str:
         "__GROUP_SUFFIX__": "-$SHARD",
         "__CANDIDATE__": ' --candidate "${{ steps.run.outputs.id }}"',
         "__RUN_STEP__": RUN_STEP,
-        "__INSTALL_DASKBENCH__": _run_lines(_daskbench_install(install, warning)),
     })  # fmt: skip
+
+
+def _matrix(shards: int) -> str:
+    """A workflow matrix's shard numbers: ``1, 2, 3``."""
+    return ", ".join(map(str, range(1, shards + 1)))
 
 
 def _filled(text: str, values: dict[str, str]) -> str:
@@ -274,8 +282,7 @@ def _pr_workflow(root: Path, install: str, warning: str | None, shards: int) -> 
     if shards == 1:
         return _workflow(root, install, warning, "daskbench-pr.yml.tmpl")
     text = _workflow(root, install, warning, "daskbench-pr-shards.yml.tmpl")
-    text = text.replace("__INSTALL_DASKBENCH__", _run_lines(_daskbench_install(install, warning)))
-    return text.replace("__SHARDS__", str(shards)).replace("__MATRIX__", ", ".join(map(str, range(1, shards + 1))))
+    return text.replace("__SHARDS__", str(shards)).replace("__MATRIX__", _matrix(shards))
 
 
 def _check_overwrite(root: Path, files: dict[Path, str], *, force: bool) -> list[Path]:
