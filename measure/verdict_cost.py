@@ -16,7 +16,7 @@ Two parts, each printed with the date, the machine, the versions and the CPU pro
    runners the check takes the longest one), and the merged verdicts checked as above.
 
 Run from the checkout's top folder:
-``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4]``.
+``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4] [--keep]``.
 """
 
 from __future__ import annotations
@@ -307,6 +307,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=100, help="trivial cases of the plain session (default 100)")
     parser.add_argument("--budget", type=float, default=20.0, help="minutes for the suite A/B (default 20)")
     parser.add_argument("--shards", type=int, default=0, help="the suite A/B as N shards, each with the budget")
+    parser.add_argument("--keep", action="store_true", help="keep the stores (for measure/suite-alarms), say where")
     args = parser.parse_args()
     both = not args.plain and not args.suite
     header()
@@ -318,7 +319,10 @@ def main() -> int:
             return sharded(args.budget, args.shards, work)
         return suite(args.budget, work) if args.suite or both else 0
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"measure/verdict-cost: the stores are kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def _rounds_rule(
         sizes[metric] = []
         for a_run, b_run in shape.pairs:
             a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
-            found = _lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
+            found = lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
             sizes[metric].append(len(found))
             a_vals += [a for a, _ in found]
             b_vals += [b for _, b in found]
@@ -178,7 +178,7 @@ def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str)
     return [(stats.median(a), stats.median(b))] if a and b else []
 
 
-def _lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
+def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
     """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
     a_by = {m.repeat: passed_values([m], metric) for m in a_ms}
     b_by = {m.repeat: passed_values([m], metric) for m in b_ms}

@@ -1,0 +1,191 @@
+"""False alarms counted per suite, replayed from recorded rounds (``measure/suite-alarms``; outside .ci/run).
+
+A pull request check judges every case of a suite in every compared metric; what a person reading its comment
+sees is whether *any* case was blamed. This script reads the stores of real suite checks (``daskbench pr`` or
+``ab`` groups, each a store of its own or several groups in one) and says, for each:
+
+1. **as measured**: the check's own verdicts (`compare_group`, the suite's family of false alarms as the check
+   had it), leaving out the cases named with ``--planted`` (a planted slowdown is not a false alarm): how many
+   cases were called changed (regressed or improved), how many stayed undecided;
+2. **replayed**: ``--replays`` unchanged checks made from the same rounds. Each case and metric draws its rounds
+   from its recorded per-round ratios B/A (with replacement) and is judged by the real rule
+   (`daskbench.judge.repeat.judge`, the check's floors, most rounds, repeat and family) at every look, as the
+   lockstep does, until it is settled or its change waits for a repeat; a repeat draws a fresh pair's rounds
+   the same way. No budget: every case gets the rounds its plan allows, so a replay decides more than the
+   budgeted check did. Two nulls:
+
+   - ``centred``: each case's log ratios moved to a mean of 0 (the case truly unchanged, with its measured
+     spread and shape): what the rule promises to bound;
+   - ``raw``: the ratios as measured. The cases were unchanged, so this is the same null with the bias the
+     one recorded pair of sessions had, drawn again for the repeat: a repeat from the same sessions is what the
+     rule is built to not trust, so this overstates false alarms (a worst case, not an estimate).
+
+A replay's false alarm is any case called changed in any metric; the table prints how many replays had one
+(the suite-level rate the comment states, at most 10%), and the undecided cases each left.
+
+    measure/suite-alarms STORE_URL... [--planted WORKLOAD:SWEEP_ID] [--replays 200] [--seed 43]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from daskbench import catalog
+from daskbench.judge import suite
+from daskbench.judge.compare import compare_group
+from daskbench.judge.compare.group import AB_GROUP, group_rounds, lockstep_pairs
+from daskbench.judge.compare.verdicts import merge_floors
+from daskbench.judge.format import case_label
+from daskbench.judge.repeat import judge
+from daskbench.judge.sequential import Question, looks
+from daskbench.model import group_measurements
+from daskbench.store import Store
+
+CHANGED = ("regressed", "improved")
+#: The fewest recorded rounds a case's metric needs to be replayed (fewer: drawn with replacement, 3 values would
+#: repeat into a spread far smaller than the case has).
+MIN_POOL = 10
+
+
+@dataclass(frozen=True)
+class Check:
+    """One recorded check: its name, its question per metric (floor, most rounds, repeat, family), and each
+    unplanted case's per-round log ratios B/A per metric (all its parts)."""
+
+    name: str
+    questions: dict[str, Question]
+    ratios: dict[tuple[str, str], np.ndarray]  # (case label, metric) -> log ratios
+    called: list[str]
+    undecided: int
+    cases: int
+
+
+def checks(url: str, planted: Sequence[str]) -> Check:
+    """The check a store recorded: its groups together (shards of one check, each in a group of its own after
+    ``daskbench merge``, are judged with the whole suite's family, as merge judges them)."""
+    store = Store(url, create=False)
+    groups = sorted({run.tags[AB_GROUP] for run in store.runs() if run.tags.get(AB_GROUP)})
+    family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
+    parts = [_group(store, group, family, planted) for group in groups]
+    return Check(
+        f"{url} ({len(groups)} group{'s' if len(groups) > 1 else ''})",
+        parts[0].questions,
+        {key: value for part in parts for key, value in part.ratios.items()},
+        sorted(name for part in parts for name in part.called),
+        sum(part.undecided for part in parts),
+        sum(part.cases for part in parts),
+    )
+
+
+def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Check:
+    comparison = compare_group(store, group, family=family)
+    named = {v.fingerprint: case_label(v.workload, v.params, v.cluster) for v in comparison.verdicts}
+    labels = {fp: label for fp, label in named.items() if label not in planted}
+    verdicts = [v for v in comparison.verdicts if v.fingerprint in labels]
+    called = sorted({labels[v.fingerprint] for v in verdicts if v.verdict in CHANGED})
+    undecided = len({v.fingerprint for v in verdicts if v.verdict == "inconclusive"})
+    rounds = group_rounds(store, group)
+    tags = next(iter(rounds.values()))["A"].tags
+    alpha = tags.get("ab_suite_alpha")
+    judged = len(named)
+    counted = max(int(tags.get("ab_family") or 1), family, suite.family_size(judged, suite.metrics_judged()))
+    fam = suite.Family(counted, float(alpha)) if alpha else suite.PER_CASE
+    most = int(tags.get("ab_max_rounds") or 30)
+    within = float(tags["ab_repeat_within"])
+    floors = merge_floors(None)
+    questions = {m: Question(floors[m], most, None, m, within, fam) for m in catalog.compared()}
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for sides in rounds.values():
+        a_by = group_measurements(store.measurements([sides["A"].run_id]), "fingerprint")
+        b_by = group_measurements(store.measurements([sides["B"].run_id]), "fingerprint")
+        for fp in a_by.keys() & b_by.keys() & labels.keys():
+            label = labels[fp]
+            for metric in questions:
+                found = lockstep_pairs(a_by[fp], b_by[fp], metric)
+                ratios.setdefault((label, metric), []).extend(math.log(b / a) for a, b in found if a > 0 and b > 0)
+    kept = {key: np.array(values) for key, values in ratios.items() if len(values) >= MIN_POOL}
+    return Check(group, questions, kept, called, undecided, len(labels))
+
+
+def _part(log_ratios: np.ndarray) -> tuple[list[float], list[float]]:
+    return [1.0] * len(log_ratios), [float(r) for r in np.exp(log_ratios)]
+
+
+def _case(rng: np.random.Generator, question: Question, pool: np.ndarray) -> str:
+    """One case and metric replayed: its first reading, and its repeat when it reads a change; its verdict."""
+    first = rng.choice(pool, question.max_rounds)
+    for n in looks(question.max_rounds):
+        judged = judge(question, [_part(first[:n])])
+        if judged.settled or judged.repeating:
+            break
+    if not judged.repeating:
+        return judged.decision.verdict if judged.settled else "inconclusive"
+    again = rng.choice(pool, question.max_rounds)
+    for m in looks(question.max_rounds):
+        judged = judge(question, [_part(first[:n]), _part(again[:m])])
+        if judged.settled:
+            break
+    return judged.decision.verdict if judged.settled else "inconclusive"
+
+
+def replay(check: Check, rng: np.random.Generator, centred: bool) -> tuple[list[str], int]:
+    """One unchanged check made from ``check``'s rounds: the cases called changed, and how many stayed undecided."""
+    called, undecided = set(), set()
+    for (label, metric), pool in check.ratios.items():
+        verdict = _case(rng, check.questions[metric], pool - pool.mean() if centred else pool)
+        if verdict in CHANGED:
+            called.add(f"{label} {metric}")
+        elif verdict == "inconclusive":
+            undecided.add(label)
+    return sorted(called), len(undecided - {c.rsplit(" ", 1)[0] for c in called})
+
+
+def header() -> None:
+    import dask
+    import distributed
+
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+    print(f"# {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())} · {os.cpu_count()} cores ({cpu or platform.machine()})")
+    print(f"# python {platform.python_version()} · dask {dask.__version__} · distributed {distributed.__version__}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="measure/suite-alarms", description=__doc__.split("\n\n")[0])
+    parser.add_argument("stores", nargs="+", metavar="STORE_URL", help="stores of recorded suite checks")
+    parser.add_argument("--planted", action="append", default=[], metavar="CASE",
+                        help="a case label to leave out (a planted change), as the verdict table names it")  # fmt: skip
+    parser.add_argument("--replays", type=int, default=200, help="unchanged checks replayed per recorded one")
+    parser.add_argument("--seed", type=int, default=43)
+    args = parser.parse_args()
+    header()
+    rng = np.random.default_rng(args.seed)
+    for url in args.stores:
+        check = checks(url, args.planted)
+        fam = next(iter(check.questions.values())).family
+        print(f"\n{check.name}: {check.cases} unplanted cases; {fam.text()}")
+        print(f"  as measured: {len(check.called)} called changed {check.called or ''}; {check.undecided} undecided")
+        replayed = len({label for label, _ in check.ratios})
+        print(f"  replayed: the {replayed} cases with at least {MIN_POOL} rounds recorded, each metric's rounds drawn")
+        for centred in (True, False):
+            runs = [replay(check, rng, centred) for _ in range(args.replays)]
+            blamed = sum(bool(called) for called, _ in runs)
+            left = [undecided for _, undecided in runs]
+            print(f"  replayed ({'centred' if centred else 'raw'}): {blamed} of {args.replays} unchanged checks "
+                  f"called some case changed ({blamed / args.replays:.1%}); undecided per check median "
+                  f"{statistics.median(left):g} (range {min(left)}-{max(left)}) of {replayed}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
