@@ -30,13 +30,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +46,7 @@ from daskbench.judge.repeat import judge
 from daskbench.judge.sequential import Question, looks
 from daskbench.model import group_measurements
 from daskbench.store import Store
+from measure.verdict_cost import header
 
 CHANGED = ("regressed", "improved")
 #: The fewest recorded rounds a case's metric needs to be replayed (fewer: drawn with replacement, 3 values would
@@ -148,16 +145,6 @@ def replay(check: Check, rng: np.random.Generator, centred: bool) -> tuple[list[
         elif verdict == "inconclusive":
             undecided.add(label)
     return sorted(called), len(undecided - {c.rsplit(" ", 1)[0] for c in called})
-
-
-def header() -> None:
-    import dask
-    import distributed
-
-    lines = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
-    print(f"# {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())} · {os.cpu_count()} cores ({cpu or platform.machine()})")
-    print(f"# python {platform.python_version()} · dask {dask.__version__} · distributed {distributed.__version__}")
 
 
 def main() -> int:
