@@ -36,11 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daskbench import catalog
 from daskbench.judge import suite
-from daskbench.judge.compare import compare_group
-from daskbench.judge.compare.group import AB_GROUP, group_rounds, lockstep_pairs
-from daskbench.judge.compare.verdicts import merge_floors
+from daskbench.judge.compare import AB_GROUP, compare_group, group_questions, group_rounds, lockstep_pairs
 from daskbench.judge.format import case_label
 from daskbench.judge.repeat import judge
 from daskbench.judge.sequential import Question, looks
@@ -91,16 +88,10 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
     verdicts = [v for v in comparison.verdicts if v.fingerprint in labels]
     called = sorted({labels[v.fingerprint] for v in verdicts if v.verdict in CHANGED})
     undecided = len({v.fingerprint for v in verdicts if v.verdict == "inconclusive"})
+    questions = group_questions(store, group, len(named), family=family)
+    if not questions:
+        raise SystemExit(f"suite-alarms: group {group} is not a lockstep group whose changes are repeated")
     rounds = group_rounds(store, group)
-    tags = next(iter(rounds.values()))["A"].tags
-    alpha = tags.get("ab_suite_alpha")
-    judged = len(named)
-    counted = max(int(tags.get("ab_family") or 1), family, suite.family_size(judged, suite.metrics_judged()))
-    fam = suite.Family(counted, float(alpha)) if alpha else suite.PER_CASE
-    most = int(tags.get("ab_max_rounds") or 30)
-    within = float(tags["ab_repeat_within"])
-    floors = merge_floors(None)
-    questions = {m: Question(floors[m], most, None, m, within, fam) for m in catalog.compared()}
     ratios: dict[tuple[str, str], list[float]] = {}
     for sides in rounds.values():
         a_by = group_measurements(store.measurements([sides["A"].run_id]), "fingerprint")

@@ -186,6 +186,11 @@ def test_the_speed_probe_brackets_the_compute_phase_and_scales_the_runtime(monke
     assert found.metrics["cpu_probe_s"] == pytest.approx(0.036)
     assert found.metrics["runtime_norm_s"] == pytest.approx(2.0 * 0.030 / 0.036)
     assert found.extra["cpu_probes_s"] == [0.03, 0.036, 0.036, 0.042]
+    assert set(found.extra) == {"cpu_probes_s", "load_1m"}, "how busy the machine was, read after the compute"
+    monkeypatch.setattr(probe.os, "getloadavg", lambda: (3.456, 2.0, 1.0))
+    assert probe.load_read() == {"load_1m": 3.46}
+    monkeypatch.setattr(probe.os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("none here")))
+    assert probe.load_read() == {}
 
 
 def test_the_probe_is_fixed_cpu_work_of_tens_of_milliseconds() -> None:

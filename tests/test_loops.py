@@ -16,8 +16,9 @@ from daskbench.cli.show import repeat_cell
 from daskbench.errors import DaskbenchError
 from daskbench.judge.sequential import Question
 from daskbench.lockstep import loops
+from daskbench.lockstep.case import CaseResult, round_line
 from daskbench.lockstep.cost import RoundCost
-from daskbench.lockstep.engine import CaseResult, Lockstep, round_line
+from daskbench.lockstep.engine import Lockstep
 from daskbench.lockstep.sessions import Side
 from daskbench.lockstep.turns import Turns
 from daskbench.metrics.collectors import Collected, per_call

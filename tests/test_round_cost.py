@@ -3,18 +3,23 @@ turns with planted phases, parts with planted rounds; every figure below can be 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 
 import pytest
 
 from daskbench.judge import repeat
 from daskbench.judge.sequential import Question
+from daskbench.lockstep.case import CaseResult, round_line
 from daskbench.lockstep.cost import RoundCost
-from daskbench.lockstep.engine import CaseResult, Part, _value, round_line
+from daskbench.lockstep.engine import Part, _value
 from daskbench.lockstep.parts import Spent, run_parts
+from daskbench.lockstep.turns import Turns
+from daskbench.model import Measurement
 
 
 def turn(compute: float, restart: float = 0.1, warmup: float = 0.02, collectors: float = 0.12, rest: float = 0.05):
@@ -217,6 +222,32 @@ def test_a_busy_machine_is_said_under_the_cost_line_and_a_quiet_one_is_not() -> 
     assert "quiet machine" in line
     assert (quiet + busy).busy_line(cores=2) is not None  # mean 3.05 > 2.5
     assert busy.busy_line(cores=8) is None  # 4.8 on 8 cores: room left beside the comparison
+
+
+def test_a_cases_parts_are_busy_by_the_loads_its_rounds_read_and_a_change_on_a_busy_one_waits_for_its_repeat() -> None:
+    """Rounds 1-3 (the first pair of sessions) read load 1.3, rounds 4-6 (the second) 4.0, on 2 cores: only the
+    second part is busy; the same 2x read in the second part alone is repeated, in the first alone counted."""
+    result = CaseResult("k", a=[1.0] * 6, b=[2.0] * 6, starts=[3], loads=[1.3, 1.2, 1.4, 4.0, None, 4.2])
+    assert result.busy_parts(2) == [False, True] and result.busy_parts(8) == [False, False]
+    assert result.carried().busy_parts(2) == [False, True]
+    busy_only = CaseResult("k", a=[1.0] * 3, b=[2.0] * 3, loads=[4.0, 4.1, 3.9])
+    judged = repeat.judge(Question(1.05, 30), busy_only.parts(), busy_only.busy_parts(2))
+    assert judged.repeating and judged.decision.verdict == "inconclusive"
+    quiet = CaseResult("k", a=[1.0] * 3, b=[2.0] * 3, loads=[1.3, 1.3, 1.3])
+    assert repeat.judge(Question(1.05, 30), quiet.parts(), quiet.busy_parts(2)).decision.verdict == "regressed"
+
+
+def test_a_sessions_done_carries_the_load_its_measurement_read_and_none_when_it_read_none() -> None:
+    ours, theirs = socket.socketpair()
+    controller = theirs.makefile("rw", encoding="utf-8", buffering=1)
+    turns = Turns("A", ours.makefile("rw", encoding="utf-8", buffering=1))
+    read = Measurement("r", "f", 0, "passed", metrics={"runtime_s": 1.0}, extra={"load_1m": 3.4})
+    turns.done("k", 0, read, busy=1.5)
+    turns.done("k", 1, Measurement("r", "f", 1, "passed", metrics={"runtime_s": 1.0}), busy=1.5)
+    said = [json.loads(controller.readline()) for _ in range(2)]
+    assert said[0]["load"] == 3.4 and "load" not in said[1]
+    for opened in (turns.stream, controller, ours, theirs):
+        opened.close()
 
 
 def test_spent_lines_carry_the_busy_machine_line_and_the_pr_comment_says_so() -> None:

@@ -21,8 +21,12 @@ could have made it) is only the first of two: the case is measured again in a fr
 A false alarm then needs two independent pairs of sessions to be wrong the same way: with the 21%
 measured beside other suites, about 21% x 10% = 2% (simulated in tests/test_repeat.py: 16% for one pair,
 1.8% repeated; measured beside other suites: 0 of 40, where the first pairs alone called 2). A true change
-pays the repeat's rounds and one session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose interval clears `REPEAT_WITHIN` (a
-bisection's 25x, a planted 1.5x) is not repeated: no bias measured comes near it.
+pays the repeat's rounds and one session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose
+interval clears `REPEAT_WITHIN` (a bisection's 25x, a planted 1.5x) is not repeated on a quiet machine: no bias
+measured there comes near it. On a busy one (`busy`: the load average read at the part's measurements above the
+cores and `BUSY_MARGIN`) every change is repeated whatever its size: in this project's CI, beside the other test
+worker (load 3.4 on 2 cores), the side B of an unchanged head read 1.52-1.56x slower in all 3 rounds of one pair
+of sessions.
 
 A comparison of a whole suite counts its false alarms per suite (`daskbench.judge.suite`): the first reading
 still screens at the case's own 5%, the repeat is judged at the suite's share (`Family.repeat_alpha`), and a
@@ -45,6 +49,17 @@ from daskbench.judge.sequential import ALPHA, REPEAT_WITHIN, Question, is_decide
 from daskbench.judge.stats import Decision
 
 Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B values), round by round
+
+#: The load a lockstep comparison makes by itself (one side computes while the other waits; clients,
+#: scheduler, restarts): 1.1-1.4 measured alone on 2 cores. Beyond the cores plus half a core more, others work.
+BUSY_MARGIN = 0.5
+
+
+def busy(loads: Sequence[float | None], cores: int | None) -> bool:
+    """Whether the machine was busy with other work while a part measured: the mean of the 1-minute load
+    averages read at its measurements (None: not read) above ``cores`` and `BUSY_MARGIN`."""
+    read = [load for load in loads if load is not None]
+    return bool(read) and bool(cores) and sum(read) / len(read) > (cores or 0) + BUSY_MARGIN
 
 
 @dataclass(frozen=True)
@@ -72,11 +87,12 @@ def needs_repeat(decision: Decision, within: float = REPEAT_WITHIN) -> bool:
     return False
 
 
-def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
+def judge(question: Question, parts: Sequence[Rounds], busy_parts: Sequence[bool] = ()) -> Judged:
     """The verdict of a case's rounds, part by part (each part one pair of sessions), as the module says;
     ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group).
     The errors are the question's family's (`daskbench.judge.suite`): the first reading screens at the case's
-    own; its repeat, or a change counted without one, is judged at the suite's share."""
+    own; its repeat, or a change counted without one, is judged at the suite's share. ``busy_parts``: which
+    parts were measured on a busy machine (`busy`); a change read in one is repeated whatever its size."""
     family, within = question.family, question.repeat_within
     screen = ALPHA if within is not None else family.pooled_alpha(ALPHA)
     a: list[float] = []
@@ -90,7 +106,8 @@ def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
         first = question.decide(a, b, screen) if a else None
         if first is None or not is_decided(first):
             continue
-        if within is not None and needs_repeat(first, within):
+        changed = first.verdict in ("regressed", "improved")
+        if within is not None and (needs_repeat(first, within) or (changed and any(busy_parts[:used]))):
             break
         alone = _alone(question, first, a, b)
         if alone is not None:
@@ -104,20 +121,22 @@ def judge(question: Question, parts: Sequence[Rounds]) -> Judged:
     again_a = [value for part in parts[used:] for value in part[0]]
     again_b = [value for part in parts[used:] for value in part[1]]
     if not again_a:
-        return _waiting(question, first, len(a))
+        return _waiting(question, first, len(a), any(busy_parts[:used]))
     again = question.decide(again_a, again_b, family.repeat_alpha(ALPHA))
     return _repeated(first, again, a + again_a, b + again_b, len(a))
 
 
-def _waiting(question: Question, first: Decision, rounds: int) -> Judged:
+def _waiting(question: Question, first: Decision, rounds: int, busy_first: bool = False) -> Judged:
     """A change read by one pair of sessions that does not count yet: to repeat in a fresh pair, or, too large
-    for that and its plan not at its end, to read surer in more rounds of the same pair."""
+    for that (on a quiet machine) and its plan not at its end, to read surer in more rounds of the same pair."""
     within = question.repeat_within
-    if within is not None and not needs_repeat(first, within) and rounds < question.max_rounds:
+    large = within is not None and not needs_repeat(first, within) and not busy_first
+    if large and rounds < question.max_rounds:
         alpha = question.family.alone_alpha(ALPHA)
         note = f"{first.verdict} {reading(first)}; it counts once its interval at {1 - alpha:.2%} excludes 1 too"
         return Judged(_open(first, note), first=rounds, first_verdict=first.verdict, confirming=True)
-    note = f"{first.verdict} {reading(first)} in one pair of sessions; it counts once a fresh pair repeats it"
+    where = " on a busy machine" if busy_first else ""
+    note = f"{first.verdict} {reading(first)} in one pair of sessions{where}; it counts once a fresh pair repeats it"
     return Judged(_open(first, note), first=rounds, repeating=True, first_verdict=first.verdict)
 
 

@@ -13,9 +13,10 @@ count, never on the screening:
   as a case alone does. A change it reads counts only once a fresh pair repeats it at `Family.repeat_alpha`,
   ``SUITE_ALPHA / (m * ALPHA)``: a false alarm then needs both pairs wrong the same way, at most
   ``ALPHA/2 * repeat_alpha/2`` per side, ``m * ALPHA * repeat_alpha / 2 = SUITE_ALPHA / 2`` over the suite;
-- a change too large for a session's bias (its interval clears ``REPEAT_WITHIN``) counts at once only when its
-  interval at `Family.alone_alpha`, ``SUITE_ALPHA / (2m)``, also lies wholly beyond 1; otherwise it is
-  repeated like any other: at most ``alone_alpha`` per verdict, ``SUITE_ALPHA / 2`` over the suite;
+- a change too large for a session's bias on a quiet machine (its interval clears ``REPEAT_WITHIN``) counts at
+  once only when its interval at `Family.alone_alpha`, ``SUITE_ALPHA / (2m)``, also lies wholly beyond 1;
+  otherwise, or when it was read on a busy machine (`daskbench.judge.repeat.busy`), it is repeated like any
+  other: at most ``alone_alpha`` per verdict, ``SUITE_ALPHA / 2`` over the suite;
 - a comparison that never repeats (``--rounds N``: its rounds pooled) judges each verdict at
   `Family.pooled_alpha`, ``SUITE_ALPHA / m``.
 

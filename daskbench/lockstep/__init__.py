@@ -3,6 +3,7 @@
 Every command that compares two sides runs on it: ``ab``, ``pr``, ``confirm``, ``bisect`` and ``calibrate``.
 
 - `engine`: one pytest session per side, alive for the whole comparison, measuring in turn (`Lockstep`);
+- `case`: one case's rounds so far (`CaseResult`): its parts, which ran on a busy machine, its verdict;
 - `turns`: the session's end of that link (the protocol);
 - `sessions`: what a side is (`Side`: an interpreter and its environment variables), and the older mode,
   whole sessions per side and round;

@@ -27,11 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from daskbench.judge.repeat import busy
 from daskbench.lockstep import loops
-
-#: The load a lockstep comparison makes by itself (one side computes while the other waits; clients,
-#: scheduler, restarts): 1.1-1.4 measured alone on 2 cores. Beyond the cores plus half a core more, others work.
-OWN_LOAD_MARGIN = 0.5
 
 
 def load_average() -> float | None:
@@ -117,12 +114,13 @@ class RoundCost:
 
     def busy_line(self, cores: int | None = None) -> str | None:
         """``the machine was busy: load average 4.8 on 2 cores during the rounds ...`` when the mean load read
-        at the turns exceeded the cores and `OWN_LOAD_MARGIN`; None on a quiet machine or before any turn."""
+        at the turns exceeded the cores and `daskbench.judge.repeat.BUSY_MARGIN` (`busy`); None on a quiet
+        machine or before any turn."""
         cores = cores or os.cpu_count() or 1
-        if not self.loads or self.load / self.loads <= cores + OWN_LOAD_MARGIN:
+        if not self.loads or not busy([self.load / self.loads], cores):
             return None
         return (
             f"the machine was busy: load average {self.load / self.loads:.1f} on {cores} cores during the rounds "
             "(a comparison alone makes about 1.3): beside other work, a side can stay slower than its twin for a "
-            "whole comparison, and unchanged code be called changed; run it again on a quiet machine to be sure"
+            "whole pair of sessions, so every change was repeated in a fresh pair; a quiet machine decides sooner"
         )

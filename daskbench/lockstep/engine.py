@@ -19,9 +19,9 @@ whole suite that way. Every turn's cost is added up (`daskbench.lockstep.cost.Ro
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import math
+import os
 import select
 import socket
 import subprocess
@@ -33,12 +33,10 @@ from typing import Any
 
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
-from daskbench.judge import repeat, sequential, suite
-from daskbench.judge.repeat import Judged
+from daskbench.judge import repeat, suite
 from daskbench.judge.sequential import Question
-from daskbench.judge.stats import Decision
 from daskbench.lockstep import loops, turns
-from daskbench.lockstep.cost import RoundCost
+from daskbench.lockstep.case import CaseResult, round_line
 from daskbench.lockstep.sessions import Side, ended, log_cause, session_command, stop_sessions
 from daskbench.text import first_few, plural
 
@@ -85,84 +83,6 @@ class Link:
             self.stream.flush()
         except OSError:
             self.closed = True
-
-
-@dataclass
-class CaseResult:
-    """One case's rounds so far (this part's and earlier parts'): the pairs of values of the question's
-    metric, the round each later part began at (``starts``), why it stopped, its last verdict (``judged``:
-    `daskbench.judge.repeat`), and what its rounds cost."""
-
-    key: str
-    name: str = ""  # what a person calls the case (its pytest name, as side A sent it)
-    a: list[float] = field(default_factory=list)
-    b: list[float] = field(default_factory=list)
-    stopped: str = ""
-    seconds: float = 0.0  # wall time of its rounds, all parts
-    cost: RoundCost = field(default_factory=RoundCost)
-    starts: list[int] = field(default_factory=list)
-    judged: Judged | None = None
-    failed: bool = False  # a side could not measure it: no more rounds
-    loops: int = 1  # the calls each side makes per measurement from its next round on (`daskbench.lockstep.loops`)
-    calls: int = 1  # the calls each side made per measurement in its last round (fewer than asked: it cannot loop)
-    timed: list[tuple[int, float]] = field(default_factory=list)  # per round: its calls and its seconds (both turns)
-
-    @property
-    def rounds(self) -> int:
-        return len(self.a)
-
-    @property
-    def shown(self) -> str:
-        return self.name or turns.shown_name(self.key)
-
-    @property
-    def decision(self) -> Decision | None:
-        return self.judged.decision if self.judged is not None else None
-
-    @property
-    def decided(self) -> bool:
-        """Whether its verdict is a decision (regressed, unchanged, improved)."""
-        return self.decision is not None and sequential.is_decided(self.decision)
-
-    @property
-    def settled(self) -> bool:
-        """Whether it needs no more rounds: decided, or its pairs of sessions disagreed."""
-        return self.judged is not None and self.judged.settled
-
-    @property
-    def repeating(self) -> bool:
-        """Whether it waits for (or is in) the repeat of a change verdict in a fresh pair of sessions."""
-        return self.judged is not None and self.judged.repeating and not self.judged.settled
-
-    @property
-    def per_round(self) -> float:
-        """The seconds one more round is expected to take: the mean of its rounds made at the calls it now asks
-        (a first round of one call is cheaper than the looped ones after it), else of all its rounds."""
-        same = [seconds for calls, seconds in self.timed if calls == self.loops]
-        return sum(same) / len(same) if same else self.seconds / max(self.rounds, 1)
-
-    @property
-    def plan_rounds(self) -> int:
-        """The rounds of its current sequential plan: the repeat's when repeating, else all."""
-        return self.rounds - self.judged.first if self.repeating and self.judged is not None else self.rounds
-
-    def parts(self) -> list[tuple[list[float], list[float]]]:
-        """Its rounds part by part (each part one pair of sessions)."""
-        edges = [0, *self.starts, self.rounds]
-        return [(self.a[i:j], self.b[i:j]) for i, j in itertools.pairwise(edges) if j > i]
-
-    def carried(self) -> CaseResult:
-        """A copy to carry into the next part (its reason to stop cleared, the part's first round noted)."""
-        starts = [*self.starts, self.rounds] if self.rounds and self.rounds not in self.starts else list(self.starts)
-        return replace(
-            self,
-            a=list(self.a),
-            b=list(self.b),
-            starts=starts,
-            stopped="",
-            cost=self.cost + RoundCost(),
-            timed=list(self.timed),
-        )
 
 
 @dataclass(frozen=True)
@@ -328,7 +248,7 @@ class Lockstep:
                 break
             judging = time.monotonic()
             result.seconds = before + judging - started
-            result.judged = repeat.judge(self.question, result.parts())
+            result.judged = repeat.judge(self.question, result.parts(), result.busy_parts(os.cpu_count()))
             result.stopped = self._why_stop(result, offset)
             if self.rounds_said or result.stopped:
                 self.say(round_line(result, result.judged.decision))
@@ -356,6 +276,8 @@ class Lockstep:
                 return dones
         result.a.append(values["A"])
         result.b.append(values["B"])
+        read = [float(done["load"]) for done in dones if isinstance(done.get("load"), (int, float))]
+        result.loads.append(sum(read) / len(read) if read else None)
         result.calls = min(loops.ran(done) for done in dones)
         result.timed.append((result.calls, time.monotonic() - began))
         return dones
@@ -453,23 +375,6 @@ def _message(line: str, side: str) -> dict[str, Any]:
             f"{who} said what is not daskbench's protocol ({line.strip()[:80]!r}); is its daskbench this one?"
         )
     return found
-
-
-def round_line(result: CaseResult, decision: Decision) -> str:
-    """``ab: <case> round 7: B/A 1.043 (0.98-1.11), 1m02s`` and, at the end, why it stopped; a round of several
-    calls per measurement says so (``round 7 x8 calls``)."""
-    shown = f"{decision.ratio:.3f}" if decision.ratio is not None else "-"
-    interval = f" ({decision.ci_low:.2f}-{decision.ci_high:.2f})" if decision.ci_low and decision.ci_high else ""
-    minutes, seconds = divmod(int(result.seconds), 60)
-    judged, verdict = result.judged, str(decision.verdict)
-    if judged is not None and judged.repeating and result.rounds == judged.first and judged.first_verdict:
-        verdict = f"{judged.first_verdict} here"  # a first reading, not a verdict yet
-    tail = f": {verdict}, {result.stopped}" if result.stopped else ""
-    repeats = result.rounds - judged.first if judged is not None and judged.repeating else 0
-    again = f" (repeat {repeats})" if repeats > 0 else ""
-    again += f" x{result.calls} calls" if result.calls > 1 else ""
-    head = f"ab: {result.shown[:60]} round {len(result.a)}{again}: B/A {shown}{interval}, {minutes}m{seconds:02d}s"
-    return (head + tail)[:120]
 
 
 def pytest_command(python: str, db: str, label: str, pytest_args: Sequence[str]) -> list[str]:

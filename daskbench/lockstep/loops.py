@@ -84,7 +84,7 @@ def per_call(done: Mapping[str, Any]) -> float | None:
 
 
 class Rounds(Protocol):
-    """What `next_loops` reads of a case's rounds so far (`daskbench.lockstep.engine.CaseResult`)."""
+    """What `next_loops` reads of a case's rounds so far (`daskbench.lockstep.case.CaseResult`)."""
 
     loops: int  # the calls asked of each side in the round just measured
     calls: int  # the fewest calls a side made in it

@@ -28,8 +28,9 @@ from pathlib import Path
 from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
 from daskbench.judge.sequential import ALPHA, Question
 from daskbench.lockstep import turns
+from daskbench.lockstep.case import CaseResult
 from daskbench.lockstep.cost import RoundCost
-from daskbench.lockstep.engine import CaseResult, Lockstep, Part, pytest_command
+from daskbench.lockstep.engine import Lockstep, Part, pytest_command
 from daskbench.lockstep.sessions import Side
 from daskbench.text import first_few, plural
 

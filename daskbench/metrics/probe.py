@@ -6,7 +6,9 @@ it. The probe is the same fixed work every time (``PROBE_UNITS`` iterations of a
 loop, about 30 ms on a 2026 server core); its seconds are a reading of the machine's speed.
 
 `SpeedProbe` probes every worker (and the client) just before and just after the compute phase
-of a measurement, and records ``cpu_probe_s`` (the median of those readings) and
+of a measurement, keeps the readings and the 1-minute load average after it (``extra["load_1m"]``: how busy
+the machine was, which a lockstep comparison's verdict heeds, `daskbench.judge.repeat.busy`), and records
+``cpu_probe_s`` (the median of those readings) and
 ``runtime_norm_s``, the runtime scaled to the nominal probe time (``runtime x NOMINAL / probe``):
 a runtime as if the machine had run at its nominal speed. It is a second runtime metric beside the
 raw one, never a replacement; ``daskbench calibrate`` shows whether it is the quieter of the two
@@ -22,6 +24,7 @@ the CI run that had it. Several calls per measurement (`daskbench.lockstep.loops
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any
@@ -73,5 +76,13 @@ class SpeedProbe:
         found = {"cpu_probe_s": round(probe, 6), "runtime_norm_s": normalised(self.window.runtime_s or None, probe)}
         return Collected(
             metrics={name: value for name, value in found.items() if value is not None},
-            extra={"cpu_probes_s": [round(r, 5) for r in self.readings]},
+            extra={"cpu_probes_s": [round(r, 5) for r in self.readings], **load_read()},
         )
+
+
+def load_read() -> dict[str, float]:
+    """``{"load_1m": 3.42}``: the machine's 1-minute load average now; empty where the platform has none."""
+    try:
+        return {"load_1m": round(os.getloadavg()[0], 2)}
+    except (AttributeError, OSError):
+        return {}

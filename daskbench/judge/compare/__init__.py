@@ -27,7 +27,15 @@ from typing import Any
 from daskbench.judge import stats
 from daskbench.judge.compare.baseline import DEFAULT_BASELINE, compare_baseline
 from daskbench.judge.compare.comparison import Against, Candidate, effect_size, finish
-from daskbench.judge.compare.group import AB_GROUP, AB_ROUND, AB_SIDE, compare_group, group_rounds
+from daskbench.judge.compare.group import (
+    AB_GROUP,
+    AB_ROUND,
+    AB_SIDE,
+    compare_group,
+    group_questions,
+    group_rounds,
+    lockstep_pairs,
+)
 from daskbench.judge.compare.history import compare_history
 from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules, set_aside_note
 from daskbench.judge.selection import Selection
@@ -141,5 +149,7 @@ __all__ = [
     "compare_runs",
     "effect_size",
     "finish",
+    "group_questions",
     "group_rounds",
+    "lockstep_pairs",
 ]

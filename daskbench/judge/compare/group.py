@@ -72,10 +72,8 @@ def compare_group(
     side_ms = {side: [m for run in runs for m in ms[run.run_id]] for side, runs in by_side.items()}
     a_by, b_by = (group_measurements(side_ms[side], "fingerprint") for side in ("A", "B"))
     cases = store.cases({*a_by, *b_by})
-    shape = _GroupShape.of(by_side)
-    counted = shape.family.at_least(max(family, suite.family_size(len(cases), suite.metrics_judged(asked))))
-    shape = replace(shape, family=counted)
-    notes = [counted.text(len(cases))] if counted.alpha is not None else []
+    shape = _GroupShape.of(by_side).counted(len(cases), family)
+    notes = [shape.family.text(len(cases))] if shape.family.alpha is not None else []
 
     def rule(_a_fp: str, a_side: list[Measurement], b_side: list[Measurement], own: Rules) -> Judge:
         return _rounds_rule(a_side, b_side, shape, own)
@@ -96,6 +94,8 @@ class _GroupShape:
     boundary: tuple[str, float] | None = None  # a bisection step's question: (metric, boundary)
     repeat_within: float | None = None  # change verdicts repeated in fresh sessions (`daskbench.judge.repeat`)
     family: suite.Family = suite.PER_CASE  # the verdicts whose false alarms are counted together
+    cores: int | None = None  # the machine's, as side A's newest run recorded it (a part busy: `repeat.busy`)
+    asked: str = ""  # the metric the group was asked to judge (``--metric``; tag ``ab_metric``)
 
     @classmethod
     def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
@@ -105,7 +105,21 @@ class _GroupShape:
         lockstep = newest.get("ab_mode") == "lockstep"
         within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
         most = int(limit) if limit.isdigit() else None
-        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest))
+        cores = by_side["A"][-1].host.get("cores")
+        cores = cores if isinstance(cores, int) and cores > 0 else None
+        asked = newest.get("ab_metric", "")
+        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), cores, asked)
+
+    def counted(self, cases: int, family: int = 1) -> _GroupShape:
+        """Its family spent over ``cases`` cases times the metrics judged, or over at least ``family`` verdicts."""
+        at_least = max(family, suite.family_size(cases, suite.metrics_judged(self.asked)))
+        return replace(self, family=self.family.at_least(at_least))
+
+    def question(self, metric: str, floor: float, rounds: int) -> sequential.Question:
+        """What a case's ``rounds`` rounds of ``metric`` are asked (its change verdicts repeated as the group was)."""
+        boundary = self.boundary[1] if self.boundary is not None and self.boundary[0] == metric else None
+        most = max(self.max_rounds or rounds, 1)
+        return sequential.Question(floor, most, boundary, metric, self.repeat_within, self.family)
 
     def label(self, group: str) -> str:
         if self.lockstep:
@@ -120,30 +134,47 @@ def _rounds_rule(
     round the median of each side's passing repeats."""
     a_runs, b_runs = (group_measurements(ms, "run_id") for ms in (a_side, b_side))
     sizes: dict[str, list[int]] = {}  # per metric: the rounds of each part (each a pair of sessions)
+    busy: dict[str, list[bool]] = {}  # per metric: whether each part was measured on a busy machine
 
     def per_round(metric: str) -> tuple[list[float], list[float]]:
         a_vals, b_vals = [], []
-        sizes[metric] = []
+        sizes[metric], busy[metric] = [], []
         for a_run, b_run in shape.pairs:
             a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
             found = lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
             sizes[metric].append(len(found))
+            if found:
+                busy[metric].append(repeat.busy(_loads(a_ms + b_ms), shape.cores))
             a_vals += [a for a, _ in found]
             b_vals += [b for _, b in found]
         return a_vals, b_vals
 
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
-        boundary = shape.boundary[1] if shape.boundary is not None and shape.boundary[0] == metric else None
+        question = shape.question(metric, rules.floors[metric], len(a))
         if shape.repeat_within is None or metric not in sizes or sum(sizes[metric]) != len(a) or not a:
             alpha = shape.family.pooled_alpha(sequential.ALPHA)
-            return sequential.rounds_decision(a, b, rules.floors[metric], shape.max_rounds, boundary, alpha)
-        most = max(shape.max_rounds or len(a), 1)
-        question = sequential.Question(rules.floors[metric], most, boundary, metric, shape.repeat_within, shape.family)
+            return sequential.rounds_decision(a, b, question.floor, shape.max_rounds, question.boundary, alpha)
         edges = list(itertools.accumulate(sizes[metric], initial=0))
         parts = [(a[i:j], b[i:j]) for i, j in itertools.pairwise(edges) if j > i]
-        return repeat.with_rounds(repeat.judge(question, parts), a, b)
+        return repeat.with_rounds(repeat.judge(question, parts, busy[metric]), a, b)
 
     return per_round, decide
+
+
+def group_questions(
+    store: Store, group: str, cases: int, *, family: int = 1, floors: Mapping[str, float] | None = None
+) -> dict[str, sequential.Question]:
+    """What `compare_group` asks of each compared metric of a lockstep group of ``cases`` cases whose change
+    verdicts are repeated (its floors, most rounds, repeat and family, as its tags say): to replay its rounds
+    through the same rule; empty for any other group."""
+    rounds = group_rounds(store, group)
+    if not rounds:
+        return {}
+    shape = _GroupShape.of({side: [sides[side] for sides in rounds.values()] for side in ("A", "B")})
+    if not shape.lockstep or shape.repeat_within is None:
+        return {}
+    shape, merged = shape.counted(cases, family), merge_floors(floors)
+    return {metric: shape.question(metric, merged[metric], sequential.MAX_ROUNDS) for metric in catalog.compared()}
 
 
 def _number(text: str, below: float | None = None) -> float | None:
@@ -176,6 +207,13 @@ def _boundary(tags: Mapping[str, str]) -> tuple[str, float] | None:
 def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
     a, b = passed_values(a_ms, metric), passed_values(b_ms, metric)
     return [(stats.median(a), stats.median(b))] if a and b else []
+
+
+def _loads(ms: list[Measurement]) -> list[float | None]:
+    """The 1-minute load averages the passing measurements read (``extra["load_1m"]``; older rows: none)."""
+    return [
+        float(load) for m in ms if m.outcome == "passed" and isinstance(load := m.extra.get("load_1m"), (int, float))
+    ]
 
 
 def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
