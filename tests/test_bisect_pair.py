@@ -19,9 +19,11 @@ import pytest
 
 from daskbench import envs
 from daskbench.bisect import points
+from daskbench.bisect import search as bisect_search
 from daskbench.bisect.plan import Candidate
 from daskbench.cli import bisect as bisect_cli
-from tests.helpers import daskbench_cli, git
+from daskbench.store import Store
+from tests.helpers import add_run, daskbench_cli, git
 
 PYPROJECT = """[build-system]
 requires = ["flit_core>=3.4"]
@@ -205,4 +207,27 @@ def test_bad_pair_input_is_one_line_before_anything_is_built(
                          capsys=capsys)  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and said.format(root=root) in done.stderr, done.stderr
+    assert not cache.exists()
+
+
+def test_a_continued_bisection_takes_its_other_repo_from_the_store_and_refuses_another_in_one_line(
+    pair: dict[str, list[str]], root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bisection of alpha's commits started with --other-repo beta is tagged with it: ``--group`` alone takes
+    beta again (each step's partner from it), and another checkout given is one line, nothing built."""
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    run = add_run(store, 0, label="step-0-A")
+    store.tag_run(run.run_id, {"bisect": "pairs", "bisect_good": "1.0", "bisect_bad": "2.0",
+                               "bisect_repo": str(root / "alpha"), "bisect_other_repo": str(root / "beta")})  # fmt: skip
+    assert bisect_search.stored_repo(store, "pairs", bisect_search.OTHER_REPO_TAG) == str(root / "beta")
+    args = argparse.Namespace(other_repo=None)
+    assert bisect_cli._other_repo(args, root / "alpha", str(root / "beta")) == ("beta", root / "beta")
+    elsewhere = root / "beta-copy"
+    if not elsewhere.exists():
+        git(root, "clone", "-q", str(root / "beta"), str(elsewhere))
+    cache = tmp_path / "cache"
+    done = daskbench_cli("bisect", "--group", "pairs", "--other-repo", str(elsewhere), "--cache-dir", str(cache),
+                         "--db", f"sqlite:///{tmp_path / 'b.db'}", capsys=capsys)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"this bisection ran with --other-repo {root / 'beta'}; continue it with that" in done.stderr
     assert not cache.exists()

@@ -44,6 +44,7 @@ TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
 )
 GOOD_TAG, BAD_TAG, PINS = bisected.GOOD_TAG, bisected.BAD_TAG, bisected.PINS
 REPO_TAG, COMMIT, SUBJECT = bisected.REPO_TAG, bisected.COMMIT, bisected.SUBJECT
+OTHER_REPO_TAG = bisected.OTHER_REPO_TAG
 #: The most rounds an undecided step is raised to (its first attempt has ``--max-rounds``).
 ROUNDS_CAP = 120
 
@@ -176,11 +177,10 @@ def _stored_candidate(tags: Mapping[str, str]) -> Candidate:
     return Candidate(tuple(envs.parse_pins(tags.get(PINS, ""), PINS).items()))
 
 
-def stored_repo(store: Store, name: str) -> str | None:
-    """The ``--repo`` a stored bisection of commits was started with (None: a bisection of releases)."""
-    return next(
-        (run.tags[REPO_TAG] for run in store.runs() if run.tags.get(TAG) == name and REPO_TAG in run.tags), None
-    )
+def stored_repo(store: Store, name: str, tag: str = REPO_TAG) -> str | None:
+    """The ``--repo`` a stored bisection of commits was started with (None: a bisection of releases); with
+    ``tag`` `OTHER_REPO_TAG`, its ``--other-repo`` (None: none given)."""
+    return next((run.tags[tag] for run in store.runs() if run.tags.get(TAG) == name and tag in run.tags), None)
 
 
 def stored_ends(store: Store, name: str) -> tuple[str, str] | None:
@@ -205,6 +205,7 @@ class Bisection:
     python_of: Callable[[Candidate], str]  # the interpreter of a candidate's environment (built once)
     ends: tuple[str, str]  # the --good and --bad as given, tagged on every step
     repo: str = ""  # the checkout whose commits are bisected (none: releases), tagged on every step
+    other_repo: str = ""  # the checkout each commit's partner package came from (--other-repo), tagged likewise
     floors: Mapping[str, float] = field(default_factory=dict)
     max_rounds: int = sequential.MAX_ROUNDS
     rounds_cap: int = ROUNDS_CAP
@@ -362,6 +363,7 @@ class Bisection:
         }
         if candidate.commit:
             tags |= {REPO_TAG: candidate.repo or self.repo, COMMIT: candidate.commit, SUBJECT: candidate.subject}
+            tags |= {OTHER_REPO_TAG: self.other_repo} if self.other_repo else {}
         for run in self.store.runs():
             if run.tags.get(AB_GROUP) == group:
                 self.store.tag_run(run.run_id, tags)

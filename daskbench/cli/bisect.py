@@ -105,9 +105,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     continued = bisect.stored_ends(store, name) is not None
     ends = _ends(args, store, name, continued)
     repo = _repo(args, store, name, continued)
-    plan, python_of = _commits(args, repo, ends) if repo else _releases(args, store, ends)
+    other = _other_repo(args, repo, bisect.stored_repo(store, name, bisect.OTHER_REPO_TAG)) if repo else None
+    plan, python_of = _commits(args, repo, ends, other) if repo else _releases(args, store, ends)
     _say_header(name, plan, repo)
-    runner = _runner(args, store, name, stored, python_of, ends, repo)
+    runner = _runner(args, store, name, stored, python_of, ends, (repo, other[1] if other else None))
     outcome = _run(args, runner, plan, store, name)
     for line in bisect.outcome_lines(outcome, name, args.rounds_cap):
         print_wrapped(line)
@@ -124,9 +125,10 @@ def _runner(
     stored: list[bisect.Step],
     python_of: PythonOf,
     ends: tuple[str, str],
-    repo: Path | None,
+    repos: tuple[Path | None, Path | None],
 ) -> bisect.Bisection:
-    """The bisection of these ends, its stored steps reused, asked as the round options say."""
+    """The bisection of these ends (of the commits of ``repos[0]``, their partners from ``repos[1]``; none:
+    releases), its stored steps reused, asked as the round options say."""
     return bisect.Bisection(
         name,
         store,
@@ -134,7 +136,8 @@ def _runner(
         pytest_arguments(args.pytest_args),
         python_of,
         ends,
-        repo=str(repo or ""),
+        repo=str(repos[0] or ""),
+        other_repo=str(repos[1] or ""),
         floors=floors(args),
         max_rounds=args.max_rounds,
         rounds_cap=args.rounds_cap,
@@ -240,26 +243,34 @@ def _repo(args: argparse.Namespace, store: Store, name: str, continued: bool) ->
     return repo
 
 
-def _commits(args: argparse.Namespace, repo: Path, ends: tuple[str, str]) -> tuple[bisect_plan.BisectPlan, PythonOf]:
+def _commits(
+    args: argparse.Namespace, repo: Path, ends: tuple[str, str], other: tuple[str, Path] | None
+) -> tuple[bisect_plan.BisectPlan, PythonOf]:
     """The commits after good up to bad, and how a commit's environment is built."""
     plan = bisect_plan.commit_plan(repo, *ends)
-    other = _other_repo(args, repo, plan.candidates[-1].commit)
     return plan, _commit_maker(args, repo, plan.good.commit, other, build_options(args))
 
 
-def _other_repo(args: argparse.Namespace, repo: Path, bad: str) -> tuple[str, Path] | None:
-    """--other-repo's package and checkout; one line for one that is not a package's checkout, or is --repo's."""
-    if not args.other_repo:
+def _other_repo(args: argparse.Namespace, repo: Path, stored: str | None) -> tuple[str, Path] | None:
+    """--other-repo's package and checkout, or (a bisection continued) the one it ran with; one line for one that
+    is not a package's checkout, is --repo's, or is not the one a continued bisection ran with."""
+    given: str | None = args.other_repo or stored
+    if not given:
         return None
-    checkout = envs.git_checkout(args.other_repo, "--other-repo")
+    checkout = envs.git_checkout(given, "--other-repo")
+    if stored and checkout != Path(stored):
+        raise DaskbenchError(
+            f"this bisection ran with --other-repo {stored}; continue it with that (or leave it out), or start "
+            "another with a new --group"
+        )
     name = envs.project_name(checkout)
     if name is None:
         raise DaskbenchError(
-            f"--other-repo {args.other_repo}: its pyproject.toml names no package ([project] name); give a checkout "
+            f"--other-repo {given}: its pyproject.toml names no package ([project] name); give a checkout "
             "of distributed (for a checkout of dask) or of dask"
         )
     if checkout == repo or name == envs.project_name(repo):
-        raise DaskbenchError(f"--other-repo {args.other_repo} is a checkout of {name} as --repo is; give the other one")
+        raise DaskbenchError(f"--other-repo {given} is a checkout of {name} as --repo is; give the other one")
     return name, checkout
 
 

@@ -27,8 +27,10 @@ TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
     "bisect_minutes",
 )
 GOOD_TAG, BAD_TAG, PINS = "bisect_good", "bisect_bad", "bisect_pins"
-#: A commit step's tags: the bisected checkout, the full commit id and its subject.
+#: A commit step's tags: the bisected checkout, the full commit id and its subject; and the checkout of the package
+#: released with it that each step took its partner from (``--other-repo``), when one was given.
 REPO_TAG, COMMIT, SUBJECT = "bisect_repo", "bisect_commit", "bisect_subject"
+OTHER_REPO_TAG = "bisect_other_repo"
 _GOOD = ("unchanged", "improved")
 
 
