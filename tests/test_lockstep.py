@@ -94,7 +94,8 @@ def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open
 ) -> None:
     """--budget 4m: part 1 screens both cases for 3 rounds each (6 measurements a side); the cases not decided
     there get later parts of their own (the steady A/A pair needs more rounds to show it is within 5%), until
-    both are decided: sleepy 1.5x slower regressed, steady unchanged. The closing lines say what the rounds
+    both are decided (sleepy 1.5x slower regressed, steady unchanged) or the budget ends (beside other work, the
+    CI's, steady may stay undecided, said as such with its interval: once in 4 CI runs). The closing lines say what the rounds
     cost and what the budget bought; round lines name each case as pytest does; a later part's runs are the group's next part (budget-A2, budget-B2)."""
     db = f"sqlite:///{bench_folder / 'budget.db'}"
     # floor 5%: the steady A/A pair cannot be shown within it by the screening's 3 rounds (its interval was
@@ -105,13 +106,18 @@ def test_a_budget_screens_both_cases_then_spends_the_rest_on_the_ones_still_open
                   "--floor", "runtime=1.05", *LOCKSTEP_SESSION)  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     verdicts = runtime_verdicts(done.stdout)
-    assert verdicts["sleepy"]["verdict"] == "regressed" and verdicts["steady"]["verdict"] == "unchanged"
+    assert verdicts["sleepy"]["verdict"] == "regressed", done.stderr[-3000:]
+    if verdicts["steady"]["verdict"] == "unchanged":
+        assert "every case decided" in done.stderr, done.stderr[-3000:]
+    else:  # beside other work (CI) the A/A pair may need more than the budget: said, with its interval
+        assert verdicts["steady"]["verdict"] == "inconclusive", done.stderr[-3000:]
+        assert "  undecided: test_steady[sat=inf-workers=1]: " in done.stderr, done.stderr[-3000:]
     store = Store(db)
     runs = {run.label: run for run in store.runs()}
     assert {"budget-A1", "budget-B1", "budget-A2", "budget-B2"} <= set(runs)
     assert len(store.measurements([runs["budget-A1"].run_id])) == 6, "the screening: 3 rounds of each case"
     assert "ab: part 2: " in done.stderr and "closest to deciding first" in done.stderr
     assert "ab: test_steady[sat=inf-workers=1] round 1: B/A " in done.stderr, "cases named as pytest names them"
-    assert "budget: 4.0 min, used " in done.stderr and "every case decided" in done.stderr
+    assert "budget: 4.0 min, used " in done.stderr
     cost = next(line for line in done.stderr.splitlines() if line.startswith("rounds: "))
     assert "of which compute" in cost and "start-up" in done.stderr
