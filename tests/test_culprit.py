@@ -7,6 +7,7 @@ The whole path, measured, from a night's regression to the commit that planted i
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,15 +27,18 @@ from daskbench.store import Store
 from tests.helpers import daskbench_cli, git, make_run
 
 
-def _repo(folder: Path, subjects: list[str]) -> list[str]:
-    """A git repository of one file with a commit per subject; their ids, oldest first."""
+def _repo(folder: Path, subjects: list[str], days: list[int] | None = None) -> list[str]:
+    """A git repository of one file with a commit per subject (committed on August ``days[i]``, 2024, when given);
+    their ids, oldest first."""
     folder.mkdir(parents=True)
     git(folder, "init", "-q", "-b", "main")
     ids = []
     for number, subject in enumerate(subjects):
         (folder / "file.txt").write_text(f"{number}\n")
         git(folder, "add", "-A")
-        git(folder, "commit", "-q", "-m", subject)
+        date = f"2024-08-{days[number]:02d}T12:00:00+00:00" if days else None
+        dated = {**os.environ, "GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date} if date else None
+        git(folder, "commit", "-q", "-m", subject, env=dated)
         ids.append(git(folder, "rev-parse", "HEAD"))
     return ids
 
@@ -52,9 +56,10 @@ def _no_index(name: str) -> list[str]:
 
 @pytest.fixture
 def two(tmp_path: Path) -> dict[str, Any]:
-    """Repositories of ``dask`` (four commits) and ``distributed`` (three), and a good and a bad run of them."""
-    dask = _repo(tmp_path / "dask", ["dask 0", "Faster x (#101)", "Slower y (#102)", "Docs (#103)"])
-    dist = _repo(tmp_path / "distributed", ["distributed 0", "Scheduler tweak (#201)", "Tidy (#202)"])
+    """Repositories of ``dask`` (four commits, on August 1, 3, 5 and 7) and ``distributed`` (three, on August 2, 4
+    and 6), and a good and a bad run of them."""
+    dask = _repo(tmp_path / "dask", ["dask 0", "Faster x (#101)", "Slower y (#102)", "Docs (#103)"], [1, 3, 5, 7])
+    dist = _repo(tmp_path / "distributed", ["distributed 0", "Scheduler tweak (#201)", "Tidy (#202)"], [2, 4, 6])
     good = _run("good-run", {"dask": (dask[0], tmp_path / "dask"), "distributed": (dist[0], tmp_path / "distributed")},
                 dask="1.0", distributed="1.0")  # fmt: skip
     bad = _run("bad-run", {"dask": (dask[3], tmp_path / "dask"), "distributed": (dist[2], tmp_path / "distributed")},
@@ -62,22 +67,20 @@ def two(tmp_path: Path) -> dict[str, Any]:
     return {"dask": dask, "distributed": dist, "good": good, "bad": bad, "mirrors": tmp_path / "mirrors"}
 
 
-def test_when_both_packages_moved_dask_goes_first_and_the_pivot_asks_which(two: dict[str, Any]) -> None:
-    """The path: dask's commits with distributed at good's, then distributed's with dask at bad's; the pivot is
-    the point where dask has moved and distributed not yet (measured first after step 0)."""
+def test_when_both_packages_moved_by_commits_their_commits_are_one_line_by_date(two: dict[str, Any]) -> None:
+    """The path interleaves dask's and distributed's commits by commit date, each point both packages as their
+    branches stood then (a nightly of that moment): no pivot, every candidate one commit of one package."""
     said: list[str] = []
     found = route.make_route(two["good"], two["bad"], two["mirrors"], _no_index, said.append)
-    plan = found.plan
-    assert [c.commit for c in plan.candidates] == [*two["dask"][1:], *two["distributed"][1:]]
-    assert [c.package for c in plan.candidates] == ["dask"] * 3 + ["distributed"] * 2
-    assert plan.pivot == 2 and plan.max_steps() == 1 + 1 + 3
-    pivot = found.points[plan.candidates[2].label()]
-    assert (pivot["dask"].commit, pivot["distributed"].commit) == (two["dask"][3], two["distributed"][0])
-    later = found.points[plan.candidates[3].label()]
-    assert (later["dask"].commit, later["distributed"].commit) == (two["dask"][3], two["distributed"][1])
-    assert found.point(plan.good) == {"dask": route.Ref("1.0", two["dask"][0]),
-                                      "distributed": route.Ref("1.0", two["distributed"][0])}  # fmt: skip
-    assert plan.candidates[1].subject == "Slower y (#102)"
+    plan, dask, dist = found.plan, two["dask"], two["distributed"]
+    assert [c.commit for c in plan.candidates] == [dask[1], dist[1], dask[2], dist[2], dask[3]]
+    assert [c.package for c in plan.candidates] == ["dask", "distributed", "dask", "distributed", "dask"]
+    assert plan.pivot is None and plan.max_steps() == 1 + 3
+    both = [(found.points[c.label()]["dask"].commit, found.points[c.label()]["distributed"].commit)
+            for c in plan.candidates]  # fmt: skip
+    assert both == [(dask[1], dist[0]), (dask[1], dist[1]), (dask[2], dist[1]), (dask[2], dist[2]), (dask[3], dist[2])]
+    assert found.point(plan.good) == {"dask": route.Ref("1.0", dask[0]), "distributed": route.Ref("1.0", dist[0])}
+    assert plan.candidates[2].subject == "Slower y (#102)"
     assert sum("cloning" in line for line in said) == 2 and "5 commits" in found.describe()
 
 
@@ -90,7 +93,7 @@ def test_a_mirror_is_made_once_and_fetched_only_for_a_commit_it_lacks(two: dict[
     newer = _repo_commit(tmp_path / "dask", "Newer (#104)")
     bad = replace(two["bad"], tags={**two["bad"].tags, "git_commit_dask": newer})
     found = route.make_route(two["good"], bad, two["mirrors"], _no_index, said.append)
-    assert [line for line in said if "fetching" in line] and found.plan.candidates[3].commit == newer
+    assert [line for line in said if "fetching" in line] and found.plan.candidates[-1].commit == newer
 
 
 def _repo_commit(folder: Path, subject: str) -> str:
@@ -145,8 +148,8 @@ def _step(number: int, candidate: Candidate, verdict: str, cases: tuple[str, ...
 
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch, two: dict[str, Any], tmp_path: Path) -> list[dict[str, Any]]:
-    """Bisections that measure nothing: the first names candidate 1 (dask's "Slower y") with case ``a``
-    regressed there, a later one candidate 3 with case ``b``; each call is recorded."""
+    """Bisections that measure nothing: the first names candidate 1 (distributed's "Scheduler tweak") with case
+    ``a`` regressed there, a later one the first candidate it searches with case ``b``; each call is recorded."""
     calls: list[dict[str, Any]] = []
 
     def run(self: search.Bisection, plan: Any) -> search.Outcome:
@@ -172,10 +175,10 @@ def test_cases_searched_together_and_one_the_culprit_does_not_explain_is_searche
     scripted: list[dict[str, Any]], two: dict[str, Any], tmp_path: Path
 ) -> None:
     """Cases a and b in one search; its culprit explains a only, so b is searched again from the next candidate
-    on (the pivot shifted with it), and that search names its own culprit."""
+    on, and that search names its own culprit."""
     found = _hunter(two, tmp_path).run(["a", "b"])
     assert [(c["name"], c["k"]) for c in scripted] == [("culprit-x", "a or b"), ("culprit-x-2", "b")]
-    assert scripted[0]["pivot"] == 2 and scripted[1]["first"] == two["dask"][3][:12] and scripted[1]["pivot"] == 0
+    assert scripted[1]["first"] == two["dask"][2][:12] and scripted[0]["pivot"] is None
     assert [s.shared() for s in found.searches] == [("a",), ("b",)] and found.kind() == "culprit"
     assert found.unsearched == ()
 
@@ -202,9 +205,9 @@ def test_the_comment_links_the_commit_and_its_pull_request_and_tabulates_the_ste
         path, urls={"dask": "git@github.com:dask/dask.git", "distributed": "https://github.com/dask/distributed"}
     )
     plan = path.plan
-    culprit = plan.candidates[1]
+    culprit = plan.candidates[2]  # dask's "Slower y"
     steps = (replace(_step(0, plan.candidates[-1], "regressed", ("a",)), group="confirm-1"),
-             _step(1, plan.candidates[2], "regressed", ("a",)), _step(2, plan.candidates[0], "unchanged"),
+             _step(1, plan.candidates[3], "regressed", ("a",)), _step(2, plan.candidates[1], "unchanged"),
              _step(3, culprit, "regressed", ("a",)))  # fmt: skip
     found = hunt.Search("culprit-x", ("a",), search.Outcome("culprit", steps[-1], culprit), steps)
     text = comment.markdown(hunt.Hunt(path, (found,), (), {}, 600.0, 3600.0, "confirm-1"))

@@ -5,8 +5,9 @@ this goes on from there, within a budget, as a person would with ``daskbench bis
 
 - `route`: what changed between the two runs as they recorded it (`model.recorded_commits`: the commits of the
   packages they had from git, else their releases), and the path from good to bad along which a bisection
-  searches: dask's commits (or releases) first, then distributed's, the point where dask has moved and
-  distributed not yet measured first (the `BisectPlan` pivot: which package it was);
+  searches: both packages' commits in one line by commit date, or (one moved by releases) dask's first, then
+  distributed's, the point where dask has moved and distributed not yet measured first (the `BisectPlan` pivot:
+  which package it was);
 - `hunt`: the bisections (`daskbench.bisect.search`) over that path, every confirmed case in one search, then a
   search for the cases the first culprit does not explain; the confirmation is step 0;
 - `comment`: what it found as Markdown (pure): the first bad commit with its link, title and pull request, the

@@ -5,15 +5,23 @@ git). dask and distributed are bisected when they changed (another package that 
 run's version and named); else the one package that changed. A package is moved commit by commit when a run had it
 from git (both ends' commits in a mirror of the repository it was installed from, `envs.mirror`; an end that had a
 release is its tag there), else release by release (from the index, as ``daskbench bisect`` lists them; dask and
-distributed both by releases move together, one step pinning both). When both packages moved, the path moves dask
-first, then distributed, and its pivot, the point where dask has moved and distributed not yet, is measured
-right after step 0: which package it was, then the commit.
+distributed both by releases move together, one step pinning both).
+
+When both moved commit by commit, the path interleaves their commits by commit date: each point holds both packages
+as their main branches stood at that moment, as a nightly installed then would have, so the culprit is one commit
+of one of them. Holding distributed at the good end while dask moved first broke on real history: between 2024.11.2
+and 2024.12.0, distributed 2024.11.2 imports ``dask._task_spec._inline_recursively``, which dask removed on
+2024-11-19 (dask/dask#11477), so no dask commit after it imported beside it and all were skipped
+(`measure/culprit-replay --issue 11735`). When one moved by commits and the other by releases, the path moves dask
+first, then distributed, and its pivot, the point where dask has moved and distributed not yet, is measured right
+after step 0: which package it was, then the commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from daskbench import envs
@@ -131,7 +139,24 @@ def _segments(
             segments.append(_commits(name, repos[name], ends[name], (good, bad)))
         else:
             segments.append(_releases((name,), ends, listed))
+    if len(segments) > 1 and not by_releases:
+        return [_interleaved(segments, repos)], repos, urls
     return segments, repos, urls
+
+
+def _interleaved(segments: list[Segment], repos: Mapping[str, Path]) -> Segment:
+    """The commits of several packages in one line by commit date, each package's own order kept (a merge)."""
+    dated = [[(datetime.fromisoformat(envs.commit_date(repos[c.package], c.commit)), c, moved) for c, moved in segment]
+             for segment in segments]  # fmt: skip
+    merged: Segment = []
+    heads = [0] * len(dated)
+    while any(head < len(line) for head, line in zip(heads, dated, strict=True)):
+        ready = [i for i, line in enumerate(dated) if heads[i] < len(line)]
+        pick = min(ready, key=lambda i: (dated[i][heads[i]][0], i))  # ties: the first package's (dask's) first
+        _, candidate, moved = dated[pick][heads[pick]]
+        merged.append((candidate, moved))
+        heads[pick] += 1
+    return merged
 
 
 def _url(good: Run, bad: Run, name: str) -> str:
