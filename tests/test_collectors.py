@@ -186,7 +186,10 @@ def test_the_speed_probe_brackets_the_compute_phase_and_scales_the_runtime(monke
     assert found.metrics["cpu_probe_s"] == pytest.approx(0.036)
     assert found.metrics["runtime_norm_s"] == pytest.approx(2.0 * 0.030 / 0.036)
     assert found.extra["cpu_probes_s"] == [0.03, 0.036, 0.036, 0.042]
-    assert set(found.extra) == {"cpu_probes_s", "load_1m"}, "how busy the machine was, read after the compute"
+    assert {"cpu_probes_s", "load_1m", "others_cores"} <= set(found.extra), "how busy the machine was meanwhile"
+    before, after = probe.CpuSnapshot(100.0, 50.0, 3.0), probe.CpuSnapshot(102.0, 54.0, 4.0)
+    assert probe.others_cores(before, after) == 1.5, "4 busy CPU seconds in 2 s, 1 of them the session's own"
+    assert probe.others_cores(before, None) is None and probe.others_cores(after, before) is None
     monkeypatch.setattr(probe.os, "getloadavg", lambda: (3.456, 2.0, 1.0))
     assert probe.load_read() == {"load_1m": 3.46}
     monkeypatch.setattr(probe.os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("none here")))

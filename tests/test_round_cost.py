@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import socket
 from dataclasses import dataclass, field
@@ -209,43 +208,42 @@ def test_the_steps_of_a_bisection_add_up_though_each_measures_the_same_case() ->
 
 
 def test_a_busy_machine_is_said_under_the_cost_line_and_a_quiet_one_is_not() -> None:
-    """Load averages read at the turns: 1.3 on 2 cores is the comparison alone (nothing said); 4.8 (other work
-    beside it) is said, with the mean load and the cores; none read (a platform without it) says nothing."""
+    """Other work's cores as the sides said them: 0.1 (the idle twin) says nothing; 1.2 (another suite beside it)
+    is said, with the load average read; none said (an older session) says nothing."""
     quiet, busy, unread = RoundCost(), RoundCost(), RoundCost()
-    for load in (1.1, 1.5):
-        quiet.add_turn(turn(1.0), wall=1.4, load=load)
-    for load in (4.4, 5.2):
-        busy.add_turn(turn(1.0), wall=1.4, load=load)
+    for others in (0.1, 0.2):
+        quiet.add_turn({**turn(1.0), "others": others}, wall=1.4, load=1.3)
+    for others in (1.1, 1.3):
+        busy.add_turn({**turn(1.0), "others": others}, wall=1.4, load=4.8)
+    unread.add_turn(turn(1.0), wall=1.4, load=9.0)
     assert quiet.busy_line(cores=2) is None and unread.busy_line(cores=2) is None
     line = busy.busy_line(cores=2)
-    assert line is not None and line.startswith("the machine was busy: load average 4.8 on 2 cores during the rounds")
-    assert "quiet machine" in line
-    assert (quiet + busy).busy_line(cores=2) is not None  # mean 3.05 > 2.5
-    assert busy.busy_line(cores=8) is None  # 4.8 on 8 cores: room left beside the comparison
+    assert line is not None and line.startswith("the machine was busy: other work used 1.2 of its 2 cores during the")
+    assert "(load average 4.8)" in line and "repeated in a fresh pair" in line and "quiet machine" in line
+    assert (quiet + busy).busy_line(cores=2) is not None  # mean 0.675 > 0.5
 
 
-def test_a_cases_parts_are_busy_by_the_loads_its_rounds_read_and_a_change_on_a_busy_one_waits_for_its_repeat() -> None:
-    """Rounds 1-3 (the first pair of sessions) read load 1.3, rounds 4-6 (the second) 4.0, on 2 cores: only the
-    second part is busy; the same 2x read in the second part alone is repeated, in the first alone counted."""
-    result = CaseResult("k", a=[1.0] * 6, b=[2.0] * 6, starts=[3], loads=[1.3, 1.2, 1.4, 4.0, None, 4.2])
-    assert result.busy_parts(2) == [False, True] and result.busy_parts(8) == [False, False]
-    assert result.carried().busy_parts(2) == [False, True]
-    busy_only = CaseResult("k", a=[1.0] * 3, b=[2.0] * 3, loads=[4.0, 4.1, 3.9])
-    judged = repeat.judge(Question(1.05, 30), busy_only.parts(), busy_only.busy_parts(2))
+def test_a_cases_parts_are_busy_by_the_cores_other_work_used_and_a_change_there_waits_for_its_repeat() -> None:
+    """Rounds 1-3 (the first pair of sessions) saw other work use 0.1 cores, rounds 4-6 (the second) 1.2: only the
+    second part is busy; the same 1.5x read in the second part alone is repeated, in the first alone counted."""
+    result = CaseResult("k", a=[1.0] * 6, b=[1.5] * 6, starts=[3], others=[0.1, 0.0, 0.2, 1.2, None, 1.1])
+    assert result.busy_parts() == [False, True] and result.carried().busy_parts() == [False, True]
+    busy_only = CaseResult("k", a=[1.0] * 3, b=[1.5] * 3, others=[1.0, 1.1, 0.9])
+    judged = repeat.judge(Question(1.05, 30), busy_only.parts(), busy_only.busy_parts())
     assert judged.repeating and judged.decision.verdict == "inconclusive"
-    quiet = CaseResult("k", a=[1.0] * 3, b=[2.0] * 3, loads=[1.3, 1.3, 1.3])
-    assert repeat.judge(Question(1.05, 30), quiet.parts(), quiet.busy_parts(2)).decision.verdict == "regressed"
+    quiet = CaseResult("k", a=[1.0] * 3, b=[1.5] * 3, others=[0.1, 0.1, 0.1])
+    assert repeat.judge(Question(1.05, 30), quiet.parts(), quiet.busy_parts()).decision.verdict == "regressed"
 
 
-def test_a_sessions_done_carries_the_load_its_measurement_read_and_none_when_it_read_none() -> None:
+def test_a_sessions_done_carries_the_cores_other_work_used_and_nothing_when_it_read_none() -> None:
     ours, theirs = socket.socketpair()
     controller = theirs.makefile("rw", encoding="utf-8", buffering=1)
     turns = Turns("A", ours.makefile("rw", encoding="utf-8", buffering=1))
-    read = Measurement("r", "f", 0, "passed", metrics={"runtime_s": 1.0}, extra={"load_1m": 3.4})
+    read = Measurement("r", "f", 0, "passed", metrics={"runtime_s": 1.0}, extra={"others_cores": 1.2})
     turns.done("k", 0, read, busy=1.5)
     turns.done("k", 1, Measurement("r", "f", 1, "passed", metrics={"runtime_s": 1.0}), busy=1.5)
     said = [json.loads(controller.readline()) for _ in range(2)]
-    assert said[0]["load"] == 3.4 and "load" not in said[1]
+    assert said[0]["others"] == 1.2 and "others" not in said[1]
     for opened in (turns.stream, controller, ours, theirs):
         opened.close()
 
@@ -254,9 +252,8 @@ def test_spent_lines_carry_the_busy_machine_line_and_the_pr_comment_says_so() ->
     from daskbench.pr import measured_text
 
     cost = RoundCost()
-    load = (os.cpu_count() or 1) + 3.0  # three cores' worth of other work, on any machine
     for _ in range(2):
-        cost.add_turn(turn(1.0), wall=1.4, load=load)
+        cost.add_turn({**turn(1.0), "others": 1.5}, wall=1.4, load=4.0)
     spent = Spent(replaced=cost)
     assert any(line.startswith("the machine was busy") for line in spent.lines())
     assert "measured on a busy machine" in measured_text(spent)

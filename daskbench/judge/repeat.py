@@ -22,11 +22,11 @@ A false alarm then needs two independent pairs of sessions to be wrong the same 
 measured beside other suites, about 21% x 10% = 2% (simulated in tests/test_repeat.py: 16% for one pair,
 1.8% repeated; measured beside other suites: 0 of 40, where the first pairs alone called 2). A true change
 pays the repeat's rounds and one session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose
-interval clears `REPEAT_WITHIN` (a bisection's 25x, a planted 1.5x) is not repeated on a quiet machine: no bias
-measured there comes near it. On a busy one (`busy`: the load average read at the part's measurements above the
-cores and `BUSY_MARGIN`) every change is repeated whatever its size: in this project's CI, beside the other test
-worker (load 3.4 on 2 cores), the side B of an unchanged head read 1.52-1.56x slower in all 3 rounds of one pair
-of sessions.
+interval clears `REPEAT_WITHIN` (a bisection's 25x, a planted 1.5x) is not repeated on a quiet machine: no bias measured there comes near it. On a
+busy one (`busy`: other work used more than `BUSY_CORES` of the machine's cores while the part measured) the bias
+can: in this project's CI, beside the other test worker (load 3.4 on 2 cores), side B of an unchanged head read
+1.52-1.56x slower in all 3 rounds of one pair of sessions. There a change is repeated unless its interval clears
+`BUSY_REPEAT_WITHIN`.
 
 A comparison of a whole suite counts its false alarms per suite (`daskbench.judge.suite`): the first reading
 still screens at the case's own 5%, the repeat is judged at the suite's share (`Family.repeat_alpha`), and a
@@ -50,16 +50,20 @@ from daskbench.judge.stats import Decision
 
 Rounds = tuple[Sequence[float], Sequence[float]]  # one part's (A values, B values), round by round
 
-#: The load a lockstep comparison makes by itself (one side computes while the other waits; clients,
-#: scheduler, restarts): 1.1-1.4 measured alone on 2 cores. Beyond the cores plus half a core more, others work.
-BUSY_MARGIN = 0.5
+#: Cores other work may use, on average over a part's measurements, before the machine counts as busy: what
+#: the measured side's idle twin and the controller use is a tenth of a core or less (``extra["others_cores"]``,
+#: `daskbench.metrics.probe.others_cores`: the machine's busy CPU time less the measuring session's own).
+BUSY_CORES = 0.5
+#: Within what factor of 1 a change read on a busy machine is repeated: the largest bias measured of a pair of
+#: sessions beside other work was 1.56x (CI, load 3.4 on 2 cores).
+BUSY_REPEAT_WITHIN = 2.0
 
 
-def busy(loads: Sequence[float | None], cores: int | None) -> bool:
-    """Whether the machine was busy with other work while a part measured: the mean of the 1-minute load
-    averages read at its measurements (None: not read) above ``cores`` and `BUSY_MARGIN`."""
-    read = [load for load in loads if load is not None]
-    return bool(read) and bool(cores) and sum(read) / len(read) > (cores or 0) + BUSY_MARGIN
+def busy(others: Sequence[float | None]) -> bool:
+    """Whether the machine was busy with other work while a part measured: the mean of the cores other work used
+    during its measurements (None: not read) above `BUSY_CORES`."""
+    read = [cores for cores in others if cores is not None]
+    return bool(read) and sum(read) / len(read) > BUSY_CORES
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,8 @@ def judge(question: Question, parts: Sequence[Rounds], busy_parts: Sequence[bool
     ``question.repeat_within`` None: the rounds pooled, never repeated (a fixed ``--rounds N``, an old group).
     The errors are the question's family's (`daskbench.judge.suite`): the first reading screens at the case's
     own; its repeat, or a change counted without one, is judged at the suite's share. ``busy_parts``: which
-    parts were measured on a busy machine (`busy`); a change read in one is repeated whatever its size."""
+    parts were measured on a busy machine (`busy`); a change read in one is repeated unless its interval clears
+    `BUSY_REPEAT_WITHIN`."""
     family, within = question.family, question.repeat_within
     screen = ALPHA if within is not None else family.pooled_alpha(ALPHA)
     a: list[float] = []
@@ -106,8 +111,7 @@ def judge(question: Question, parts: Sequence[Rounds], busy_parts: Sequence[bool
         first = question.decide(a, b, screen) if a else None
         if first is None or not is_decided(first):
             continue
-        changed = first.verdict in ("regressed", "improved")
-        if within is not None and (needs_repeat(first, within) or (changed and any(busy_parts[:used]))):
+        if within is not None and needs_repeat(first, _within(within, busy_parts[:used])):
             break
         alone = _alone(question, first, a, b)
         if alone is not None:
@@ -126,11 +130,16 @@ def judge(question: Question, parts: Sequence[Rounds], busy_parts: Sequence[bool
     return _repeated(first, again, a + again_a, b + again_b, len(a))
 
 
+def _within(within: float, busy_parts: Sequence[bool]) -> float:
+    """The factor a change read in these parts must clear to count without a repeat."""
+    return max(within, BUSY_REPEAT_WITHIN) if any(busy_parts) else within
+
+
 def _waiting(question: Question, first: Decision, rounds: int, busy_first: bool = False) -> Judged:
     """A change read by one pair of sessions that does not count yet: to repeat in a fresh pair, or, too large
-    for that (on a quiet machine) and its plan not at its end, to read surer in more rounds of the same pair."""
+    for that and its plan not at its end, to read surer in more rounds of the same pair."""
     within = question.repeat_within
-    large = within is not None and not needs_repeat(first, within) and not busy_first
+    large = within is not None and not needs_repeat(first, _within(within, [busy_first]))
     if large and rounds < question.max_rounds:
         alpha = question.family.alone_alpha(ALPHA)
         note = f"{first.verdict} {reading(first)}; it counts once its interval at {1 - alpha:.2%} excludes 1 too"

@@ -1,7 +1,7 @@
 """One case's rounds in a lockstep comparison so far (`CaseResult`), and the line each round says (`round_line`).
 
-The engine (`daskbench.lockstep.engine`) appends a round's values, the calls its sides made and the load average
-they read; the case's parts (each a pair of sessions), which of them ran on a busy machine, and its verdict
+The engine (`daskbench.lockstep.engine`) appends a round's values, the calls its sides made and the cores other
+work used meanwhile; the case's parts (each a pair of sessions), which of them ran on a busy machine, and its verdict
 (`daskbench.judge.repeat`) are read from here.
 """
 
@@ -36,7 +36,7 @@ class CaseResult:
     loops: int = 1  # the calls each side makes per measurement from its next round on (`daskbench.lockstep.loops`)
     calls: int = 1  # the calls each side made per measurement in its last round (fewer than asked: it cannot loop)
     timed: list[tuple[int, float]] = field(default_factory=list)  # per round: its calls and its seconds (both turns)
-    loads: list[float | None] = field(default_factory=list)  # per round: the mean load average its sides read
+    others: list[float | None] = field(default_factory=list)  # per round: the cores other work used (its sides' mean)
 
     @property
     def rounds(self) -> int:
@@ -81,9 +81,9 @@ class CaseResult:
         """Its rounds part by part (each part one pair of sessions)."""
         return [(self.a[i:j], self.b[i:j]) for i, j in self._spans()]
 
-    def busy_parts(self, cores: int | None) -> list[bool]:
+    def busy_parts(self) -> list[bool]:
         """Per part of `parts`, whether the machine was busy with other work then (`daskbench.judge.repeat.busy`)."""
-        return [repeat.busy(self.loads[i:j], cores) for i, j in self._spans()]
+        return [repeat.busy(self.others[i:j]) for i, j in self._spans()]
 
     def _spans(self) -> list[tuple[int, int]]:
         edges = [0, *self.starts, self.rounds]
@@ -100,7 +100,7 @@ class CaseResult:
             stopped="",
             cost=self.cost + RoundCost(),
             timed=list(self.timed),
-            loads=list(self.loads),
+            others=list(self.others),
         )
 
 

@@ -13,11 +13,12 @@ there is one); everything else in the rounds' wall time is what a round costs be
 rounds' efficiency; a case of several calls per measurement (`daskbench.lockstep.loops`) raises it, and the
 line then says how many calls the measurements made (``compute 75 s (81%, 412 calls in 96 measurements)``).
 
-The machine's 1-minute load average is read at every turn too. Beside other work (another suite, a CI job),
-lockstep A/A comparisons on this project's 2-core machine called unchanged code changed far more often than
-their 5% (docs/measured.md, "What a verdict costs"): a session can stay slower than its twin for a whole
-comparison, which no number of rounds averages away. So when the load stayed above what the comparison
-itself makes, `busy_line` says so under the cost line.
+Each side says how many cores other work used during its measurement (``others``), and the machine's 1-minute
+load average is read at every turn. Beside other work (another suite, a CI job), lockstep A/A comparisons on
+this project's 2-core machine called unchanged code changed far more often than their 5% (docs/measured.md,
+"What a verdict costs"): a session can stay slower than its twin for a whole pair of sessions, which no number
+of rounds averages away. So when other work used more than `daskbench.judge.repeat.BUSY_CORES` on average,
+`busy_line` says so under the cost line (and the verdicts repeat their changes: `daskbench.judge.repeat`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from daskbench.judge.repeat import busy
+from daskbench.judge.repeat import BUSY_REPEAT_WITHIN, busy
 from daskbench.lockstep import loops
 
 
@@ -58,6 +59,8 @@ class RoundCost:
     calls: int = 0  # the calls of the benchmark the turns made (several a turn: `daskbench.lockstep.loops`)
     load: float = 0.0  # the 1-minute load average read at each turn's end, summed over `loads` reads
     loads: int = 0
+    others: float = 0.0  # the cores other work used during each turn's measurement, summed over `others_read`
+    others_read: int = 0
 
     def add_turn(self, done: Mapping[str, Any], wall: float, load: float | None = None) -> None:
         """One side's turn: its "done" message (phases, busy), the wall time the controller saw, and the load
@@ -76,6 +79,10 @@ class RoundCost:
         if load is not None:
             self.load += load
             self.loads += 1
+        others = done.get("others")
+        if isinstance(others, int | float) and others >= 0:
+            self.others += others
+            self.others_read += 1
 
     def add_wall(self, seconds: float) -> None:
         """The controller's own time between turns (judging a round, saying it)."""
@@ -113,14 +120,15 @@ class RoundCost:
         )
 
     def busy_line(self, cores: int | None = None) -> str | None:
-        """``the machine was busy: load average 4.8 on 2 cores during the rounds ...`` when the mean load read
-        at the turns exceeded the cores and `daskbench.judge.repeat.BUSY_MARGIN` (`busy`); None on a quiet
-        machine or before any turn."""
+        """``the machine was busy: other work used 1.2 of its 2 cores during the rounds (load average 3.4) ...``
+        when other work used more than `daskbench.judge.repeat.BUSY_CORES` on average; None on a quiet machine or
+        before any turn that said."""
         cores = cores or os.cpu_count() or 1
-        if not self.loads or not busy([self.load / self.loads], cores):
+        if not self.others_read or not busy([self.others / self.others_read]):
             return None
+        load = f" (load average {self.load / self.loads:.1f})" if self.loads else ""
         return (
-            f"the machine was busy: load average {self.load / self.loads:.1f} on {cores} cores during the rounds "
-            "(a comparison alone makes about 1.3): beside other work, a side can stay slower than its twin for a "
-            "whole pair of sessions, so every change was repeated in a fresh pair; a quiet machine decides sooner"
+            f"the machine was busy: other work used {self.others / self.others_read:.1f} of its {cores} cores during "
+            f"the rounds{load}: beside other work, a side can stay slower than its twin for a whole pair of sessions, "
+            f"so a change within {BUSY_REPEAT_WITHIN:.1f}x was repeated in a fresh pair; a quiet machine decides sooner"
         )

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import select
 import socket
 import subprocess
@@ -248,7 +247,7 @@ class Lockstep:
                 break
             judging = time.monotonic()
             result.seconds = before + judging - started
-            result.judged = repeat.judge(self.question, result.parts(), result.busy_parts(os.cpu_count()))
+            result.judged = repeat.judge(self.question, result.parts(), result.busy_parts())
             result.stopped = self._why_stop(result, offset)
             if self.rounds_said or result.stopped:
                 self.say(round_line(result, result.judged.decision))
@@ -276,8 +275,8 @@ class Lockstep:
                 return dones
         result.a.append(values["A"])
         result.b.append(values["B"])
-        read = [float(done["load"]) for done in dones if isinstance(done.get("load"), (int, float))]
-        result.loads.append(sum(read) / len(read) if read else None)
+        read = [float(done["others"]) for done in dones if isinstance(done.get("others"), (int, float))]
+        result.others.append(sum(read) / len(read) if read else None)
         result.calls = min(loops.ran(done) for done in dones)
         result.timed.append((result.calls, time.monotonic() - began))
         return dones

@@ -9,7 +9,7 @@ each over a Unix socket named in ``DASKBENCH_AB_CONTROL``, one JSON object per l
     session -> ab   {"ready": key, "round": n}               before each measurement of a case
     ab -> session   {"go": true, "loops": n} | {"go": false} measure now, n calls | this case is done
     session -> ab   {"done": key, "round": n, "value": s, "outcome": o, "metrics": {...}, "phases": {...},
-                     "busy": s, "loops": n, "load": l}
+                     "busy": s, "loops": n, "others": c}
 
 so the two sides measure each case alternately (A B, B A, A B ... per round), seconds apart,
 each while the other's cluster is idle, and a case stops as soon as its verdict is decided.
@@ -21,8 +21,8 @@ A key names a case the same way on both sides (`case_key`), so side B may run ot
 ``loops`` is how many calls of the benchmark one measurement makes (`daskbench.lockstep.loops`): asked by the
 controller (1 when it does not say: an older one), and made by the session, which says how many it made (a
 test measured as a whole makes one); ``value``, ``metrics`` and the compute phase's share of them are per call.
-``load`` is the 1-minute load average the measurement read (``extra["load_1m"]``; absent when not read): a change
-read on a busy machine is repeated whatever its size (`daskbench.judge.repeat.busy`).
+``others`` is how many cores other work used during the measurement (``extra["others_cores"]``; absent when not
+read): a change read on a busy machine must clear a wider factor to count without a repeat (`daskbench.judge.repeat`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class Turns:
                 "phases": dict(measurement.phases),
                 "busy": round(busy, 6),
                 "loops": measurement.loops,
-                **({"load": measurement.extra["load_1m"]} if "load_1m" in measurement.extra else {}),
+                **({"others": measurement.extra["others_cores"]} if "others_cores" in measurement.extra else {}),
             }
         )
 

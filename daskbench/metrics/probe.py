@@ -6,8 +6,10 @@ it. The probe is the same fixed work every time (``PROBE_UNITS`` iterations of a
 loop, about 30 ms on a 2026 server core); its seconds are a reading of the machine's speed.
 
 `SpeedProbe` probes every worker (and the client) just before and just after the compute phase
-of a measurement, keeps the readings and the 1-minute load average after it (``extra["load_1m"]``: how busy
-the machine was, which a lockstep comparison's verdict heeds, `daskbench.judge.repeat.busy`), and records
+of a measurement, keeps the readings, how many cores other work used meanwhile (``extra["others_cores"]``: the
+machine's busy CPU seconds less those of this process and its descendants, the cluster's, over the window's wall
+time; a lockstep comparison's verdict heeds it, `daskbench.judge.repeat.busy`) and the 1-minute load average
+after it (``extra["load_1m"]``), and records
 ``cpu_probe_s`` (the median of those readings) and
 ``runtime_norm_s``, the runtime scaled to the nominal probe time (``runtime x NOMINAL / probe``):
 a runtime as if the machine had run at its nominal speed. It is a second runtime metric beside the
@@ -27,7 +29,10 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
+
+import psutil
 
 from daskbench.metrics.collectors import Collected, Window
 
@@ -66,18 +71,61 @@ class SpeedProbe:
     def __init__(self, window: Window) -> None:
         self.window = window
         self.readings: list[float] = []
+        self.cpu: CpuSnapshot | None = None
 
     def start(self, client: Any) -> None:
         self.readings = probe_cluster(client)
+        self.cpu = cpu_snapshot()
 
     def stop(self, client: Any) -> Collected:
+        others = others_cores(self.cpu, cpu_snapshot())
         self.readings += probe_cluster(client)
         probe = statistics.median(self.readings)
         found = {"cpu_probe_s": round(probe, 6), "runtime_norm_s": normalised(self.window.runtime_s or None, probe)}
         return Collected(
             metrics={name: value for name, value in found.items() if value is not None},
-            extra={"cpu_probes_s": [round(r, 5) for r in self.readings], **load_read()},
-        )
+            extra={"cpu_probes_s": [round(r, 5) for r in self.readings], **load_read(),
+                   **({"others_cores": others} if others is not None else {})},
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds so far: every core's on anything but idling (``system``), and this process's and its
+    descendants' (``own``: the session and the cluster it started), at ``wall`` (monotonic seconds)."""
+
+    wall: float
+    system: float
+    own: float
+
+
+def cpu_snapshot() -> CpuSnapshot | None:
+    """Now's `CpuSnapshot`; None where the platform does not say."""
+    try:
+        times = psutil.cpu_times()
+        spent = ("user", "nice", "system", "irq", "softirq", "steal")  # guest time is counted in user already
+        system = sum(float(getattr(times, name, 0.0)) for name in spent)
+        me = psutil.Process()
+        own = sum(_cpu_seconds(process) for process in (me, *me.children(recursive=True)))
+    except (psutil.Error, OSError):
+        return None
+    return CpuSnapshot(time.monotonic(), system, own)
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    try:
+        times = process.cpu_times()
+    except psutil.Error:  # ended meanwhile
+        return 0.0
+    return float(times.user + times.system)
+
+
+def others_cores(before: CpuSnapshot | None, after: CpuSnapshot | None) -> float | None:
+    """How many cores other work used between two snapshots, on average (None without both, or no time between)."""
+    if before is None or after is None or after.wall <= before.wall:
+        return None
+    others = (after.system - before.system) - max(after.own - before.own, 0.0)
+    return round(max(others, 0.0) / (after.wall - before.wall), 2)
 
 
 def load_read() -> dict[str, float]:

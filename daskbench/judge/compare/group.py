@@ -94,7 +94,6 @@ class _GroupShape:
     boundary: tuple[str, float] | None = None  # a bisection step's question: (metric, boundary)
     repeat_within: float | None = None  # change verdicts repeated in fresh sessions (`daskbench.judge.repeat`)
     family: suite.Family = suite.PER_CASE  # the verdicts whose false alarms are counted together
-    cores: int | None = None  # the machine's, as side A's newest run recorded it (a part busy: `repeat.busy`)
     asked: str = ""  # the metric the group was asked to judge (``--metric``; tag ``ab_metric``)
 
     @classmethod
@@ -105,10 +104,8 @@ class _GroupShape:
         lockstep = newest.get("ab_mode") == "lockstep"
         within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
         most = int(limit) if limit.isdigit() else None
-        cores = by_side["A"][-1].host.get("cores")
-        cores = cores if isinstance(cores, int) and cores > 0 else None
         asked = newest.get("ab_metric", "")
-        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), cores, asked)
+        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), asked)
 
     def counted(self, cases: int, family: int = 1) -> _GroupShape:
         """Its family spent over ``cases`` cases times the metrics judged, or over at least ``family`` verdicts."""
@@ -144,7 +141,7 @@ def _rounds_rule(
             found = lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
             sizes[metric].append(len(found))
             if found:
-                busy[metric].append(repeat.busy(_loads(a_ms + b_ms), shape.cores))
+                busy[metric].append(repeat.busy(_others(a_ms + b_ms)))
             a_vals += [a for a, _ in found]
             b_vals += [b for _, b in found]
         return a_vals, b_vals
@@ -209,11 +206,10 @@ def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str)
     return [(stats.median(a), stats.median(b))] if a and b else []
 
 
-def _loads(ms: list[Measurement]) -> list[float | None]:
-    """The 1-minute load averages the passing measurements read (``extra["load_1m"]``; older rows: none)."""
-    return [
-        float(load) for m in ms if m.outcome == "passed" and isinstance(load := m.extra.get("load_1m"), (int, float))
-    ]
+def _others(ms: list[Measurement]) -> list[float | None]:
+    """The cores other work used during the passing measurements (``extra["others_cores"]``; older rows: none)."""
+    found = (m.extra.get("others_cores") for m in ms if m.outcome == "passed")
+    return [float(cores) for cores in found if isinstance(cores, int | float)]
 
 
 def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
