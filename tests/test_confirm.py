@@ -68,7 +68,7 @@ def confirmed(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> 
     candidate = _nights(Store(db), 3.0)
     index = envs.Index(find_links=(str(wheels),), no_index=True)
     spec = envs.spec_from_pins({"standin": "1.1"}, with_daskbench=False)
-    tonight = envs.build(spec, cache=root / "cache", index=index, inherit=True, say=lambda _line: None)
+    tonight = envs.build(spec, envs.BuildOptions(root / "cache", index), inherit=True, say=lambda _line: None)
     command = [str(tonight), "-m", "daskbench", "confirm", "--baseline", "main", "--candidate", candidate,
                "--group", "confirm-tonight", "--max-rounds", "4", "--floor", "runtime=1.5", "--find-links",
                str(wheels), "--no-index", "--cache-dir", str(root / "cache"), "--db", db, *SESSION]  # fmt: skip

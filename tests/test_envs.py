@@ -392,7 +392,7 @@ def test_a_source_tree_that_does_not_build_is_said_within_120_columns(tmp_path: 
     for cache in (tmp_path / "c", tmp_path / ("a-cache-folder-with-a-long-name" * 2)):
         spec = envs.spec_from_pins({}, with_daskbench=False, source="head 0123456789", sources=(str(tree),))
         with pytest.raises(envs.InstallFailed) as raised:
-            envs.build(spec, cache=cache, inherit=True, say=said.append)
+            envs.build(spec, envs.BuildOptions(cache), inherit=True, say=said.append)
         line = f"error: {raised.value}"
         assert raised.value.wrap and all(len(part) <= 120 for part in wrap_line(line)), line
         assert line.startswith("error: uv could not install for head 0123456789: ") and "error: error" not in line

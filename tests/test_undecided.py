@@ -175,7 +175,7 @@ def test_confirm_exits_3_when_a_suspect_is_undecided_side_by_side(
         self.tag(plan, group)
         return Spent()
 
-    monkeypatch.setattr(confirm, "build_good", lambda plan, say, **options: sys.executable)
+    monkeypatch.setattr(confirm, "build_good", lambda plan, options, say: sys.executable)
     monkeypatch.setattr(confirm.Runner, "run", run)
     done = daskbench_cli("confirm", "--baseline", "main", "--candidate", tonight.run_id, "--group", "c", "--db", db,
                          capsys=capsys)  # fmt: skip

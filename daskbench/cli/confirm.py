@@ -70,7 +70,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         return EXIT_OK
     plan = confirm.make_plan(store, night)
     group = args.group or new_group_name("confirm")
-    good_python = confirm.build_good(plan, say=say, **options)
+    good_python = confirm.build_good(plan, options, say=say)
     runner = confirm.Runner(
         store, settings(args).db, pytest_args, chosen.floors, args.max_rounds, args.max_time * 60, say, metric_of(args)
     )

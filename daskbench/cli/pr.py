@@ -119,10 +119,10 @@ def cmd_pr(args: argparse.Namespace) -> int:
         say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link, edits))
-    sides = {"A": pr.exported(repo, base, options["cache"], say), "B": pr.exported(repo, head, options["cache"], say)}
+    sides = {"A": pr.exported(repo, base, options.cache, say), "B": pr.exported(repo, head, options.cache, say)}
     changes = pr.dependency_changes(sides["A"], sides["B"], say)
     pythons = {
-        name: pr.side_python(revision, "base" if name == "A" else "head", say, bool(changes), **options)
+        name: pr.side_python(revision, "base" if name == "A" else "head", options, say, bool(changes))
         for name, revision in sides.items()
     }
     sided = {name: (sides[name], pythons[name]) for name in sides}

@@ -9,7 +9,7 @@ which happens last, after the versions inside it were checked against the spec (
 ``importlib.metadata`` run by the environment's own interpreter). A failed or interrupted build
 leaves no marker and is removed; the installer's output stays in ``<key>.log``.
 
-``build(..., inherit=True)`` makes an *overlay* instead (part of the key): a virtualenv whose
+``build(spec, options, inherit=True)`` makes an *overlay* instead (part of the key): a virtualenv whose
 site-packages holds only the pins (installed without their dependencies) and a ``.pth`` that adds this
 interpreter's site-packages after its own (`overlay_of`), so everything else, daskbench included, is
 this interpreter's: seconds to build, what ``daskbench bisect --inherit`` uses. Source trees (`EnvSpec.sources`)
@@ -33,7 +33,7 @@ import sysconfig
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from daskbench.envs import known
@@ -153,29 +153,44 @@ def choose_installer(asked: str = "auto") -> Installer:
 # -- building ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class BuildOptions:
+    """How environments are built, whatever they hold: where they live (``cache``: the folder `cache_root` is
+    given, None for the default), where the installer looks (``index``), which installer (one of `INSTALLERS`)
+    and the requirements every environment built gets (``extra_pins``: ``--pin``). A command makes it once from
+    its build flags; it checks itself when made, so a missing folder of wheels or an installer not here is one
+    line before anything is built."""
+
+    cache: str | Path | None = None
+    index: Index = field(default_factory=Index)
+    installer: str = "auto"
+    extra_pins: tuple[known.Pin, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.index.check()
+        choose_installer(self.installer)
+
+
 def build(
     spec: EnvSpec,
+    options: BuildOptions,
     *,
-    cache: str | Path | None = None,
-    index: Index | None = None,
-    installer: str = "auto",
     say: Say = say,
     inherit: bool = False,
-    extra_pins: Sequence[known.Pin] = (),
     era_from: Mapping[str, str] | None = None,
 ) -> Path:
-    """The interpreter of ``spec``'s environment: reused when built already (its versions checked
-    again), else built under a lock. One `DaskbenchError` line for what could not be had. With
-    ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages.
+    """The interpreter of ``spec``'s environment, built as ``options`` say: reused when built already (its
+    versions checked again), else built under a lock. One `DaskbenchError` line for what could not be had.
+    With ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages.
 
     A full environment gets `known`'s default pins (the era of ``era_from``, default the spec's own release,
-    and the known incompatibilities) and ``extra_pins`` (``--pin``); an overlay only ``extra_pins``. When it
+    and the known incompatibilities) and the options' ``extra_pins`` (``--pin``); an overlay only those. When it
     does not install with the era of ``era_from`` (a bisection's good end), it is built with its own."""
-    index = index or Index()
-    choices = _choices(replace(spec, overlay=overlay_source()) if inherit else spec, extra_pins, era_from)
+    chosen_spec = replace(spec, overlay=overlay_source()) if inherit else spec
+    choices = _choices(chosen_spec, options.extra_pins, era_from)
     if spec.daskbench or inherit:  # daskbench's measuring side runs in it
         known.check_measurable(dict(spec.pins))
-    root = cache_root(cache)
+    root = cache_root(options.cache)
     broken: set[Path] = set()
     for chosen in choices:
         folder = root / chosen.key()
@@ -183,21 +198,22 @@ def build(
             if not _reused(folder, chosen, say):
                 return interpreter(folder)
             broken.add(folder)  # its interpreter gone or not starting: rebuilt below
-    index.check()
-    tool = choose_installer(installer)
-    check_writable(root, cache_flag(cache), folder=True)
+    tool = choose_installer(options.installer)
+    check_writable(root, cache_flag(options.cache), folder=True)
     try:
         root.mkdir(parents=True, exist_ok=True)
         for attempt, chosen in enumerate(choices, 1):
             try:
-                return _built(root / chosen.key(), chosen, index, tool, say, root / chosen.key() in broken)
+                folder = root / chosen.key()
+                return _built(folder, chosen, options.index, tool, say, folder in broken)
             except DaskbenchError as error:
                 if attempt == len(choices):
                     raise
                 say(f"env: {chosen.source} does not install beside the libraries of the good end's release ({error}); "
                     "building it with those of its own release")  # fmt: skip
     except OSError as exc:  # the cache's disk full or gone mid-build: the half-built folder is removed
-        raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}") from None
+        fix = cache_fix(exc, options.cache)
+        raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {fix}") from None
     raise AssertionError("no environment to build")  # choices is never empty
 
 
