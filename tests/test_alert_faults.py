@@ -18,7 +18,8 @@ import pytest
 from daskbench import alerts
 from daskbench.cli import main
 from daskbench.github import API_ENV, GitHub
-from daskbench.model import ClusterSpec, Comparison, Verdict
+from daskbench.judgement import Comparison, Verdict
+from daskbench.model import ClusterSpec
 from daskbench.store import Store
 from daskbench.text import ZERO_WIDTH_SPACE
 from testing.github_server import FakeGitHub, Misbehaviour

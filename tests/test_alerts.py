@@ -10,7 +10,8 @@ import pytest
 from daskbench import alerts
 from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
-from daskbench.model import Case, ClusterSpec, Comparison, Verdict
+from daskbench.judgement import Comparison, Verdict
+from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from testing.github_server import FakeGitHub

@@ -18,7 +18,8 @@ from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.confirm import differing
 from daskbench.judge.compare import compare_runs
-from daskbench.model import SourceCommit, recorded_commits, versions_and_commits
+from daskbench.judgement import versions_and_commits
+from daskbench.model import SourceCommit, recorded_commits
 from daskbench.store import Store
 from tests.helpers import add_results, add_run, daskbench_cli, make_case, make_run
 

@@ -7,7 +7,7 @@ import pytest
 
 from daskbench.judge import machine
 from daskbench.judge.compare import compare_runs
-from daskbench.model import Verdict
+from daskbench.judgement import Verdict
 from daskbench.store import Store
 from tests.helpers import GIB, add_run, make_case, make_measurement
 

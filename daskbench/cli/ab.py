@@ -44,6 +44,7 @@ from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
 from daskbench.judge.suite import SUITE_ALPHA, Family
+from daskbench.judgement import Verdict
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import (
     GroupRunner,
@@ -55,7 +56,7 @@ from daskbench.lockstep.sessions import (
     pytest_arguments,
     side_tags,
 )
-from daskbench.model import Run, Verdict
+from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural, say
 

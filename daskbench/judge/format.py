@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
-from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, VERDICTS, ClusterSpec, Comparison, Run, Verdict
+from daskbench.judgement import VERDICTS, Comparison, Verdict
+from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, ClusterSpec, Run
 from daskbench.text import (
     WIDTH,
     compact_bytes,

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from daskbench import catalog
-from daskbench.model import Measurement, Verdict, group_measurements
+from daskbench.judgement import Verdict
+from daskbench.model import Measurement, group_measurements
 from daskbench.text import plural
 
 #: Run speeds further apart than this ratio are "a different machine" for time verdicts.

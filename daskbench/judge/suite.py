@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from daskbench import catalog
-from daskbench.model import Verdict
+from daskbench.judgement import Verdict
 from daskbench.text import plural
 
 #: The most chance that an unchanged suite gets any of its verdicts called changed (regressed or improved).

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from daskbench.judge import stats, suite
 from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.sequential import Question
+from daskbench.judgement import Comparison
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Comparison
 from daskbench.pr.sides import Revision, Say, withheld
 from daskbench.shards.merge import plan_tags
 from daskbench.shards.plan import Selector

@@ -17,7 +17,8 @@ from daskbench import catalog
 from daskbench.judge import stats
 from daskbench.judge.compare import OUTCOME_METHOD, effect_size
 from daskbench.judge.format import format_value, format_verdict, outside_line, outside_selection, slots_suffix
-from daskbench.model import VERDICTS, Comparison, Run, Verdict
+from daskbench.judgement import VERDICTS, Comparison, Verdict
+from daskbench.model import Run
 from daskbench.report.content import ReportData, Section
 from daskbench.report.style import percent
 from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text

@@ -25,7 +25,8 @@ from pathlib import Path
 from daskbench.errors import DaskbenchError
 from daskbench.judge import suite
 from daskbench.judge.compare import Against, compare_group, finish
-from daskbench.model import Comparison, Run, Verdict
+from daskbench.judgement import Comparison, Verdict
+from daskbench.model import Run
 from daskbench.shards.plan import Shard, ShardPlan, measured_name, parse_shard
 from daskbench.store import Store, exchange
 from daskbench.text import first_few, plural

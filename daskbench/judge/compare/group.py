@@ -20,7 +20,8 @@ from daskbench.judge.compare.verdicts import (
     paired_verdicts,
     passed_values,
 )
-from daskbench.model import Comparison, Measurement, Run, group_measurements
+from daskbench.judgement import Comparison
+from daskbench.model import Measurement, Run, group_measurements
 from daskbench.store import Store
 
 #: Run tags `daskbench ab` sets on each session it runs.

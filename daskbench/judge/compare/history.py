@@ -17,7 +17,8 @@ from daskbench.judge.compare.verdicts import (
     passed_values,
 )
 from daskbench.judge.selection import Selection
-from daskbench.model import ACCEPTED_STEP, Comparison, Measurement, Run, Verdict, group_measurements
+from daskbench.judgement import Comparison, Verdict
+from daskbench.model import ACCEPTED_STEP, Measurement, Run, group_measurements
 from daskbench.store import MeasuredOutcome, Store, runstatus
 from daskbench.text import plural
 
