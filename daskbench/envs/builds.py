@@ -120,8 +120,7 @@ def build(
     A full environment gets `known`'s default pins (the era of ``era_from``, default the spec's own release,
     and the known incompatibilities) and the options' ``extra_pins`` (``--pin``); an overlay only those. When it
     does not install with the era of ``era_from`` (a bisection's good end), it is built with its own."""
-    chosen_spec = replace(spec, overlay=overlay_source()) if inherit else spec
-    choices = _choices(chosen_spec, options.extra_pins, era_from)
+    choices = _choices(replace(spec, overlay=overlay_source()) if inherit else spec, options.extra_pins, era_from)
     if spec.daskbench or inherit:  # daskbench's measuring side runs in it
         known.check_measurable(dict(spec.pins))
     root = cache_root(options.cache)
@@ -132,13 +131,19 @@ def build(
             if not _reused(folder, chosen, say):
                 return interpreter(folder)
             broken.add(folder)  # its interpreter gone or not starting: rebuilt below
+    return _first_built(root, choices, options, say, broken)
+
+
+def _first_built(root: Path, choices: list[EnvSpec], options: BuildOptions, say: Say, broken: set[Path]) -> Path:
+    """The interpreter of the first of ``choices`` that installs, built under ``root`` (a ``broken`` folder anew);
+    a disk that fills or goes away meanwhile is one line naming the cache."""
     tool = choose_installer(options.installer)
     check_writable(root, cache_flag(options.cache), folder=True)
     try:
         root.mkdir(parents=True, exist_ok=True)
         for attempt, chosen in enumerate(choices, 1):
+            folder = root / chosen.key()
             try:
-                folder = root / chosen.key()
                 return _built(folder, chosen, options.index, tool, say, folder in broken)
             except DaskbenchError as error:
                 if attempt == len(choices):
