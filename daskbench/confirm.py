@@ -26,12 +26,12 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import confirmed, sequential, stats, suite
 from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
-from daskbench.judgement import Comparison, Verdict
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Run, group_measurements, recorded_commits
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural, say
+from daskbench.verdicts import Comparison, Verdict
 
 Say = Callable[[str], None]
 

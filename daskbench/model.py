@@ -1,4 +1,4 @@
-"""The records daskbench measures and stores (the verdicts on them: `daskbench.judgement`).
+"""The records daskbench measures and stores (the verdicts on them: `daskbench.verdicts`).
 
 Every record is a frozen dataclass that checks itself on construction and names the
 field that broke a rule, so a bad value is caught where it is made, not three modules

@@ -18,9 +18,9 @@ from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.confirm import differing
 from daskbench.judge.compare import compare_runs
-from daskbench.judgement import versions_and_commits
 from daskbench.model import SourceCommit, recorded_commits
 from daskbench.store import Store
+from daskbench.verdicts import versions_and_commits
 from tests.helpers import add_results, add_run, daskbench_cli, make_case, make_run
 
 RECORDED = "import json, sys; from daskbench import provenance; print(json.dumps(provenance.commits(['standin'])))"

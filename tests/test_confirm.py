@@ -21,9 +21,9 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected
 from daskbench.judge import confirmed as confirm_tags
 from daskbench.judge.compare import compare_runs
-from daskbench.judgement import Comparison, Verdict
 from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
+from daskbench.verdicts import Comparison, Verdict
 from tests.helpers import add_results, add_run, daskbench_cli, standin_wheel
 
 BENCH = """

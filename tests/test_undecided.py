@@ -16,10 +16,10 @@ import pytest
 
 from daskbench import confirm, pr
 from daskbench.cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
-from daskbench.judgement import Verdict
 from daskbench.lockstep.parts import GroupPlan, Spent
 from daskbench.model import Case
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 from testing.github_server import FakeGitHub
 from tests.helpers import add_lockstep_group, add_results, add_run, daskbench_cli, git, make_case
 

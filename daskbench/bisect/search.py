@@ -28,11 +28,11 @@ from daskbench.bisect.plan import BisectPlan, Candidate, shortened
 from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
-from daskbench.judgement import Comparison, Verdict
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
 from daskbench.store import Store
 from daskbench.text import WIDTH, first_few, plural, say, wrap_line
+from daskbench.verdicts import Comparison, Verdict
 
 TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
     bisected.TAG,

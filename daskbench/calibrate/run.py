@@ -30,13 +30,13 @@ from daskbench.calibrate.arms import ARMS, SIDE_ENV
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_group, group_rounds
 from daskbench.judge.sequential import Question
-from daskbench.judgement import Verdict
 from daskbench.lockstep import turns
 from daskbench.lockstep.engine import Lockstep, Part, pytest_command
 from daskbench.lockstep.parts import Spent, run_parts
 from daskbench.lockstep.sessions import Side
 from daskbench.model import Measurement, Run
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 
 BENCH_FILE = Path(__file__).parent / "bench_calibration.py"
 CALIBRATE_GROUP, CALIBRATE_ROUND = "calibrate_group", "calibrate_round"

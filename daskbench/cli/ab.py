@@ -44,7 +44,6 @@ from daskbench.judge.compare import AB_GROUP, compare, group_rounds
 from daskbench.judge.selection import Selection
 from daskbench.judge.sequential import REPEAT_WITHIN, ROUNDS_LIMIT, Question
 from daskbench.judge.suite import SUITE_ALPHA, Family
-from daskbench.judgement import Verdict
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import (
     GroupRunner,
@@ -59,6 +58,7 @@ from daskbench.lockstep.sessions import (
 from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural, say
+from daskbench.verdicts import Verdict
 
 #: ``ab``'s texts (add_parser's keywords).
 TEXTS = {

@@ -33,9 +33,9 @@ from daskbench.cli.output import print_wrapped
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
-from daskbench.judgement import Verdict
 from daskbench.lockstep.sessions import new_group_name, pytest_arguments
 from daskbench.text import plural, say
+from daskbench.verdicts import Verdict
 
 #: ``confirm``'s texts (add_parser's keywords).
 TEXTS = {

@@ -39,11 +39,11 @@ from daskbench.github import API_ENV, DEFAULT_API, GitHub, open_alerts
 from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.sequential import ROUNDS_LIMIT
-from daskbench.judgement import Comparison
 from daskbench.lockstep.sessions import pytest_arguments
 from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import say
+from daskbench.verdicts import Comparison
 
 #: The budget of a hunt when neither --budget nor this variable gives one (``60m``: a GitHub Actions job).
 BUDGET_ENV = "DASKBENCH_CULPRIT_BUDGET"

@@ -36,13 +36,13 @@ from daskbench.errors import DaskbenchError, check_writable
 from daskbench.github import GitHub
 from daskbench.judge import suite
 from daskbench.judge.compare import group_rounds
-from daskbench.judgement import Comparison
 from daskbench.lockstep.parts import Spent
 from daskbench.lockstep.sessions import pytest_arguments
 from daskbench.shards.history import history_seconds
 from daskbench.shards.plan import Selector, Shard, parse_shard
 from daskbench.store import Store
 from daskbench.text import say
+from daskbench.verdicts import Comparison
 
 #: Where the report goes unless --report says otherwise.
 REPORT = "results/daskbench-pr.html"

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from daskbench.judge.stats import median
-from daskbench.judgement import Verdict
 from daskbench.metrics.collectors import NOT_AVAILABLE
 from daskbench.model import Measurement
+from daskbench.verdicts import Verdict
 
 EXPLAINED_METRIC = "runtime_s"
 #: How many activities a note names.

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
-from daskbench.judgement import VERDICTS, Comparison, Verdict
 from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, ClusterSpec, Run
 from daskbench.text import (
     WIDTH,
@@ -27,6 +26,7 @@ from daskbench.text import (
     terminal_safe,
     wrap_line,
 )
+from daskbench.verdicts import VERDICTS, Comparison, Verdict
 
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
 #: The terminal table fits `WIDTH` columns: rows are grouped under a line naming their case, a

@@ -1,6 +1,6 @@
 """The fixtures daskbench gives a test: ``measure``, the cluster and its client, the session's size and data
 location, and one client fixture per ``--client-fixtures`` name (`client_fixture`). `daskbench.plugin.hooks`
-(the ``pytest11`` entry point) registers this module as a plugin of its own (``pytest_plugins``), so pytest
+(the ``pytest11`` entry point) registers this module as a plugin of its own at configure, so pytest
 finds them; the hooks read what a test's fixtures left in its stash (the keys below).
 
 What the fixtures give is made elsewhere: the ``measure`` fixture's object is

@@ -2,7 +2,7 @@
 
 As pytest-benchmark splits it: the hooks are here (the settings resolved, the tests collected and planned,
 the header, the session's end and summary, a test's report); the fixtures they serve are declared in
-`daskbench.plugin.fixtures`, a plugin module this one registers (``pytest_plugins``); the ``measure``
+`daskbench.plugin.fixtures`, a plugin module this one registers at configure; the ``measure``
 fixture's object is `daskbench.plugin.fixture.MeasureFixture`; the sweep (parametrization, test ids, the
 settings header) is `daskbench.plugin.sweep`; the session's state (store, run, clusters) is one
 `daskbench.plugin.state.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
@@ -32,15 +32,13 @@ from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M
-from daskbench.plugin import sharding, sweep, taking
+from daskbench.plugin import fixtures, sharding, sweep, taking
 from daskbench.plugin.fixtures import MEASURE_KEY, SESSION_KEY, TURNS_KEY, WHOLE_KEY, client_fixture
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.plugin.taking import QUIET_KEY
 from daskbench.shards.plan import suite_name
 from daskbench.text import plural, wrap_line
 
-#: The fixtures the hooks serve, registered with this module wherever it loads (the entry point, ``-p``).
-pytest_plugins = ("daskbench.plugin.fixtures",)
 #: A settings error found while collecting, raised only if a daskbench test is selected.
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
 #: Whether any collected test (selected or not) uses a daskbench fixture.
@@ -56,7 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker; resolve the settings now only if a daskbench flag was given."""
+    """Register the marker and the fixtures (a plugin module of their own: registered here, not named in
+    ``pytest_plugins``, which would have pytest import it again for its assertions and warn that it cannot);
+    resolve the settings now only if a daskbench flag was given."""
+    config.pluginmanager.register(fixtures, "daskbench-fixtures")
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
     _refuse_side_by_side(config)
     _declare_client_fixtures(config)
