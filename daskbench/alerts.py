@@ -35,9 +35,9 @@ from dataclasses import dataclass, field, replace
 
 from daskbench.github import GitHub, close_alert, open_alert, open_alerts
 from daskbench.judge.format import case_label, format_verdict
-from daskbench.model import Comparison, Verdict
 from daskbench.redact import redact_text
 from daskbench.text import markdown_code, markdown_text, plural, unlinked, wrap_line
+from daskbench.verdicts import Comparison, Verdict
 
 REGRESSION_LABEL = "daskbench-regression"
 INFRA_LABEL = "daskbench-infrastructure"

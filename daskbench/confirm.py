@@ -28,9 +28,10 @@ from daskbench.judge.compare import AB_GROUP
 from daskbench.judge.confirmed import Pins, describe_pins
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Comparison, Run, Verdict, group_measurements, recorded_commits
+from daskbench.model import Run, group_measurements, recorded_commits
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural, say
+from daskbench.verdicts import Comparison, Verdict
 
 Say = Callable[[str], None]
 
@@ -147,11 +148,11 @@ def _described(run: Run, pins: Mapping[str, str], names: Sequence[str]) -> Pins:
     )
 
 
-def build_good(plan: ConfirmPlan, say: Say = say, **options: object) -> str:
-    """The interpreter of the good run's environment: an overlay over this interpreter holding the good
-    run's versions of the packages that differ (built once, cached)."""
+def build_good(plan: ConfirmPlan, options: envs.BuildOptions, say: Say = say) -> str:
+    """The interpreter of the good run's environment, built as ``options`` say: an overlay over this interpreter
+    holding the good run's versions of the packages that differ (built once, cached)."""
     spec = envs.spec_from_run(plan.good, only=[name for name, _ in plan.pins], with_daskbench=False)
-    return str(envs.build(spec, say=say, inherit=True, **options))  # type: ignore[arg-type]
+    return str(envs.build(spec, options, say=say, inherit=True))
 
 
 # -- running ----------------------------------------------------------------------------------

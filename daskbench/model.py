@@ -1,4 +1,4 @@
-"""The records daskbench measures, stores and compares.
+"""The records daskbench measures and stores (the verdicts on them: `daskbench.verdicts`).
 
 Every record is a frozen dataclass that checks itself on construction and names the
 field that broke a rule, so a bad value is caught where it is made, not three modules
@@ -53,9 +53,6 @@ WORKER_LOST: Outcome = "worker-lost"
 NOT_RESULTS: tuple[str, ...] = (INTERRUPTED, CLUSTER_LOST)
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
-VerdictKind = Literal["regressed", "improved", "unchanged", "inconclusive", "new", "missing", "newly-failing", "fixed"]
-VERDICTS: tuple[str, ...] = get_args(VerdictKind)
-
 _TAG_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 #: The flag `Store.flag_measurements` adds when the benchmark's own check of its result failed;
@@ -83,7 +80,8 @@ SHARD, SHARD_PLAN = "shard", "shard_plan"
 JSON_VERSION = 1
 
 
-def _require(condition: bool, record: str, name: str, rule: str) -> None:
+def require(condition: bool, record: str, name: str, rule: str) -> None:
+    """How every record refuses a value: a `ValueError` naming the record, the field and the rule it broke."""
     if not condition:
         raise ValueError(f"{record}.{name} {rule}")
 
@@ -110,21 +108,21 @@ class ClusterSpec:
     target: str = ""
 
     def __post_init__(self) -> None:
-        _require(bool(self.backend), "ClusterSpec", "backend", "must not be empty")
-        _require(self.n_workers >= 1, "ClusterSpec", "n_workers", f"must be >= 1, got {self.n_workers}")
-        _require(
+        require(bool(self.backend), "ClusterSpec", "backend", "must not be empty")
+        require(self.n_workers >= 1, "ClusterSpec", "n_workers", f"must be >= 1, got {self.n_workers}")
+        require(
             self.threads_per_worker >= 1,
             "ClusterSpec",
             "threads_per_worker",
             f"must be >= 1, got {self.threads_per_worker}",
         )
-        _require(
+        require(
             self.memory_per_worker is None or self.memory_per_worker > 0,
             "ClusterSpec",
             "memory_per_worker",
             f"must be > 0 bytes or None, got {self.memory_per_worker}",
         )
-        _require(
+        require(
             self.worker_saturation > 0,
             "ClusterSpec",
             "worker_saturation",
@@ -187,7 +185,7 @@ class Case:
     info: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        _require(bool(self.workload), "Case", "workload", "must not be empty")
+        require(bool(self.workload), "Case", "workload", "must not be empty")
         try:
             json.dumps(dict(self.params), sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -251,13 +249,6 @@ def recorded_commits(tags: Mapping[str, str]) -> dict[str, SourceCommit]:
     return dict(sorted(found.items()))
 
 
-def versions_and_commits(run: Run) -> dict[str, str]:
-    """A run's versions with, for each package it had from git, ``NAME commit`` and the commit's 12-char id:
-    what ``compare`` lists as differing between runs."""
-    commits = {f"{name} commit": found.short() for name, found in recorded_commits(run.tags).items()}
-    return {**run.versions, **commits}
-
-
 @dataclass(frozen=True)
 class Run:
     """One invocation of the suite, with everything needed to explain a difference later.
@@ -278,11 +269,11 @@ class Run:
     tags: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _require(bool(self.run_id), "Run", "run_id", "must not be empty")
-        _require(bool(self.started_at), "Run", "started_at", "must be an ISO timestamp")
+        require(bool(self.run_id), "Run", "run_id", "must not be empty")
+        require(bool(self.started_at), "Run", "started_at", "must be an ISO timestamp")
         for key, value in self.tags.items():
-            _require(bool(_TAG_KEY.match(key)), "Run", "tags", f"key {key!r} must be lower_snake_case (<= 64 chars)")
-            _require(isinstance(value, str), "Run", "tags", f"value of {key!r} must be text, got {value!r}")
+            require(bool(_TAG_KEY.match(key)), "Run", "tags", f"key {key!r} must be lower_snake_case (<= 64 chars)")
+            require(isinstance(value, str), "Run", "tags", f"value of {key!r} must be text, got {value!r}")
 
     def to_json(self) -> dict[str, Any]:
         """Every field, the mappings as plain dicts: what the store writes and `daskbench.flat` shows."""
@@ -336,13 +327,13 @@ class TaskMemory:
     concurrency: int = 1
 
     def __post_init__(self) -> None:
-        _require(bool(self.prefix), "TaskMemory", "prefix", "must not be empty")
-        _require(self.tasks >= 1, "TaskMemory", "tasks", f"must be >= 1, got {self.tasks}")
+        require(bool(self.prefix), "TaskMemory", "prefix", "must not be empty")
+        require(self.tasks >= 1, "TaskMemory", "tasks", f"must be >= 1, got {self.tasks}")
         for name in ("peak_bytes", "p95_bytes", "input_bytes"):
             value = getattr(self, name)
-            _require(value >= 0, "TaskMemory", name, f"must be >= 0 bytes, got {value}")
-        _require(self.p95_bytes <= self.peak_bytes, "TaskMemory", "p95_bytes", "must be <= peak_bytes")
-        _require(self.concurrency >= 1, "TaskMemory", "concurrency", f"must be >= 1, got {self.concurrency}")
+            require(value >= 0, "TaskMemory", name, f"must be >= 0 bytes, got {value}")
+        require(self.p95_bytes <= self.peak_bytes, "TaskMemory", "p95_bytes", "must be <= peak_bytes")
+        require(self.concurrency >= 1, "TaskMemory", "concurrency", f"must be >= 1, got {self.concurrency}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -399,13 +390,13 @@ class Measurement:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", read_outcome(self.outcome, self.flags))  # every reader of outcome/ok
-        _require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
-        _require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
+        require(self.outcome in OUTCOMES, "Measurement", "outcome", f"must be one of {OUTCOMES}, got {self.outcome!r}")
+        require(self.repeat >= 0, "Measurement", "repeat", f"must be >= 0, got {self.repeat}")
         for name, value in self.metrics.items():
-            _require(catalog.is_declared(name), "Measurement", name, "is not a declared metric (daskbench.catalog)")
+            require(catalog.is_declared(name), "Measurement", name, "is not a declared metric (daskbench.catalog)")
             problem = catalog.get(name).check(value)
-            _require(problem is None, "Measurement", name, problem or "")
-        _require(
+            require(problem is None, "Measurement", name, problem or "")
+        require(
             self.outcome not in ("passed", WRONG_RESULT) or "runtime_s" in self.metrics,
             "Measurement",
             "runtime_s",
@@ -471,69 +462,6 @@ class Measurement:
             flags=tuple(dict.fromkeys(data.get("flags") or ())),
             tasks=tuple(TaskMemory.from_json(task) for task in data.get("tasks") or ()),
         )
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The judgement on one case and one metric: baseline vs candidate, effect and evidence.
-
-    ``ratio`` is candidate / baseline (> 1 means more time, memory or money);
-    ``ci_low``/``ci_high`` bound it at the stated confidence; ``floor`` is the minimum
-    effect that counts (e.g. 1.10); ``score`` is the history mode's robust z-score of the
-    candidate against the case's history (None in A/B mode).
-    """
-
-    fingerprint: str
-    workload: str
-    params: Mapping[str, Any]
-    metric: str
-    verdict: VerdictKind
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    floor: float | None = None
-    baseline_values: tuple[float, ...] = ()
-    candidate_values: tuple[float, ...] = ()
-    cluster: Mapping[str, Any] = field(default_factory=dict)
-    method: str = ""
-    note: str = ""
-    score: float | None = None
-
-    def __post_init__(self) -> None:
-        _require(self.verdict in VERDICTS, "Verdict", "verdict", f"must be one of {VERDICTS}, got {self.verdict!r}")
-        _require(
-            catalog.is_declared(self.metric), "Verdict", "metric", f"must be a declared metric, got {self.metric!r}"
-        )
-
-    @property
-    def is_regression(self) -> bool:
-        return self.verdict in ("regressed", "newly-failing")
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The verdicts of one candidate run against a baseline, and what else differs.
-
-    ``mode`` is ``ab`` (against named baseline runs) or ``history`` (each case against
-    its own last good runs); the diffs map a key to (baseline, candidate) values.
-    """
-
-    mode: Literal["ab", "history"]
-    baseline_runs: tuple[Run, ...]
-    candidate_run: Run
-    verdicts: tuple[Verdict, ...]
-    version_diff: Mapping[str, tuple[str | None, str | None]]
-    config_diff: Mapping[str, tuple[Any, Any]]
-    host_diff: Mapping[str, tuple[Any, Any]]
-    baseline_label: str = ""
-    notes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        _require(self.mode in ("ab", "history"), "Comparison", "mode", f"must be 'ab' or 'history', got {self.mode!r}")
-
-    @property
-    def regressions(self) -> tuple[Verdict, ...]:
-        return tuple(v for v in self.verdicts if v.is_regression)
 
 
 def group_measurements(

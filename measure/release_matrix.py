@@ -62,7 +62,7 @@ def environment(release: str) -> tuple[Path, float, bool]:
     spec = envs.spec_from_pins({"dask": release, "distributed": release}, source=f"dask {release}")
     said: list[str] = []
     started = time.monotonic()
-    python = envs.build(spec, say=said.append)
+    python = envs.build(spec, envs.BuildOptions(), say=said.append)
     return python, time.monotonic() - started, any(line.startswith("env: reusing") for line in said)
 
 

@@ -18,9 +18,10 @@ import pytest
 from daskbench import alerts
 from daskbench.cli import main
 from daskbench.github import API_ENV, GitHub
-from daskbench.model import ClusterSpec, Comparison, Verdict
+from daskbench.model import ClusterSpec
 from daskbench.store import Store
 from daskbench.text import ZERO_WIDTH_SPACE
+from daskbench.verdicts import Comparison, Verdict
 from testing.github_server import FakeGitHub, Misbehaviour
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, add_run, make_case
 

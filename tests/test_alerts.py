@@ -10,9 +10,10 @@ import pytest
 from daskbench import alerts
 from daskbench.alerts import INFRA_LABEL, REGRESSION_LABEL
 from daskbench.cli import main
-from daskbench.model import Case, ClusterSpec, Comparison, Verdict
+from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.text import WIDTH
+from daskbench.verdicts import Comparison, Verdict
 from testing.github_server import FakeGitHub
 from tests.helpers import GITHUB_TEST_TOKEN, add_results, add_run, make_case
 

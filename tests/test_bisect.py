@@ -184,7 +184,7 @@ def test_an_overlay_holds_only_its_pin_and_sees_this_interpreters_packages(tmp_p
     wheels = wheel_folder(tmp_path / "wheels", None)
     spec = envs.spec_from_pins({"standin": "1.3"}, with_daskbench=False)
     index = envs.Index(find_links=(str(wheels),), no_index=True)
-    python = envs.build(spec, cache=tmp_path / "cache", index=index, inherit=True, say=lambda _line: None)
+    python = envs.build(spec, envs.BuildOptions(tmp_path / "cache", index), inherit=True, say=lambda _line: None)
     code = "import standin, daskbench, dask; print(standin.VERSION)"
     assert subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout == "1.3\n"
     assert python.parent.parent.name != spec.key()

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -84,9 +83,9 @@ def _tree(repo: Path, commit: str, root: Path) -> Path:
     return envs.exported(repo, commit, root / "cache")
 
 
-def _options(root: Path) -> dict[str, Any]:
-    """`envs.build`'s keywords, as ``bisect`` gives them."""
-    return {"cache": root / "cache", "index": envs.Index(), "installer": "auto", "extra_pins": ()}
+def _options(root: Path) -> envs.BuildOptions:
+    """How ``bisect`` builds here: the default index and installer, a cache of the test's own."""
+    return envs.BuildOptions(root / "cache")
 
 
 def _candidate(commit: str) -> Candidate:

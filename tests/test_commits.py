@@ -18,8 +18,9 @@ from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.confirm import differing
 from daskbench.judge.compare import compare_runs
-from daskbench.model import SourceCommit, recorded_commits, versions_and_commits
+from daskbench.model import SourceCommit, recorded_commits
 from daskbench.store import Store
+from daskbench.verdicts import versions_and_commits
 from tests.helpers import add_results, add_run, daskbench_cli, make_case, make_run
 
 RECORDED = "import json, sys; from daskbench import provenance; print(json.dumps(provenance.commits(['standin'])))"
@@ -37,7 +38,7 @@ def _recorded(tmp_path: Path, source: str) -> dict[str, str]:
     (tmp_path / "wheels").mkdir(exist_ok=True)
     index = envs.Index(find_links=(str(tmp_path / "wheels"),), no_index=True)
     spec = envs.spec_from_pins({}, with_daskbench=False, source="the stand-in", sources=(source,))
-    python = envs.build(spec, cache=tmp_path / "envs", index=index, inherit=True, say=lambda _line: None)
+    python = envs.build(spec, envs.BuildOptions(tmp_path / "envs", index), inherit=True, say=lambda _line: None)
     done = subprocess.run([str(python), "-c", RECORDED], capture_output=True, text=True, check=True, timeout=120)
     return json.loads(done.stdout)
 

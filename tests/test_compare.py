@@ -15,9 +15,10 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
 from daskbench.judge.compare import compare_group, compare_runs, effect_size
 from daskbench.judge.format import comparison_to_json, format_table, format_verdict, regression_summary
-from daskbench.model import JSON_VERSION, Case, ClusterSpec, Comparison, Run, Verdict
+from daskbench.model import JSON_VERSION, Case, ClusterSpec, Run
 from daskbench.store import Store
 from daskbench.text import WIDTH
+from daskbench.verdicts import Comparison, Verdict
 from tests.helpers import HOST, MIB, add_results, add_run, make_case, make_measurement
 
 

@@ -21,8 +21,9 @@ from daskbench.errors import DaskbenchError
 from daskbench.judge import bisected
 from daskbench.judge import confirmed as confirm_tags
 from daskbench.judge.compare import compare_runs
-from daskbench.model import Case, ClusterSpec, Comparison, Verdict
+from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
+from daskbench.verdicts import Comparison, Verdict
 from tests.helpers import add_results, add_run, daskbench_cli, standin_wheel
 
 BENCH = """
@@ -68,7 +69,7 @@ def confirmed(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> 
     candidate = _nights(Store(db), 3.0)
     index = envs.Index(find_links=(str(wheels),), no_index=True)
     spec = envs.spec_from_pins({"standin": "1.1"}, with_daskbench=False)
-    tonight = envs.build(spec, cache=root / "cache", index=index, inherit=True, say=lambda _line: None)
+    tonight = envs.build(spec, envs.BuildOptions(root / "cache", index), inherit=True, say=lambda _line: None)
     command = [str(tonight), "-m", "daskbench", "confirm", "--baseline", "main", "--candidate", candidate,
                "--group", "confirm-tonight", "--max-rounds", "4", "--floor", "runtime=1.5", "--find-links",
                str(wheels), "--no-index", "--cache-dir", str(root / "cache"), "--db", db, *SESSION]  # fmt: skip

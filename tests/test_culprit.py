@@ -167,7 +167,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch, two: dict[str, Any], tmp_path: Pat
 def _hunter(two: dict[str, Any], tmp_path: Path, **kwargs: Any) -> hunt.Hunter:
     path = route.make_route(two["good"], two["bad"], two["mirrors"], _no_index, lambda _line: None)
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
-    return hunt.Hunter(store, "sqlite://", ["-q"], path, "culprit-x", {}, {}, say=lambda _l: None, show=lambda _l: None,
+    return hunt.Hunter(store, "sqlite://", ["-q"], path, "culprit-x", {}, envs.BuildOptions(), say=lambda _l: None, show=lambda _l: None,
                        **kwargs)  # fmt: skip
 
 

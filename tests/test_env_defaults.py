@@ -97,7 +97,7 @@ def test_a_release_older_than_daskbench_measures_is_one_line_naming_the_oldest_t
 def test_a_release_below_the_floor_is_refused_before_anything_is_built(tmp_path: Path) -> None:
     spec = envs.spec_from_pins({"dask": "2022.12.1", "distributed": "2022.12.1"})
     with pytest.raises(DaskbenchError, match=re.escape("dask 2022.12.1 cannot be measured here")):
-        envs.build(spec, cache=tmp_path / "cache", say=lambda _line: None)
+        envs.build(spec, envs.BuildOptions(tmp_path / "cache"), say=lambda _line: None)
     assert not (tmp_path / "cache").exists()
 
 
@@ -142,8 +142,8 @@ def test_a_users_pin_is_installed_checked_and_part_of_the_environments_identity(
     pythons = {}
     for text in ("standin<1.1", "standin>=1.1"):
         base = envs.EnvSpec((), (), "the pins")
-        pythons[text] = envs.build(base, cache=tmp_path, index=index, say=said.append,
-                                   extra_pins=[known.parse_user_pin(text)])  # fmt: skip
+        options = envs.BuildOptions(tmp_path, index, extra_pins=(known.parse_user_pin(text),))
+        pythons[text] = envs.build(base, options, say=said.append)
     versions = {text: envs.installed_versions(python, ["standin"])["standin"] for text, python in pythons.items()}
     assert versions == {"standin<1.1": "1.0", "standin>=1.1": "1.1"}
     assert any(line.startswith("env: also pinned: standin<1.1 (defaults") for line in said)
@@ -154,13 +154,13 @@ def test_a_step_that_does_not_install_with_the_good_ends_era_is_built_with_its_o
 ) -> None:
     """The good end's era (dask 2023.1.0) asks for numpy<1.25, which this wheel folder lacks: the build says
     so and builds the step with its own defaults (none for a release-less stand-in)."""
-    index = envs.Index(find_links=(str(wheels),), no_index=True)
+    options = envs.BuildOptions(tmp_path, envs.Index(find_links=(str(wheels),), no_index=True))
     said: list[str] = []
     spec = envs.spec_from_pins({"standin": "1.1"}, with_daskbench=False)
-    python = envs.build(spec, cache=tmp_path, index=index, say=said.append, era_from=OLDEST)
+    python = envs.build(spec, options, say=said.append, era_from=OLDEST)
     assert envs.installed_versions(python, ["standin"]) == {"standin": "1.1"}
     retry = [line for line in said if "does not install beside the libraries of the good end's release" in line]
     assert len(retry) == 1 and retry[0].endswith("building it with those of its own release")
     again: list[str] = []
-    assert envs.build(spec, cache=tmp_path, index=index, say=again.append, era_from=OLDEST) == python
+    assert envs.build(spec, options, say=again.append, era_from=OLDEST) == python
     assert again[0].startswith("env: reusing")  # the fallback is found at once the next time

@@ -26,7 +26,7 @@ import pytest
 from daskbench import envs
 from daskbench.cli import build_parser
 from daskbench.cli.ab import resolve_sides
-from daskbench.envs import builds, specs
+from daskbench.envs import builds, failures, installers, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
 from daskbench.text import wrap_line
@@ -374,7 +374,7 @@ def test_an_installer_step_that_outlasts_its_time_is_stopped_and_said_in_one_lin
     spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
     hangs = [sys.executable, "-c", "import time; print('resolving', flush=True); time.sleep(30)"]
     with pytest.raises(DaskbenchError) as raised:
-        builds._run(builds.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), log), hangs, "w", "install")
+        builds._run(installers.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), log), hangs, "w", "install")
     assert str(raised.value).count("\n") == 0
     assert "uv did not install for the version set within 1 s" in str(raised.value) and str(log) in str(raised.value)
     assert "resolving" in log.read_text() and "(stopped after 1 s)" in log.read_text()
@@ -392,7 +392,7 @@ def test_a_source_tree_that_does_not_build_is_said_within_120_columns(tmp_path: 
     for cache in (tmp_path / "c", tmp_path / ("a-cache-folder-with-a-long-name" * 2)):
         spec = envs.spec_from_pins({}, with_daskbench=False, source="head 0123456789", sources=(str(tree),))
         with pytest.raises(envs.InstallFailed) as raised:
-            envs.build(spec, cache=cache, inherit=True, say=said.append)
+            envs.build(spec, envs.BuildOptions(cache), inherit=True, say=said.append)
         line = f"error: {raised.value}"
         assert raised.value.wrap and all(len(part) <= 120 for part in wrap_line(line)), line
         assert line.startswith("error: uv could not install for head 0123456789: ") and "error: error" not in line
@@ -466,7 +466,7 @@ def test_uvs_reason_is_its_because_sentences_whether_piped_or_drawn(output: str)
                     "you require beta>=2. And because you require beta<2, we can conclude that your requirements are "
                     "unsatisfiable.")  # fmt: skip
     spec = envs.spec_from_pins({"standin": "1.0", "alpha": "1.0"}, with_daskbench=False)
-    assert builds.involved(said, replace(spec, extra=("beta<2", "numpy<2"))) == ["alpha==1.0", "beta<2"]
+    assert failures.involved(said, replace(spec, extra=("beta<2", "numpy<2"))) == ["alpha==1.0", "beta<2"]
     assert envs_output.reason("ERROR: No matching distribution found for dask==1999.99.0\n") == (
         "ERROR: No matching distribution found for dask==1999.99.0"
     )
@@ -581,7 +581,7 @@ def test_an_installer_that_failed_for_the_disk_is_a_machine_fault_not_an_install
     cache's fault with its fix and a bisection stops at, never `InstallFailed` (a commit skipped as unbuildable)."""
     spec = envs.spec_from_pins({"standin": "1.0"}, with_daskbench=False)
     fails = [sys.executable, "-c", f"import sys; print({said!r}, file=sys.stderr); sys.exit(2)"]
-    job = builds.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), tmp_path / "build.log")
+    job = installers.Build(spec, envs.Index(), envs.Installer("uv", ("uv",)), tmp_path / "build.log")
     with pytest.raises(OSError, match=cause) as raised:
         builds._run(job, fails, "w", "install")
     assert not isinstance(raised.value, DaskbenchError)

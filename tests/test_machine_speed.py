@@ -7,8 +7,8 @@ import pytest
 
 from daskbench.judge import machine
 from daskbench.judge.compare import compare_runs
-from daskbench.model import Verdict
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 from tests.helpers import GIB, add_run, make_case, make_measurement
 
 

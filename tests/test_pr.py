@@ -21,8 +21,8 @@ import pytest
 
 from daskbench import pr
 from daskbench.judge.compare import compare_group
-from daskbench.model import Verdict
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 from testing.github_server import FakeGitHub
 from tests.helpers import GITHUB_TEST_TOKEN, PULL_NUMBER, daskbench_cli, git, standin_project
 

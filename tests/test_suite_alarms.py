@@ -12,7 +12,7 @@ from daskbench import catalog
 from daskbench.judge.repeat import Judged, Rounds, judge
 from daskbench.judge.sequential import ALPHA, Question, looks
 from daskbench.judge.suite import SUITE_ALPHA, Family, family_size, metrics_judged, state
-from daskbench.model import Verdict
+from daskbench.verdicts import Verdict
 
 #: 1.10x, spread about 0.02: regressed at the look of 5 rounds, its interval well inside 1.20x (a repeat).
 SMALL = [1.12, 1.08, 1.10, 1.11, 1.09]

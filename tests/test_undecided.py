@@ -17,8 +17,9 @@ import pytest
 from daskbench import confirm, pr
 from daskbench.cli import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from daskbench.lockstep.parts import GroupPlan, Spent
-from daskbench.model import Case, Verdict
+from daskbench.model import Case
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 from testing.github_server import FakeGitHub
 from tests.helpers import add_lockstep_group, add_results, add_run, daskbench_cli, git, make_case
 
@@ -180,7 +181,7 @@ def test_confirm_exits_3_when_a_suspect_is_undecided_side_by_side(
         self.tag(plan, group)
         return Spent()
 
-    monkeypatch.setattr(confirm, "build_good", lambda plan, say, **options: sys.executable)
+    monkeypatch.setattr(confirm, "build_good", lambda plan, options, say: sys.executable)
     monkeypatch.setattr(confirm.Runner, "run", run)
     done = daskbench_cli("confirm", "--baseline", "main", "--candidate", tonight.run_id, "--group", "c", "--db", db,
                          capsys=capsys)  # fmt: skip

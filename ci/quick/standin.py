@@ -147,7 +147,7 @@ def main(root: str) -> int:
     for night, number in NIGHTS.items():
         spec = envs.spec_from_pins({}, with_daskbench=False, source=f"standin at {ids[number][:12]}",
                                    sources=(requirement(repo, ids[number]),))  # fmt: skip
-        python = envs.build(spec, cache=Path(root, "envs"), index=index, inherit=True, say=lambda _line: None)
+        python = envs.build(spec, envs.BuildOptions(Path(root, "envs"), index), inherit=True, say=lambda _line: None)
         print(night, ids[number], python)
     return 0
 

@@ -17,7 +17,6 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from daskbench import envs
 from daskbench.errors import DaskbenchError
@@ -45,7 +44,7 @@ def point_python(
     point: Point,
     repos: Mapping[str, Path],
     described: str,
-    build: Mapping[str, Any],
+    build: envs.BuildOptions,
     *,
     inherit: bool = True,
     era_from: Mapping[str, str] | None = None,
@@ -54,15 +53,15 @@ def point_python(
     """The interpreter of an environment holding ``point``'s packages (releases pinned, commits exported from
     ``repos`` and built from source), each checked to import. With ``inherit`` an overlay over this interpreter;
     else with their dependencies and this daskbench, the libraries of ``era_from``'s era (`envs.known`).
-    ``build``: `envs.build`'s keywords (cache, index, installer, extra_pins). `envs.InstallFailed` when it does
-    not build or import."""
+    ``build``: how environments are built (`envs.BuildOptions`). `envs.InstallFailed` when it does not build
+    or import."""
     pins = {name: ref.version for name, ref in point.items() if not ref.commit}
-    cache = build.get("cache")
+    cache = build.cache
     trees = tuple(
         str(envs.exported(repos[name], ref.commit, cache)) for name, ref in sorted(point.items()) if ref.commit
     )
     spec = envs.spec_from_pins(pins, with_daskbench=not inherit, source=described, sources=trees)
-    python = str(envs.build(spec, say=say, inherit=inherit, era_from=era_from, **build))
+    python = str(envs.build(spec, build, say=say, inherit=inherit, era_from=era_from))
     check_imports(python, sorted(point))
     return python
 

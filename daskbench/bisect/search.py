@@ -30,9 +30,9 @@ from daskbench.judge import bisected, sequential, stats
 from daskbench.judge.compare import AB_GROUP, AB_SIDE, compare_group
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Comparison, Verdict
 from daskbench.store import Store
 from daskbench.text import WIDTH, first_few, plural, say, wrap_line
+from daskbench.verdicts import Comparison, Verdict
 
 TAG, STEP, VERSION, ATTEMPT, VERDICT, MINUTES = (
     bisected.TAG,

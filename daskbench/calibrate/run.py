@@ -34,8 +34,9 @@ from daskbench.lockstep import turns
 from daskbench.lockstep.engine import Lockstep, Part, pytest_command
 from daskbench.lockstep.parts import Spent, run_parts
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Measurement, Run, Verdict
+from daskbench.model import Measurement, Run
 from daskbench.store import Store
+from daskbench.verdicts import Verdict
 
 BENCH_FILE = Path(__file__).parent / "bench_calibration.py"
 CALIBRATE_GROUP, CALIBRATE_ROUND = "calibrate_group", "calibrate_round"

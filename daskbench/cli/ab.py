@@ -55,9 +55,10 @@ from daskbench.lockstep.sessions import (
     pytest_arguments,
     side_tags,
 )
-from daskbench.model import Run, Verdict
+from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import plural, say
+from daskbench.verdicts import Verdict
 
 #: ``ab``'s texts (add_parser's keywords).
 TEXTS = {
@@ -163,12 +164,12 @@ def resolve_sides(args: argparse.Namespace, store: Store | None) -> dict[str, Si
     built), or this one."""
     variables = {name: parse_env(getattr(args, f"{name.lower()}_env"), f"--{name.lower()}-env") for name in "AB"}
     envs_from = {name: _env_from(args, store, name) for name in "AB"}
-    options = build_options(args) if any(envs_from.values()) else {}
+    options = build_options(args) if any(envs_from.values()) else envs.BuildOptions()
     sides = {}
     for name, found in envs_from.items():
         python = getattr(args, f"{name.lower()}_python") or sys.executable
         if found is not None:
-            python = str(envs.build(found[1], say=say, **options))
+            python = str(envs.build(found[1], options, say=say))
             say(
                 f"ab: side {name} runs in the environment of run {found[0].run_id[:8]} ({found[1].describe()}): "
                 f"{python}"

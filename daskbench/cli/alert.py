@@ -29,8 +29,8 @@ from daskbench.errors import DaskbenchError
 from daskbench.github import API_ENV, DEFAULT_API, GitHub
 from daskbench.judge import bisected, confirmed
 from daskbench.judge.compare import compare, compare_group
-from daskbench.model import Comparison
 from daskbench.store import Store
+from daskbench.verdicts import Comparison
 
 #: ``alert``'s texts (add_parser's keywords).
 TEXTS = {

@@ -18,7 +18,7 @@ from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.text import say, terminal_safe
 
 if TYPE_CHECKING:
-    from daskbench.model import Verdict
+    from daskbench.verdicts import Verdict
 
 #: Exit codes, one meaning each (`daskbench --help` lists them, as the package's docstring does).
 EXIT_OK = 0

@@ -278,7 +278,7 @@ def _releases(args: argparse.Namespace, store: Store, ends: tuple[str, str]) -> 
     """The releases after good up to bad, and how a release's environment is built."""
     good, bad = (_end(store, text, flag) for text, flag in zip(ends, ("--good", "--bad"), strict=True))
     options = build_options(args)
-    return _plan(args, good[1], bad[1], options["index"]), _python_maker(args, good, options)
+    return _plan(args, good[1], bad[1], options.index), _python_maker(args, good, options)
 
 
 def _end(store: Store, text: str, flag: str) -> tuple[Run | None, dict[str, str]]:
@@ -300,7 +300,7 @@ def _plan(
 
 
 def _python_maker(
-    args: argparse.Namespace, good: tuple[Run | None, dict[str, str]], options: dict[str, Any]
+    args: argparse.Namespace, good: tuple[Run | None, dict[str, str]], options: envs.BuildOptions
 ) -> PythonOf:
     """Builds (once, cached) a candidate's environment: an overlay of the candidate's pins with
     --inherit, else the good end's versions with the candidate's replacing them."""
@@ -314,13 +314,13 @@ def _python_maker(
         else:
             spec = envs.spec_from_pins({**good[1], **pins}, source=source)
         # every step gets the libraries of the good end's era (envs.known), so it differs in the bisected package
-        return str(envs.build(spec, say=say, inherit=args.inherit, era_from=good[1], **options))
+        return str(envs.build(spec, options, say=say, inherit=args.inherit, era_from=good[1]))
 
     return python_of
 
 
 def _commit_maker(
-    args: argparse.Namespace, repo: Path, good: str, other: tuple[str, Path] | None, options: dict[str, Any]
+    args: argparse.Namespace, repo: Path, good: str, other: tuple[str, Path] | None, options: envs.BuildOptions
 ) -> PythonOf:
     """Builds (once, cached) a commit's environment from its source tree (`envs.exported`) with the package
     released with it at a matching commit or release (`points.partner`): with --inherit an overlay holding those
@@ -330,7 +330,7 @@ def _commit_maker(
     good_release = tag.removeprefix("v") if tag else None
 
     def python_of(candidate: bisect_plan.Candidate) -> str:
-        tree = envs.exported(repo, candidate.commit, options["cache"])
+        tree = envs.exported(repo, candidate.commit, options.cache)
         try:
             own = envs.project_name(tree) or envs.normalized(repo.name)
             found = points.partner(repo, candidate.commit, tree, other)

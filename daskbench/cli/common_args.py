@@ -202,13 +202,11 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pin", metavar="NAME[SPEC]", action="append", default=[], help=BUILD_HELP["--pin"])
 
 
-def build_options(args: argparse.Namespace) -> dict[str, Any]:
-    """`envs.build`'s keywords from `add_build_options`' flags, checked before anything is built."""
+def build_options(args: argparse.Namespace) -> envs.BuildOptions:
+    """How `envs.build` builds, from `add_build_options`' flags: made once, checked before anything is built."""
     index = envs.Index(args.index_url, tuple(args.find_links), args.no_index)
-    index.check()
-    envs.choose_installer(args.installer)
     pins = tuple(envs.parse_user_pin(text) for text in args.pin)
-    return {"cache": args.cache_dir, "index": index, "installer": args.installer, "extra_pins": pins}
+    return envs.BuildOptions(args.cache_dir, index, args.installer, pins)
 
 
 # -- the round options ------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.format import case_label, format_verdict
 from daskbench.lockstep.sessions import new_group_name, pytest_arguments
-from daskbench.model import Verdict
 from daskbench.text import plural, say
+from daskbench.verdicts import Verdict
 
 #: ``confirm``'s texts (add_parser's keywords).
 TEXTS = {
@@ -70,7 +70,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         return EXIT_OK
     plan = confirm.make_plan(store, night)
     group = args.group or new_group_name("confirm")
-    good_python = confirm.build_good(plan, say=say, **options)
+    good_python = confirm.build_good(plan, options, say=say)
     runner = confirm.Runner(
         store, settings(args).db, pytest_args, chosen.floors, args.max_rounds, args.max_time * 60, say, metric_of(args)
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,10 @@ from daskbench.judge import confirmed
 from daskbench.judge.compare import compare, compare_group
 from daskbench.judge.sequential import ROUNDS_LIMIT
 from daskbench.lockstep.sessions import pytest_arguments
-from daskbench.model import Comparison, Run
+from daskbench.model import Run
 from daskbench.store import Store
 from daskbench.text import say
+from daskbench.verdicts import Comparison
 
 #: The budget of a hunt when neither --budget nor this variable gives one (``60m``: a GitHub Actions job).
 BUDGET_ENV = "DASKBENCH_CULPRIT_BUDGET"
@@ -120,11 +120,11 @@ def cmd_culprit(args: argparse.Namespace) -> int:
     return EXITS.get(result.kind(), EXIT_UNDECIDED)
 
 
-def _route(args: argparse.Namespace, good: Run, judged: Comparison, options: Mapping[str, Any]) -> route.Route:
+def _route(args: argparse.Namespace, good: Run, judged: Comparison, options: envs.BuildOptions) -> route.Route:
     """What the hunt bisects between the good run and the night's, said in progress lines."""
 
     def listed(name: str) -> list[str]:
-        return envs.available_versions(name, options["index"], args.installer)
+        return envs.available_versions(name, options.index, options.installer)
 
     path = route.make_route(good, judged.candidate_run, envs.mirrors_root(args.mirrors), listed, say)
     say(f"culprit: {path.describe()}; at most {path.plan.max_steps()} steps, budget {args.budget:g} min")

@@ -54,9 +54,9 @@ def cmd_env(args: argparse.Namespace) -> int:
     only = envs.parse_names(args.only, "--only") if args.only else None
     options = build_options(args)
     run = open_store(args).run(args.run)
-    overrides = exact_versions(options["extra_pins"])
+    overrides = exact_versions(options.extra_pins)
     spec = envs.spec_from_run(run, overrides=overrides, only=only, with_daskbench=not args.without_daskbench)
-    python: Path = envs.build(spec, say=say, **options)
+    python: Path = envs.build(spec, options, say=say)
     print(python)
     return 0
 

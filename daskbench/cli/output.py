@@ -12,8 +12,8 @@ from typing import Any
 from daskbench.cli.app import EXIT_OK
 from daskbench.errors import DaskbenchError, RegressionFound
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
-from daskbench.model import Comparison
 from daskbench.text import wrap_line
+from daskbench.verdicts import Comparison
 
 
 def print_wrapped(text: str) -> None:

@@ -38,11 +38,11 @@ from daskbench.judge import suite
 from daskbench.judge.compare import group_rounds
 from daskbench.lockstep.parts import Spent
 from daskbench.lockstep.sessions import pytest_arguments
-from daskbench.model import Comparison
 from daskbench.shards.history import history_seconds
 from daskbench.shards.plan import Selector, Shard, parse_shard
 from daskbench.store import Store
 from daskbench.text import say
+from daskbench.verdicts import Comparison
 
 #: Where the report goes unless --report says otherwise.
 REPORT = "results/daskbench-pr.html"
@@ -119,10 +119,10 @@ def cmd_pr(args: argparse.Namespace) -> int:
         say(f"pr: {edits}")
     if base.commit is not None and base.commit == head.commit:
         return _finish(args, github, head, pr.Outcome("unchanged", (), ()), _same_page(base, head, link, edits))
-    sides = {"A": pr.exported(repo, base, options["cache"], say), "B": pr.exported(repo, head, options["cache"], say)}
+    sides = {"A": pr.exported(repo, base, options.cache, say), "B": pr.exported(repo, head, options.cache, say)}
     changes = pr.dependency_changes(sides["A"], sides["B"], say)
     pythons = {
-        name: pr.side_python(revision, "base" if name == "A" else "head", say, bool(changes), **options)
+        name: pr.side_python(revision, "base" if name == "A" else "head", options, say, bool(changes))
         for name, revision in sides.items()
     }
     sided = {name: (sides[name], pythons[name]) for name in sides}

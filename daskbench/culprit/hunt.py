@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from daskbench import envs
 from daskbench.bisect import points, search
@@ -75,7 +74,7 @@ class Hunter:
     route: Route
     name: str
     floors: Mapping[str, float]
-    build: Mapping[str, Any]  # `envs.build`'s keywords: cache, index, installer, extra_pins
+    build: envs.BuildOptions  # how its environments are built
     budget: float = BUDGET_MINUTES * 60
     max_rounds: int = 30
     rounds_cap: int = search.ROUNDS_CAP

@@ -1,41 +1,33 @@
 """Environments from the record: a virtualenv holding the package versions a run recorded, built once.
 
 `specs`: an `EnvSpec` (exact pins plus this daskbench) from a run's record or from any version set;
-`builds`: the virtualenv built once per spec under a lock, its versions checked (or an overlay over this
-interpreter); `index`: where the installer looks and which versions it offers; `git`: the commits of a
-checkout as source trees an `EnvSpec` installs; `trees`: what a tree is (a package, or a folder of benchmarks
-whose requirements alone are installed) and what ``pr`` and ``init``'s workflows install for it; `deps`: the
-dependencies a source tree declares, and how two trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities,
-``--pin``) and the releases daskbench cannot measure; `output`: a failed step's one line. The names the
-rest of daskbench uses are imported from here (``envs.build``, ``envs.spec_from_run``, ...: the package's
-face), never from its modules.
-"""
+`builds`: the virtualenv built once per spec under a lock as a `BuildOptions` says (or an overlay over this
+interpreter); `installers`: uv or pip, and their steps; `installed`: the versions a built environment holds,
+checked against its spec; `failures`: why an installer step failed, in one line; `index`: where the installer
+looks and which versions it offers; `git`: the commits of a checkout as source trees an `EnvSpec` installs;
+`trees`: what a tree is (a package, or a folder of benchmarks whose requirements alone are installed) and what
+``pr`` and ``init``'s workflows install for it; `deps`: the dependencies a source tree declares, and how two
+trees' differ; `known`: the libraries an old release gets (its era, known incompatibilities, ``--pin``) and
+the releases daskbench cannot measure; `output`: what a failed outside step printed, read back. The names the rest of
+daskbench uses are imported from here (``envs.build``, ``envs.spec_from_run``, ...: the package's face), never
+from its modules."""
 
 from daskbench.envs.builds import (
     CACHE_ENV,
-    INSTALLERS,
     MARKER,
     OVERLAY_PTH,
     STEP_TIMEOUT_S,
-    Installer,
-    InstallFailed,
+    BuildOptions,
     Say,
     build,
     cache_root,
-    check_versions,
-    choose_installer,
-    failure_line,
-    installed_versions,
-    interpreter,
     is_built,
-    mismatches,
-    missing_pin,
     offline,
     overlay_of,
     overlay_source,
-    same_version,
 )
 from daskbench.envs.deps import changed_dependencies, declared, exact_pins, project_name
+from daskbench.envs.failures import InstallFailed, failure_line, missing_pin
 from daskbench.envs.git import (
     MIRRORS_ENV,
     commit_date,
@@ -63,6 +55,8 @@ from daskbench.envs.index import (
     pip_versions,
     simple_versions,
 )
+from daskbench.envs.installed import check_versions, installed_versions, mismatches, same_version
+from daskbench.envs.installers import INSTALLERS, Installer, choose_installer, interpreter
 from daskbench.envs.known import Pin, check_measurable, default_pins, parse_user_pin
 from daskbench.envs.output import first_error
 from daskbench.envs.specs import (
@@ -89,6 +83,7 @@ __all__ = [
     "NOT_PINNED",
     "OVERLAY_PTH",
     "STEP_TIMEOUT_S",
+    "BuildOptions",
     "EnvSpec",
     "Index",
     "InstallFailed",

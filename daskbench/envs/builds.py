@@ -2,14 +2,15 @@
 
 `build` makes the environment under the cache folder (`cache_root`), in a folder named by the spec's
 `EnvSpec.key` (a stable hash of its sorted pins, this daskbench's requirement and the interpreter),
-with ``uv`` when it is on PATH or importable, else ``python -m venv`` and pip. A builder holds a lock
+with the installer `daskbench.envs.installers` chooses (``uv`` when it is on PATH or importable, else
+``python -m venv`` and pip), as its `BuildOptions` say. A builder holds a lock
 file beside the folder (``<key>.lock``, ``flock``), so two builders of one environment take turns and
 the second finds it built; the folder counts as built only once its marker (`MARKER`) is written,
-which happens last, after the versions inside it were checked against the spec (`check_versions`,
-``importlib.metadata`` run by the environment's own interpreter). A failed or interrupted build
-leaves no marker and is removed; the installer's output stays in ``<key>.log``.
+which happens last, after the versions inside it were checked against the spec
+(`daskbench.envs.installed`). A failed or interrupted build leaves no marker and is removed; the installer's
+output stays in ``<key>.log``, a failed step is one line (`daskbench.envs.failures`).
 
-``build(..., inherit=True)`` makes an *overlay* instead (part of the key): a virtualenv whose
+``build(spec, options, inherit=True)`` makes an *overlay* instead (part of the key): a virtualenv whose
 site-packages holds only the pins (installed without their dependencies) and a ``.pth`` that adds this
 interpreter's site-packages after its own (`overlay_of`), so everything else, daskbench included, is
 this interpreter's: seconds to build, what ``daskbench bisect --inherit`` uses. Source trees (`EnvSpec.sources`)
@@ -20,26 +21,26 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import importlib.util
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from daskbench.envs import known
-from daskbench.envs.index import Index, find_uv
-from daskbench.envs.output import first_error, reason
-from daskbench.envs.specs import EnvSpec, normalized
+from daskbench.envs.failures import InstallFailed, disk_fault, failure_line
+from daskbench.envs.index import Index
+from daskbench.envs.installed import BrokenEnvironment, check_versions
+from daskbench.envs.installers import Build, Installer, choose_installer, interpreter
+from daskbench.envs.specs import EnvSpec
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
 from daskbench.text import plural, say
@@ -48,15 +49,9 @@ from daskbench.text import plural, say
 CACHE_ENV = "DASKBENCH_ENV_CACHE"
 #: The file a finished environment holds; written last, so its presence means "built and checked".
 MARKER = "daskbench-env.json"
-INSTALLERS = ("auto", "uv", "pip")
 #: Seconds one installer step (create, install) may take before it is stopped and said: a build from
 #: source on a slow machine takes minutes, an index that stopped answering would take forever.
 STEP_TIMEOUT_S = 1800
-_VERSIONS_SCRIPT = (
-    "import json, sys\nfrom importlib import metadata\nfound = {}\nfor name in sys.argv[1:]:\n"
-    "    try:\n        found[name] = metadata.version(name)\n"
-    "    except metadata.PackageNotFoundError:\n        found[name] = None\nprint(json.dumps(found))"
-)
 
 Say = Callable[[str], None]
 
@@ -84,98 +79,51 @@ def cache_flag(explicit: str | Path | None = None) -> str:
     return f"the default environment cache (move it with --cache-dir or {CACHE_ENV})"
 
 
-def interpreter(folder: Path) -> Path:
-    """The python of the environment in ``folder``."""
-    return folder / "bin" / "python"
-
-
 def is_built(folder: Path) -> bool:
     """Whether ``folder`` holds a finished environment (its marker is written last)."""
     return (folder / MARKER).is_file()
 
 
-# -- installers -------------------------------------------------------------------------------
+# -- building ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Installer:
-    """How environments are made: ``uv`` (``uv venv``, ``uv pip install --python``) or pip
-    (``python -m venv``, then ``pip --python ENV install`` from this interpreter's pip; with an empty
-    ``command``, the environment's own pip)."""
+class BuildOptions:
+    """How environments are built, whatever they hold: where they live (``cache``: the folder `cache_root` is
+    given, None for the default), where the installer looks (``index``), which installer (one of `INSTALLERS`)
+    and the requirements every environment built gets (``extra_pins``: ``--pin``). A command makes it once from
+    its build flags; it checks itself when made, so a missing folder of wheels or an installer not here is one
+    line before anything is built."""
 
-    name: str
-    command: tuple[str, ...]
+    cache: str | Path | None = None
+    index: Index = field(default_factory=Index)
+    installer: str = "auto"
+    extra_pins: tuple[known.Pin, ...] = ()
 
-    def create(self, folder: Path) -> list[str]:
-        if self.name == "uv":
-            return [*self.command, "venv", "--quiet", "--python", sys.executable, str(folder)]
-        if self.command:  # this interpreter's pip installs, so the environment needs none
-            return [sys.executable, "-m", "venv", "--without-pip", str(folder)]
-        return [sys.executable, "-m", "venv", str(folder)]
-
-    def install(self, folder: Path, spec: EnvSpec, index: Index) -> list[str]:
-        python = str(interpreter(folder))
-        if self.name == "uv":  # compiled as pip does: else every restarted worker compiles dask again
-            return [
-                *self.command,
-                "pip",
-                "install",
-                "--python",
-                python,
-                "--compile-bytecode",
-                *_no_deps(spec),
-                *index.args(),
-                *spec.requirements(),
-            ]
-        pip = [*self.command, "--python", python] if self.command else [python, "-m", "pip"]
-        return [*pip, "install", "--disable-pip-version-check", *_no_deps(spec), *index.args(), *spec.requirements()]
-
-
-def _no_deps(spec: EnvSpec) -> list[str]:
-    """An overlay gets the pinned packages alone: everything else comes from the site-packages it sees."""
-    return ["--no-deps"] if spec.overlay else []
-
-
-def choose_installer(asked: str = "auto") -> Installer:
-    """``uv`` when asked or (auto) when on PATH or importable; pip otherwise; one line when unavailable."""
-    if asked not in INSTALLERS:
-        raise DaskbenchError(f"--installer {asked!r}: choose one of {', '.join(INSTALLERS)}")
-    uv = find_uv()
-    if asked == "uv" and uv is None:
-        raise DaskbenchError("--installer uv: uv is neither on PATH nor importable here; pip install uv")
-    if uv is not None and asked != "pip":
-        return Installer("uv", uv)
-    if importlib.util.find_spec("pip") is not None:
-        return Installer("pip", (sys.executable, "-m", "pip"))
-    return Installer("pip", ())  # no pip here: the environment's own (python -m venv installs it)
-
-
-# -- building ---------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.index.check()
+        choose_installer(self.installer)
 
 
 def build(
     spec: EnvSpec,
+    options: BuildOptions,
     *,
-    cache: str | Path | None = None,
-    index: Index | None = None,
-    installer: str = "auto",
     say: Say = say,
     inherit: bool = False,
-    extra_pins: Sequence[known.Pin] = (),
     era_from: Mapping[str, str] | None = None,
 ) -> Path:
-    """The interpreter of ``spec``'s environment: reused when built already (its versions checked
-    again), else built under a lock. One `DaskbenchError` line for what could not be had. With
-    ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages.
+    """The interpreter of ``spec``'s environment, built as ``options`` say: reused when built already (its
+    versions checked again), else built under a lock. One `DaskbenchError` line for what could not be had.
+    With ``inherit``, an overlay (`overlay_of`): only the pins installed, over this interpreter's packages.
 
     A full environment gets `known`'s default pins (the era of ``era_from``, default the spec's own release,
-    and the known incompatibilities) and ``extra_pins`` (``--pin``); an overlay only ``extra_pins``. When it
+    and the known incompatibilities) and the options' ``extra_pins`` (``--pin``); an overlay only those. When it
     does not install with the era of ``era_from`` (a bisection's good end), it is built with its own."""
-    index = index or Index()
-    choices = _choices(replace(spec, overlay=overlay_source()) if inherit else spec, extra_pins, era_from)
+    choices = _choices(replace(spec, overlay=overlay_source()) if inherit else spec, options.extra_pins, era_from)
     if spec.daskbench or inherit:  # daskbench's measuring side runs in it
         known.check_measurable(dict(spec.pins))
-    root = cache_root(cache)
+    root = cache_root(options.cache)
     broken: set[Path] = set()
     for chosen in choices:
         folder = root / chosen.key()
@@ -183,21 +131,28 @@ def build(
             if not _reused(folder, chosen, say):
                 return interpreter(folder)
             broken.add(folder)  # its interpreter gone or not starting: rebuilt below
-    index.check()
-    tool = choose_installer(installer)
-    check_writable(root, cache_flag(cache), folder=True)
+    return _first_built(root, choices, options, say, broken)
+
+
+def _first_built(root: Path, choices: list[EnvSpec], options: BuildOptions, say: Say, broken: set[Path]) -> Path:
+    """The interpreter of the first of ``choices`` that installs, built under ``root`` (a ``broken`` folder anew);
+    a disk that fills or goes away meanwhile is one line naming the cache."""
+    tool = choose_installer(options.installer)
+    check_writable(root, cache_flag(options.cache), folder=True)
     try:
         root.mkdir(parents=True, exist_ok=True)
         for attempt, chosen in enumerate(choices, 1):
+            folder = root / chosen.key()
             try:
-                return _built(root / chosen.key(), chosen, index, tool, say, root / chosen.key() in broken)
+                return _built(folder, chosen, options.index, tool, say, folder in broken)
             except DaskbenchError as error:
                 if attempt == len(choices):
                     raise
                 say(f"env: {chosen.source} does not install beside the libraries of the good end's release ({error}); "
                     "building it with those of its own release")  # fmt: skip
     except OSError as exc:  # the cache's disk full or gone mid-build: the half-built folder is removed
-        raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {cache_fix(exc, cache)}") from None
+        fix = cache_fix(exc, options.cache)
+        raise DaskbenchError(f"cannot build in {root} ({exc.strerror or exc}); {fix}") from None
     raise AssertionError("no environment to build")  # choices is never empty
 
 
@@ -253,17 +208,6 @@ def _locked(path: Path, say: Say) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@dataclass(frozen=True)
-class Build:
-    """One environment being built: what it holds, where the installer looks, the installer, and the
-    log file its steps write to."""
-
-    spec: EnvSpec
-    index: Index
-    tool: Installer
-    log: Path
 
 
 def _build_into(folder: Path, spec: EnvSpec, index: Index, tool: Installer, say: Say) -> None:
@@ -378,64 +322,6 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
         raise InstallFailed(failure_line(done.stdout + done.stderr, job, what))
 
 
-#: The errors an installer meets writing the environment that are the disk's, not the request's.
-_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
-
-
-def disk_fault(output: str) -> int | None:
-    """The errno of a full or read-only disk the installer's output names (uv's ``(os error 28)``, pip's
-    ``[Errno 28]``, or the words), else None: such a step failed for the cache's disk, whatever it installed."""
-    for code in _DISK_ERRORS:
-        if re.search(rf"os error {code}\)|\[Errno {code}\]|{re.escape(os.strerror(code))}", output):
-            return code
-    return None
-
-
-def failure_line(output: str, job: Build, what: str) -> str:
-    """One line for a failed step: the pin the index does not have, named with the index asked; else the
-    requirements the installer's reason names (``--pin`` ones too) and that reason (uv's ``Because ...``,
-    else its first error line), with the log of its whole output."""
-    spec, tool = job.spec, job.tool.name
-    missing = missing_pin(output, spec)
-    if missing is not None:
-        asked = job.index.describe(tool)
-        return f"{missing} ({spec.source}) cannot be had: not on the index (asked {asked}); nothing was built"
-    why = re.sub(r"(?i)^error:\s*", "", reason(output))  # the line is said after "error: " already
-    named = ", ".join(involved(why, spec))
-    return f"{tool} could not {what}{f' {named}' if named else ''} for {spec.source}: {why} ({where_logged(job)})"
-
-
-#: The longest log path a failure line names; a longer one (a word the line cannot wrap within 120 columns) is
-#: "the log named above", by the ``env: building`` line.
-LOG_ROOM = 110
-
-
-def where_logged(job: Build) -> str:
-    """Where the installer's whole output is: its log's path (home as ``~``), or the log named above."""
-    home, path = str(Path.home()), str(job.log)
-    if home not in ("", "/") and path.startswith(home + "/"):
-        path = "~" + path[len(home) :]
-    return f"{job.tool.name}'s output: {path if len(path) <= LOG_ROOM else 'the log named above'}"
-
-
-def involved(said: str, spec: EnvSpec) -> list[str]:
-    """The spec's requirements (exact pins, then the extra ones: defaults and ``--pin``) whose package ``said``
-    names (``pandas==1.3.5``, ``numpy<2``), in the spec's order."""
-    words = {normalized(word) for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", said)}
-    pins = [f"{name}=={version}" for name, version in spec.pins]
-    return [text for text in [*pins, *spec.extra] if normalized(re.split(r"[<>=!~;\[ ]", text, maxsplit=1)[0]) in words]
-
-
-def missing_pin(output: str, spec: EnvSpec) -> str | None:
-    """``name==version`` of the first pin the installer said it could not find (pip's and uv's words)."""
-    for name, version in spec.pins:
-        spelled = "[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", name))
-        said = rf"(?:requirement|no versions? of)\s+{spelled}\s*==\s*{re.escape(version)}(?![\w.])"
-        if re.search(said, output, flags=re.IGNORECASE):
-            return f"{name}=={version}"
-    return None
-
-
 def _mark(folder: Path, spec: EnvSpec, tool: Installer, seconds: float) -> None:
     """Write the marker, atomically: the environment is built from this moment."""
     record = {
@@ -468,76 +354,3 @@ def overlay_of(folder: Path, site_packages: str) -> None:
     if not own:
         raise DaskbenchError(f"the new environment {folder} has no lib/python3*/site-packages folder to overlay")
     (own[0] / OVERLAY_PTH).write_text(f"import site; site.addsitedir({site_packages!r})\n")
-
-
-# -- the check --------------------------------------------------------------------------------
-
-
-class InstallFailed(DaskbenchError):
-    """The installer refused what was asked (a version the index lacks, a source tree that does not build):
-    the request's fault, not the machine's (a full disk, a cache that cannot be written are not this). Its line
-    quotes the installer's reason and names its log: wrapped between words at 120 columns."""
-
-    wrap = True
-
-
-class BrokenEnvironment(DaskbenchError):
-    """A built environment whose interpreter is gone or cannot run (deleted, its base python removed)."""
-
-
-def installed_versions(python: Path, names: Collection[str]) -> dict[str, str | None]:
-    """Each name's version as the environment's own interpreter reads it (None: not installed); a
-    `BrokenEnvironment` when that interpreter cannot be run or cannot say."""
-    try:
-        done = subprocess.run(
-            [str(python), "-c", _VERSIONS_SCRIPT, *names], capture_output=True, text=True, timeout=120
-        )
-    except OSError as exc:
-        raise BrokenEnvironment(f"the interpreter {python} cannot run ({exc.strerror or exc})") from None
-    try:
-        found: dict[str, str | None] = json.loads(done.stdout) if done.returncode == 0 else {}
-    except ValueError:
-        found = {}
-    if done.returncode != 0 or not isinstance(found, dict):
-        raise BrokenEnvironment(f"the interpreter {python} could not report its versions: {first_error(done.stderr)}")
-    return found
-
-
-def mismatches(spec: EnvSpec, found: Mapping[str, str | None]) -> list[str]:
-    """``standin 1.1 (wanted 1.0)`` for each pin the environment does not hold as pinned, and
-    ``pandas 2.2.3 (wanted <2)`` for an installed package outside its extra requirement."""
-    from packaging.requirements import Requirement
-
-    wrong = []
-    for name, version in spec.pins:
-        have = found.get(name)
-        if have is None or not same_version(have, version):
-            wrong.append(f"{name} {have or 'missing'} (wanted {version})")
-    for text in spec.extra:
-        wanted = Requirement(text)
-        have = found.get(normalized(wanted.name))
-        if have is not None and not wanted.specifier.contains(have, prereleases=True):
-            wrong.append(f"{normalized(wanted.name)} {have} (wanted {wanted.specifier})")
-    return wrong
-
-
-def same_version(a: str, b: str) -> bool:
-    """PEP 440 equality (``2026.07.0`` is ``2026.7.0``), else the same text."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a == b
-
-
-def check_versions(folder: Path, spec: EnvSpec, *, rebuilt: bool) -> None:
-    """One line when the environment's versions are not the spec's."""
-    from packaging.requirements import Requirement
-
-    names = [name for name, _ in spec.pins] + [normalized(Requirement(text).name) for text in spec.extra]
-    wrong = mismatches(spec, installed_versions(interpreter(folder), names))
-    if not wrong:
-        return
-    fix = "the installer did not install what was pinned" if rebuilt else f"remove {folder} to rebuild it"
-    raise DaskbenchError(f"the environment {folder} does not hold {spec.source}'s versions: {'; '.join(wrong)}; {fix}")

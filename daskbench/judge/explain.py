@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from daskbench.judge.stats import median
 from daskbench.metrics.collectors import NOT_AVAILABLE
-from daskbench.model import Measurement, Verdict
+from daskbench.model import Measurement
+from daskbench.verdicts import Verdict
 
 EXPLAINED_METRIC = "runtime_s"
 #: How many activities a note names.

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from daskbench import catalog
-from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, VERDICTS, ClusterSpec, Comparison, Run, Verdict
+from daskbench.model import JSON_VERSION, SELECT_K, SELECT_M, SHARD, ClusterSpec, Run
 from daskbench.text import (
     WIDTH,
     compact_bytes,
@@ -26,6 +26,7 @@ from daskbench.text import (
     terminal_safe,
     wrap_line,
 )
+from daskbench.verdicts import VERDICTS, Comparison, Verdict
 
 _OUTCOME_LABELS = {"newly-failing": "newly failing", "fixed": "fixed", "new": "new case", "missing": "missing"}
 #: The terminal table fits `WIDTH` columns: rows are grouped under a line naming their case, a

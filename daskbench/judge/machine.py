@@ -24,8 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from daskbench import catalog
-from daskbench.model import Measurement, Verdict, group_measurements
+from daskbench.model import Measurement, group_measurements
 from daskbench.text import plural
+from daskbench.verdicts import Verdict
 
 #: Run speeds further apart than this ratio are "a different machine" for time verdicts.
 TOLERANCE = 1.10

@@ -45,8 +45,8 @@ import numpy as np
 
 from daskbench.judge.stats import Decision, student_t_ppf
 from daskbench.judge.suite import CASE_ALPHA, PER_CASE, Family
-from daskbench.model import VerdictKind
 from daskbench.text import plural
+from daskbench.verdicts import VerdictKind
 
 #: Total chance of calling a change that is not there, over all looks of one comparison.
 ALPHA = CASE_ALPHA

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from daskbench import catalog
-from daskbench.model import Verdict
 from daskbench.text import plural
+from daskbench.verdicts import Verdict
 
 #: The most chance that an unchanged suite gets any of its verdicts called changed (regressed or improved).
 SUITE_ALPHA = 0.10

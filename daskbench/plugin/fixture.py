@@ -1,5 +1,5 @@
 """The ``measure`` fixture's object: one benchmark test's measurements, their progress lines, and
-their times handed to pytest-benchmark's table. The fixture itself is declared in `daskbench.plugin.hooks`."""
+their times handed to pytest-benchmark's table. The fixture itself is declared in `daskbench.plugin.fixtures`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The pytest plugin: daskbench's hooks and fixtures, one object per job behind them.
+"""The pytest plugin: daskbench's hooks, one object per job behind them.
 
-As pytest-benchmark splits it: the hooks and fixture declarations are here; the ``measure``
+As pytest-benchmark splits it: the hooks are here (the settings resolved, the tests collected and planned,
+the header, the session's end and summary, a test's report); the fixtures they serve are declared in
+`daskbench.plugin.fixtures`, a plugin module this one registers at configure; the ``measure``
 fixture's object is `daskbench.plugin.fixture.MeasureFixture`; the sweep (parametrization, test ids, the
 settings header) is `daskbench.plugin.sweep`; the session's state (store, run, clusters) is one
 `daskbench.plugin.state.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
@@ -18,39 +20,29 @@ import contextlib
 import inspect
 import os
 import re
-import signal
-import threading
 import types
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from daskbench import config as cfg
-from daskbench.clusters import OpenCluster, backend_named, backend_of
+from daskbench.clusters import backend_named, backend_of
 from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
-from daskbench.model import SELECT_K, SELECT_M, ClusterSpec
-from daskbench.plugin import sharding, sweep, taking
-from daskbench.plugin.fixture import MeasureFixture, benchmark_fixture_of
+from daskbench.model import SELECT_K, SELECT_M
+from daskbench.plugin import fixtures, sharding, sweep, taking
+from daskbench.plugin.fixtures import MEASURE_KEY, SESSION_KEY, TURNS_KEY, WHOLE_KEY, client_fixture
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.plugin.taking import QUIET_KEY
-from daskbench.plugin.whole import WholeTest
 from daskbench.shards.plan import suite_name
 from daskbench.text import plural, wrap_line
 
-SESSION_KEY = pytest.StashKey["DaskbenchSession"]()
 #: A settings error found while collecting, raised only if a daskbench test is selected.
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
 #: Whether any collected test (selected or not) uses a daskbench fixture.
 SEEN_KEY = pytest.StashKey[bool]()
-#: The link to ``daskbench ab`` in a lockstep session (`daskbench.lockstep.turns`).
-TURNS_KEY = pytest.StashKey[turns.Turns]()
-#: The test's `MeasureFixture`, so its report can mark a result the test itself found wrong.
-MEASURE_KEY = pytest.StashKey["MeasureFixture"]()
-#: A test measured as a whole (`daskbench.plugin.whole`): its measurement, opened by its client fixture.
-WHOLE_KEY = pytest.StashKey[WholeTest]()
 #: The client fixtures declared (``--client-fixtures``), and those a conftest.py of the suite overrides.
 CLIENT_FIXTURES_KEY = pytest.StashKey[tuple[str, ...]]()
 SHADOWED_KEY = pytest.StashKey[dict[str, str]]()
@@ -62,7 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker; resolve the settings now only if a daskbench flag was given."""
+    """Register the marker and the fixtures (a plugin module of their own: registered here, not named in
+    ``pytest_plugins``, which would have pytest import it again for its assertions and warn that it cannot);
+    resolve the settings now only if a daskbench flag was given."""
+    config.pluginmanager.register(fixtures, "daskbench-fixtures")
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
     _refuse_side_by_side(config)
     _declare_client_fixtures(config)
@@ -100,33 +95,9 @@ def _declare_client_fixtures(config: pytest.Config) -> None:
     if names:
         holder = types.ModuleType("daskbench_client_fixtures", "The client fixtures --client-fixtures names.")
         for index, name in enumerate(names):
-            setattr(holder, f"client_fixture_{index}", _client_fixture(name))
+            setattr(holder, f"client_fixture_{index}", client_fixture(name))
         config.pluginmanager.register(holder, "daskbench-client-fixtures")
         config.stash[CLIENT_FIXTURES_KEY] = names
-
-
-def _client_fixture(name: str) -> Any:
-    """A fixture called ``name`` that gives the test a ``distributed.Client`` on daskbench's cluster."""
-
-    @pytest.fixture(name=name)
-    def client(
-        request: pytest.FixtureRequest,
-        daskbench_session: DaskbenchSession,
-        daskbench_cluster: OpenCluster,
-        daskbench_repeat: int | None,
-    ) -> Any:
-        """A distributed.Client on daskbench's cluster for this case (--client-fixtures); a test that takes it
-        and does not call measure is measured as a whole, from now to its end (daskbench.plugin.whole)."""
-        if "measure" in request.fixturenames:  # measure() times what it is given; this is only its client
-            return taking.live_cluster(daskbench_session, daskbench_cluster).client
-        link = request.config.stash.get(TURNS_KEY, None)
-        key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""
-        whole = WholeTest(request.node, daskbench_session, daskbench_cluster, daskbench_repeat or 0, link, key)
-        request.node.stash[WHOLE_KEY] = whole
-        request.addfinalizer(whole.abandon)  # measured already, unless the session was stopped meanwhile
-        return whole.start()
-
-    return client
 
 
 def _flags(config: pytest.Config) -> dict[str, Any]:
@@ -377,19 +348,6 @@ def _orphaned(config: pytest.Config, state: DaskbenchSession) -> bool:
     return True
 
 
-def _interrupt_on_sigterm() -> None:
-    """SIGTERM (a CI job cancelled, ``timeout``) ends the session like Ctrl-C, so the run is
-    recorded as interrupted and its clusters closed, instead of the process just vanishing."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    with contextlib.suppress(ValueError, OSError):
-        signal.signal(signal.SIGTERM, interrupt)
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is None or state.run is None:
@@ -416,93 +374,6 @@ def _stored_lines(state: DaskbenchSession) -> list[str]:
         return [f"daskbench: {fault}", f"run {run.run_id[:8]}: nothing stored"]
     kept = f"run {run.run_id} ({run.label}): stored before that in {state.store_display}: {count}"
     return [f"daskbench: {fault}", kept, f"see them with: daskbench show {run.run_id[:8]}"]
-
-
-@pytest.fixture(scope="session")
-def daskbench_cluster_spec(request: pytest.FixtureRequest) -> ClusterSpec:
-    """The requested cluster spec of this parametrization (saturation x workers)."""
-    return request.param
-
-
-@pytest.fixture
-def daskbench_repeat(request: pytest.FixtureRequest) -> int | None:
-    """With --interleave: which repeat this test item is; otherwise None (all repeats)."""
-    return getattr(request, "param", None)
-
-
-@pytest.fixture(scope="session")
-def daskbench_session(request: pytest.FixtureRequest) -> DaskbenchSession:
-    _interrupt_on_sigterm()
-    return request.config.stash[SESSION_KEY]
-
-
-@pytest.fixture(scope="session")
-def daskbench_cluster(
-    daskbench_cluster_spec: ClusterSpec, daskbench_session: DaskbenchSession, request: pytest.FixtureRequest
-) -> Iterator[OpenCluster]:
-    """One started cluster per spec, shared by the tests of that spec; a running scheduler of other versions than
-    this client's is said at once, before anything is measured on it."""
-    try:
-        opened = daskbench_session.open(daskbench_cluster_spec)
-    except DaskbenchError as exc:
-        pytest.exit(cfg.shown_message(f"daskbench: {exc}"), returncode=pytest.ExitCode.USAGE_ERROR)
-    if opened.mismatch:
-        _say_now(request.config, daskbench_session.mismatch_line())
-    yield opened
-    daskbench_session.close_cluster()
-
-
-def _say_now(config: pytest.Config, line: str) -> None:
-    """``line`` on the terminal at once, between words at 120 columns, past pytest's capture."""
-    reporter, capture = (
-        config.pluginmanager.get_plugin("terminalreporter"),
-        config.pluginmanager.get_plugin("capturemanager"),
-    )
-    if reporter is None:
-        return
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        reporter.line("")
-        for part in wrap_line(cfg.shown_message(line)):
-            reporter.line(part)
-
-
-@pytest.fixture
-def daskbench_client(daskbench_cluster: OpenCluster, daskbench_session: DaskbenchSession) -> Any:
-    """The distributed Client of the current benchmark cluster (restarted after a harness error)."""
-    return (daskbench_session.cluster or daskbench_cluster).client
-
-
-@pytest.fixture(scope="session")
-def size(daskbench_session: DaskbenchSession) -> str:
-    """The workload size of this session: tiny, small, medium or large."""
-    return daskbench_session.settings.size
-
-
-@pytest.fixture(scope="session")
-def data_location(daskbench_session: DaskbenchSession) -> Any:
-    """Where workload inputs live (a daskbench.inputs.DataLocation)."""
-    return daskbench_session.data_location()
-
-
-@pytest.fixture
-def measure(
-    request: pytest.FixtureRequest,
-    daskbench_session: DaskbenchSession,
-    daskbench_cluster: OpenCluster,
-    daskbench_repeat: int | None,
-) -> Callable[..., Any]:
-    """``measure(target, *, name=None, params=None, prepare=None)``: time and record ``target``.
-
-    ``target`` is a Dask collection or a zero-argument callable (a callable returning a
-    collection is the graph-build phase; the collection is then computed, timed). Returns
-    the last repeat's result so the test can check it.
-    """
-    benchmark = benchmark_fixture_of(request)
-    link = request.config.stash.get(TURNS_KEY, None)
-    key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""
-    fixture = MeasureFixture(request.node, daskbench_session, daskbench_cluster, daskbench_repeat, benchmark, link, key)
-    request.node.stash[MEASURE_KEY] = fixture
-    return fixture
 
 
 @pytest.hookimpl(wrapper=True)

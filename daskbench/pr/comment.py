@@ -23,9 +23,9 @@ from daskbench.github import GitHub, keep_comment, status_description
 from daskbench.judge import stats, suite
 from daskbench.judge.format import case_label, too_noisy
 from daskbench.lockstep.parts import Spent
-from daskbench.model import Comparison, Verdict
 from daskbench.pr.sides import Revision
 from daskbench.text import markdown_code, markdown_text, plural
+from daskbench.verdicts import Comparison, Verdict
 
 #: The hidden first line of the one comment ``daskbench pr`` keeps on a pull request.
 MARKER = "<!-- daskbench-pr -->"

@@ -21,11 +21,11 @@ from daskbench.judge.compare import AB_GROUP, compare_group
 from daskbench.judge.sequential import Question
 from daskbench.lockstep.parts import GroupPlan, Spent, run_group
 from daskbench.lockstep.sessions import Side
-from daskbench.model import Comparison
 from daskbench.pr.sides import Revision, Say, withheld
 from daskbench.shards.merge import plan_tags
 from daskbench.shards.plan import Selector
 from daskbench.store import Store
+from daskbench.verdicts import Comparison
 
 #: Run tags of a pull request's group (besides the lockstep ones, which keep it out of plain compare/report).
 TAG, BASE_TAG, HEAD_TAG, NUMBER_TAG = "pr", "pr_base", "pr_head", "pr_number"

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from daskbench import envs
 from daskbench.errors import DaskbenchError
@@ -116,7 +115,7 @@ def exported(repo: Path, revision: Revision, cache: str | Path | None, say: Say)
     return Revision(revision.given, revision.commit, tree, revision.subject)
 
 
-def side_python(revision: Revision, name: str, say: Say, full: bool = False, **options: Any) -> str:
+def side_python(revision: Revision, name: str, options: envs.BuildOptions, say: Say, full: bool = False) -> str:
     """The interpreter of an overlay holding the side's project (its dependencies: this interpreter's), or with
     ``full`` (the sides declare different dependencies) of an environment built from the side's own
     requirements, plus this daskbench; a commit's is built once per commit, a folder is installed editable
@@ -128,7 +127,7 @@ def side_python(revision: Revision, name: str, say: Say, full: bool = False, **o
         return sys.executable
     spec = envs.spec_from_pins({}, with_daskbench=full, source=f"{name} {revision.short}", sources=sources)
     with withholding():  # the installer runs the side's build backend: the pull request's code
-        return str(envs.build(spec, say=say, inherit=not full, **options))
+        return str(envs.build(spec, options, say=say, inherit=not full))
 
 
 def dependency_changes(base: Revision, head: Revision, say: Say) -> tuple[str, ...]:

@@ -20,9 +20,10 @@ from daskbench.judge import confirmed, stats
 from daskbench.judge.bisected import Culprit, culprits
 from daskbench.judge.compare import OUTCOME_METHOD, compare_group
 from daskbench.judge.matching import same_host
-from daskbench.model import Case, Comparison, Measurement, Run, Verdict, group_measurements
+from daskbench.model import Case, Measurement, Run, group_measurements
 from daskbench.store import Store
 from daskbench.text import compact_bytes, config_key_short, plural, saturation_text, slots_count
+from daskbench.verdicts import Comparison, Verdict
 
 #: How many runs of each case the history charts show when the comparison does not say.
 DEFAULT_HISTORY_WINDOW = 30

@@ -17,10 +17,11 @@ from daskbench import catalog
 from daskbench.judge import stats
 from daskbench.judge.compare import OUTCOME_METHOD, effect_size
 from daskbench.judge.format import format_value, format_verdict, outside_line, outside_selection, slots_suffix
-from daskbench.model import VERDICTS, Comparison, Run, Verdict
+from daskbench.model import Run
 from daskbench.report.content import ReportData, Section
 from daskbench.report.style import percent
 from daskbench.text import compact_bytes, config_key_short, format_bytes, plural, saturation_text
+from daskbench.verdicts import VERDICTS, Comparison, Verdict
 
 #: Versions always shown in the runs table; others only when they differ (all are under "all versions").
 KEY_PACKAGES = ("dask", "distributed", "python")

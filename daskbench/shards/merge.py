@@ -25,10 +25,11 @@ from pathlib import Path
 from daskbench.errors import DaskbenchError
 from daskbench.judge import suite
 from daskbench.judge.compare import Against, compare_group, finish
-from daskbench.model import Comparison, Run, Verdict
+from daskbench.model import Run
 from daskbench.shards.plan import Shard, ShardPlan, measured_name, parse_shard
 from daskbench.store import Store, exchange
 from daskbench.text import first_few, plural
+from daskbench.verdicts import Comparison, Verdict
 
 #: Run tags of a shard's sessions: which shard of how many, and the split every shard ran (its JSON).
 SHARD_TAG, PLAN_TAG = "ab_shard", "ab_shard_plan"

@@ -39,9 +39,10 @@ from daskbench.judge.compare.group import (
 from daskbench.judge.compare.history import compare_history
 from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules, set_aside_note
 from daskbench.judge.selection import Selection
-from daskbench.model import INTERRUPTED, Comparison, Run
+from daskbench.model import INTERRUPTED, Run
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
+from daskbench.verdicts import Comparison
 
 
 def compare(store: Store, selection: Selection) -> Comparison:

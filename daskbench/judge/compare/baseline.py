@@ -18,9 +18,10 @@ from daskbench.judge import machine, matching, stats
 from daskbench.judge.compare.comparison import Against, Candidate, finish
 from daskbench.judge.compare.verdicts import Decide, Judge, Rules, SideValues, paired_verdicts, passed_values
 from daskbench.judge.selection import Selection
-from daskbench.model import Case, Comparison, Measurement, Run, group_measurements
+from daskbench.model import Case, Measurement, Run, group_measurements
 from daskbench.store import Store, runstatus
 from daskbench.text import first_few, plural
+from daskbench.verdicts import Comparison
 
 #: The baseline of a plain ``daskbench compare``, when a baseline of that name exists.
 DEFAULT_BASELINE = "main"

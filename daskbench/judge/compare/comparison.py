@@ -11,8 +11,9 @@ from typing import Literal
 from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import matching
-from daskbench.model import Comparison, Measurement, Run, Verdict, versions_and_commits
+from daskbench.model import Measurement, Run
 from daskbench.text import flatten
+from daskbench.verdicts import Comparison, Verdict, versions_and_commits
 
 #: Tie-break of equal effects: the verdicts a maintainer must act on first.
 _ORDER = {

@@ -20,8 +20,9 @@ from daskbench.judge.compare.verdicts import (
     paired_verdicts,
     passed_values,
 )
-from daskbench.model import Comparison, Measurement, Run, group_measurements
+from daskbench.model import Measurement, Run, group_measurements
 from daskbench.store import Store
+from daskbench.verdicts import Comparison
 
 #: Run tags `daskbench ab` sets on each session it runs.
 AB_GROUP, AB_SIDE, AB_ROUND = "ab_group", "ab_side", "ab_round"

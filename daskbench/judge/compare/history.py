@@ -17,9 +17,10 @@ from daskbench.judge.compare.verdicts import (
     passed_values,
 )
 from daskbench.judge.selection import Selection
-from daskbench.model import ACCEPTED_STEP, Comparison, Measurement, Run, Verdict, group_measurements
+from daskbench.model import ACCEPTED_STEP, Measurement, Run, group_measurements
 from daskbench.store import MeasuredOutcome, Store, runstatus
 from daskbench.text import plural
+from daskbench.verdicts import Comparison, Verdict
 
 #: Earlier runs of one case with their measurements, oldest first.
 Past = list[tuple[Run, list[Measurement]]]

@@ -23,8 +23,9 @@ from daskbench import catalog
 from daskbench.errors import DaskbenchError
 from daskbench.judge import explain, matching, stats
 from daskbench.judge.selection import Selection
-from daskbench.model import NOT_RESULTS, WORKER_LOST, Case, Measurement, Verdict, VerdictKind
+from daskbench.model import NOT_RESULTS, WORKER_LOST, Case, Measurement
 from daskbench.text import plural
+from daskbench.verdicts import Verdict, VerdictKind
 
 #: (baseline values, candidate values) of one metric of one case.
 BothSides = tuple[list[float], list[float]]

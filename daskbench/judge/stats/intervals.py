@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from daskbench.model import VerdictKind
+from daskbench.verdicts import VerdictKind
 
 #: A/B confidence level of the interval of the ratio.
 CONFIDENCE = 0.95

@@ -43,7 +43,7 @@ from daskbench.judge.stats.noise import (
     with_run_noise,
 )
 from daskbench.judge.stats.summaries import median, robust_z
-from daskbench.model import VerdictKind
+from daskbench.verdicts import VerdictKind
 
 #: History mode: |robust z| needed to call a change (see module docstring for the why).
 Z_THRESHOLD = 4.0
