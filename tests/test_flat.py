@@ -14,7 +14,7 @@ import pytest
 from daskbench.cli import EXIT_OK, main
 from daskbench.flat import CASE_COLUMNS, TASK_HEAD, RunSummary, case_columns, measurement_row, task_rows
 from daskbench.model import JSON_VERSION, ClusterSpec, Run, TaskMemory
-from daskbench.plugin.fixture import EXTRA_INFO
+from daskbench.plugin.measure_fixture import EXTRA_INFO
 from daskbench.store import Store
 from tests.helpers import GIB, HOST, make_case, make_measurement
 

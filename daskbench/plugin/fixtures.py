@@ -4,7 +4,7 @@ location, and one client fixture per ``--client-fixtures`` name (`client_fixture
 finds them; the hooks read what a test's fixtures left in its stash (the keys below).
 
 What the fixtures give is made elsewhere: the ``measure`` fixture's object is
-`daskbench.plugin.fixture.MeasureFixture`, a test measured as a whole is a `daskbench.plugin.whole.WholeTest`,
+`daskbench.plugin.measure_fixture.MeasureFixture`, a test measured as a whole is a `daskbench.plugin.whole.WholeTest`,
 the cluster is the session's (`daskbench.plugin.state.DaskbenchSession.open`).
 """
 
@@ -24,7 +24,7 @@ from daskbench.errors import DaskbenchError
 from daskbench.lockstep import turns
 from daskbench.model import ClusterSpec
 from daskbench.plugin import sweep, taking
-from daskbench.plugin.fixture import MeasureFixture, benchmark_fixture_of
+from daskbench.plugin.measure_fixture import MeasureFixture, benchmark_fixture_of
 from daskbench.plugin.state import DaskbenchSession
 from daskbench.plugin.whole import WholeTest
 from daskbench.text import wrap_line

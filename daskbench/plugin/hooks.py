@@ -3,7 +3,7 @@
 As pytest-benchmark splits it: the hooks are here (the settings resolved, the tests collected and planned,
 the header, the session's end and summary, a test's report); the fixtures they serve are declared in
 `daskbench.plugin.fixtures`, a plugin module this one registers at configure; the ``measure``
-fixture's object is `daskbench.plugin.fixture.MeasureFixture`; the sweep (parametrization, test ids, the
+fixture's object is `daskbench.plugin.measure_fixture.MeasureFixture`; the sweep (parametrization, test ids, the
 settings header) is `daskbench.plugin.sweep`; the session's state (store, run, clusters) is one
 `daskbench.plugin.state.DaskbenchSession` kept in ``config.stash``. Bad settings stop the session
 with one line before any cluster starts.

@@ -1,4 +1,4 @@
-"""What every way of taking a measurement shares: the ``measure`` fixture (`daskbench.plugin.fixture`) and a
+"""What every way of taking a measurement shares: the ``measure`` fixture (`daskbench.plugin.measure_fixture`) and a
 test measured as a whole through a client fixture (`daskbench.plugin.whole`) both claim a case's identity,
 refuse a busy shared cluster, import the benchmark's modules on fresh workers, and write one progress line per
 measurement (at most 120 columns, secrets hidden) in place of pytest's ``.``."""
