@@ -12,9 +12,10 @@ from typing import Any, TypeVar, cast
 _T = TypeVar("_T")
 
 
-def within(fn: Callable[[], _T], seconds: float, what: str) -> _T:
+def within(fn: Callable[[], _T], seconds: float, what: str, limit: float | None = None) -> _T:
     """``fn()`` in a helper thread, waited for at most ``seconds``; `TimeoutError` (outcome
-    ``timeout``) past that. The thread cannot be killed and is left to finish in the
+    ``timeout``) past that, naming ``limit`` (the ``--timeout`` as given, when ``seconds`` is what is left of
+    it) or else ``seconds``. The thread cannot be killed and is left to finish in the
     background; workers are restarted before the next measurement, which ends its tasks."""
     found: dict[str, Any] = {}
 
@@ -28,7 +29,7 @@ def within(fn: Callable[[], _T], seconds: float, what: str) -> _T:
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        raise TimeoutError(f"{what} took more than {seconds:g} s (--timeout)")
+        raise TimeoutError(f"{what} took more than {seconds if limit is None else limit:g} s (--timeout)")
     if "error" in found:
         raise found["error"]
     return cast(_T, found["value"])

@@ -71,18 +71,20 @@ def run_target(client: Client, target: Target, timeout: float, loops: int = 1) -
         for _ in range(max(loops, 1)):
             attempt.loops += 1
             attempt.result = None  # the last call's result only: no earlier one is held while the next runs
-            attempt.result = _call(client, target, max(deadline - time.perf_counter(), 0.001), attempt.phases)
+            left = max(deadline - time.perf_counter(), 0.001)
+            attempt.result = _call(client, target, left, attempt.phases, limit=timeout)
     except Exception as exc:
         attempt.error = exc
     return attempt
 
 
-def _call(client: Client, target: Target, timeout: float, phases: dict[str, float]) -> Any:
+def _call(client: Client, target: Target, timeout: float, phases: dict[str, float], limit: float) -> Any:
     """One call: build (if the target is a callable returning a collection) and compute, timed apart and added
-    to ``phases``; a callable that computes by itself is all compute."""
+    to ``phases``, within ``timeout`` seconds (what is left of ``limit``, the ``--timeout``); a callable that
+    computes by itself is all compute."""
     if callable(target) and not is_collection(target):
         start = time.perf_counter()
-        target = within(target, timeout, "graph build (or a callable computing by itself)")
+        target = within(target, timeout, "graph build (or a callable computing by itself)", limit)
         elapsed = time.perf_counter() - start
         timeout = max(timeout - elapsed, 0.001)
         if not is_collection(target):
