@@ -75,7 +75,7 @@ LONGEST_FIRST = (
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` starts one worker more than the machine has cores: the tests wait on subprocesses, clusters
-    and installs for about a third of their time (CI run 7: 36.7 CPU minutes in 28.4 on 2 cores), and a third
+    and installs for about a third of their time (CI run 9: 36.7 CPU minutes in 28.4 on 2 cores), and a third
     worker fills it. The tests whose verdicts depend on measured time hold `quiet_machine` and judge with the
     busy rule (daskbench.judge.repeat), as a user's busy machine would be judged."""
     return (os.cpu_count() or 1) + 1

@@ -19,6 +19,7 @@ after step 0: which package it was, then the commit.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -145,18 +146,13 @@ def _segments(
 
 
 def _interleaved(segments: list[Segment], repos: Mapping[str, Path]) -> Segment:
-    """The commits of several packages in one line by commit date, each package's own order kept (a merge)."""
-    dated = [[(datetime.fromisoformat(envs.commit_date(repos[c.package], c.commit)), c, moved) for c, moved in segment]
-             for segment in segments]  # fmt: skip
-    merged: Segment = []
-    heads = [0] * len(dated)
-    while any(head < len(line) for head, line in zip(heads, dated, strict=True)):
-        ready = [i for i, line in enumerate(dated) if heads[i] < len(line)]
-        pick = min(ready, key=lambda i: (dated[i][heads[i]][0], i))  # ties: the first package's (dask's) first
-        _, candidate, moved = dated[pick][heads[pick]]
-        merged.append((candidate, moved))
-        heads[pick] += 1
-    return merged
+    """The commits of several packages in one line by commit date, each package's own order kept (a merge; on
+    a tie the first package's, dask's, first). One ``git log`` a package."""
+    dated = []
+    for segment in segments:
+        when = envs.commit_dates(repos[segment[0][0].package], [c.commit for c, _ in segment]) if segment else {}
+        dated.append([(datetime.fromisoformat(when[c.commit]), c, moved) for c, moved in segment])
+    return [(candidate, moved) for _, candidate, moved in heapq.merge(*dated, key=lambda step: step[0])]
 
 
 def _url(good: Run, bad: Run, name: str) -> str:

@@ -31,6 +31,7 @@ from daskbench.envs.failures import InstallFailed, failure_line, missing_pin
 from daskbench.envs.git import (
     MIRRORS_ENV,
     commit_date,
+    commit_dates,
     commit_subject,
     commit_subjects,
     commits_between,
@@ -100,6 +101,7 @@ __all__ = [
     "choose_installer",
     "ci_warnings",
     "commit_date",
+    "commit_dates",
     "commit_subject",
     "commit_subjects",
     "commits_between",

@@ -76,6 +76,14 @@ def commit_date(repo: Path, commit: str) -> str:
     return _git(repo, "log", "-1", "--format=%cI", commit).stdout.strip()
 
 
+def commit_dates(repo: Path, commits: Sequence[str]) -> dict[str, str]:
+    """When each of ``commits`` was committed (as `commit_date`), by full id, in one ``git log``."""
+    if not commits:
+        return {}
+    listed = _git(repo, "log", "--no-walk=unsorted", "--format=%H %cI", *commits).stdout.splitlines()
+    return {commit: date for commit, _, date in (line.partition(" ") for line in listed)}
+
+
 def last_commit_at(repo: Path, date: str, ref: str = "HEAD") -> str | None:
     """The last commit of ``repo`` on ``ref``'s first-parent line committed at or before ``date``; None when
     every one is later."""

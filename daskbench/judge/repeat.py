@@ -18,14 +18,14 @@ could have made it) is only the first of two: the case is measured again in a fr
   case ends ``inconclusive``, both readings in its note, and is measured no further;
 - until the repeat decides, the case is ``inconclusive``, its first reading in the note.
 
-A false alarm then needs two independent pairs of sessions to be wrong the same way: with the 21%
-measured beside other suites, about 21% x 10% = 2% (simulated in tests/test_repeat.py: 16% for one pair,
-1.8% repeated; measured beside other suites: 0 of 40, where the first pairs alone called 2). A true change
-pays the repeat's rounds and one session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose
-interval clears `REPEAT_WITHIN` (a bisection's 25x, a planted 1.5x) is not repeated on a quiet machine: no bias measured there comes near it. On a
-busy one (`busy`: other work used more than `BUSY_CORES` of the machine's cores while the part measured) the bias
-can: in this project's CI, beside the other test worker (load 3.4 on 2 cores), side B of an unchanged head read
-1.52-1.56x slower in all 3 rounds of one pair of sessions. There a change is repeated unless its interval clears
+A false alarm then needs two independent pairs of sessions to be wrong the same way: with the 21% measured beside
+other suites, about 21% x 10% = 2% (simulated in tests/test_repeat.py: 16% for one pair, 1.8% repeated; measured
+beside other suites: 0 of 40, where the first pairs alone called 2). A true change pays the repeat's rounds and one
+session start (a quiet 1.10x: a median 16 rounds, 0.6 minutes). A change whose interval clears `REPEAT_WITHIN` (a
+bisection's 25x, a planted 1.5x) is not repeated on a quiet machine: no bias measured there comes near it. On a busy
+one (`busy`: other work used more than `BUSY_CORES` of the machine's cores while the part measured) the bias can: in
+this project's CI, beside the other test worker (load 3.4 on 2 cores), side B of an unchanged head read 1.52-1.56x
+slower in all 3 rounds of one pair of sessions. There a change is repeated unless its interval clears
 `BUSY_REPEAT_WITHIN`.
 
 A comparison of a whole suite counts its false alarms per suite (`daskbench.judge.suite`): the first reading
@@ -34,9 +34,9 @@ change too large to repeat counts only once its interval at `Family.alone_alpha`
 more rounds of the same pair of sessions; at the plan's end it is repeated instead). A comparison of one case
 is judged as before.
 
-Rounds come in parts (`parts`: each part one pair of sessions, in order). The first reading pools the
-parts up to the first part whose end decides it (or counts it, when it is confirming) (a suite within a budget gives a case rounds in several
-parts before it decides); the repeat pools every later part. Pure: numbers in, a `Judged` out.
+Rounds come in parts (`parts`: each part one pair of sessions, in order). The first reading pools the parts up to
+the first part whose end decides it (or counts it, when it is confirming; a suite within a budget gives a case
+rounds in several parts before it decides); the repeat pools every later part. Pure: numbers in, a `Judged` out.
 """
 
 from __future__ import annotations

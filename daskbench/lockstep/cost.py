@@ -30,14 +30,7 @@ from typing import Any
 
 from daskbench.judge.repeat import BUSY_REPEAT_WITHIN, busy
 from daskbench.lockstep import loops
-
-
-def load_average() -> float | None:
-    """The machine's 1-minute load average (None where the platform has none)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
+from daskbench.metrics.probe import load_average
 
 
 def _seconds(value: Any) -> float:

@@ -5,17 +5,15 @@ loop varies by 13-22% from run to run, in slow phases lasting seconds), and ever
 it. The probe is the same fixed work every time (``PROBE_UNITS`` iterations of a pure-Python
 loop, about 30 ms on a 2026 server core); its seconds are a reading of the machine's speed.
 
-`SpeedProbe` probes every worker (and the client) just before and just after the compute phase
-of a measurement, keeps the readings, how many cores other work used meanwhile (``extra["others_cores"]``: the
-machine's busy CPU seconds less those of this process and its descendants, the cluster's, over the window's wall
-time; a lockstep comparison's verdict heeds it, `daskbench.judge.repeat.busy`) and the 1-minute load average
-after it (``extra["load_1m"]``), and records
-``cpu_probe_s`` (the median of those readings) and
-``runtime_norm_s``, the runtime scaled to the nominal probe time (``runtime x NOMINAL / probe``):
-a runtime as if the machine had run at its nominal speed. It is a second runtime metric beside the
-raw one, never a replacement; ``daskbench calibrate`` shows whether it is the quieter of the two
-on a given machine. A run's speed (the median probe of its measurements) is what tells a slower
-machine from slower code.
+`SpeedProbe` probes every worker (and the client) just before and just after the compute phase of a measurement,
+keeps the readings, how many cores other work used meanwhile (``extra["others_cores"]``: the machine's busy CPU
+seconds less those of this process and its descendants, the cluster's, over the window's wall time; a lockstep
+comparison's verdict heeds it, `daskbench.judge.repeat.busy`) and the 1-minute load average after it
+(``extra["load_1m"]``), and records ``cpu_probe_s`` (the median of those readings) and ``runtime_norm_s``, the
+runtime scaled to the nominal probe time (``runtime x NOMINAL / probe``): a runtime as if the machine had run at its
+nominal speed. It is a second runtime metric beside the raw one, never a replacement; ``daskbench calibrate`` shows
+whether it is the quieter of the two on a given machine. A run's speed (the median probe of its measurements) is
+what tells a slower machine from slower code.
 
 Probing once, after the compute only, would save a tenth of a second of each measurement's fixed cost here
 (issue 43); it was tried and not kept: the readings bracketing the compute are what the guard against a
@@ -128,9 +126,15 @@ def others_cores(before: CpuSnapshot | None, after: CpuSnapshot | None) -> float
     return round(max(others, 0.0) / (after.wall - before.wall), 2)
 
 
-def load_read() -> dict[str, float]:
-    """``{"load_1m": 3.42}``: the machine's 1-minute load average now; empty where the platform has none."""
+def load_average() -> float | None:
+    """The machine's 1-minute load average now (None where the platform has none)."""
     try:
-        return {"load_1m": round(os.getloadavg()[0], 2)}
+        return os.getloadavg()[0]
     except (AttributeError, OSError):
-        return {}
+        return None
+
+
+def load_read() -> dict[str, float]:
+    """``{"load_1m": 3.42}``: `load_average` as a measurement keeps it; empty where the platform has none."""
+    load = load_average()
+    return {} if load is None else {"load_1m": round(load, 2)}

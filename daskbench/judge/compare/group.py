@@ -207,7 +207,7 @@ def _session_pair(a_ms: list[Measurement], b_ms: list[Measurement], metric: str)
     return [(stats.median(a), stats.median(b))] if a and b else []
 
 
-def _others(ms: list[Measurement]) -> list[float | None]:
+def _others(ms: list[Measurement]) -> list[float]:
     """The cores other work used during the passing measurements (``extra["others_cores"]``; older rows: none)."""
     found = (m.extra.get("others_cores") for m in ms if m.outcome == "passed")
     return [float(cores) for cores in found if isinstance(cores, int | float)]
