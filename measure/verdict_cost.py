@@ -12,11 +12,13 @@ Two parts, each printed with the date, the machine, the versions and the CPU pro
    the rounds' cost, the budget used), then checks: the planted case regressed, no other case regressed,
    and how many stayed undecided. With ``--shards N``: the same pull request as a sharded check, the N shards
    (``daskbench pr base head --shard K/N --budget MINUTES``) run one after another here, each in a store of its
-   own as N runners would, each exported, then ``daskbench merge`` of the N files: each shard's wall time (with N
-   runners the check takes the longest one), and the merged verdicts checked as above.
+   own as N runners would, each exported, then ``daskbench merge`` of the N files onto pull request 1 of a loopback
+   GitHub (`testing.github_server`): each shard's wall time (with N runners the check takes the longest one), the
+   merged verdicts checked as above, and the one comment and status the merge wrote, as GitHub received them.
+   ``--max-rounds N``: the most rounds of one case (``pr``'s own default without it).
 
 Run from the checkout's top folder:
-``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4] [--keep]``.
+``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4] [--max-rounds 60] [--keep]``.
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ def project(work: Path) -> Path:
     return repo
 
 
-def sharded(budget: float, shards: int, work: Path) -> int:
+def sharded(budget: float, shards: int, work: Path, rounds: list[str]) -> int:
     """The pull request as ``shards`` shards, one after another (each its own store, as its own runner would
     have), exported and merged; each shard's wall time and the merged verdicts."""
     repo = project(work)
@@ -205,7 +207,7 @@ def sharded(budget: float, shards: int, work: Path) -> int:
         db = f"sqlite:///{work / f'shard-{number}.db'}"
         began = time.monotonic()
         done = subprocess.run([*DASKBENCH, "pr", "main", "head", "--repo", str(repo), "--shard", f"{number}/{shards}",
-                               "--budget", f"{budget:g}m", "--db", db, "--no-report", "--", "--size", "tiny"],
+                               "--budget", f"{budget:g}m", *rounds, "--db", db, "--no-report", "--", "--size", "tiny"],
                               capture_output=True, text=True)  # fmt: skip
         walls.append((time.monotonic() - began) / 60)
         said = [line for line in done.stderr.splitlines() if line.startswith(("pr: ", "ab: part", "ab: 1", "ab: 2"))]
@@ -216,9 +218,7 @@ def sharded(budget: float, shards: int, work: Path) -> int:
         subprocess.run([*DASKBENCH, "export", "--db", db, "-o", str(work / "shards" / f"shard-{number}.jsonl")],
                        check=True, capture_output=True)  # fmt: skip
     merged_db = f"sqlite:///{work / 'merged.db'}"
-    merged = subprocess.run([*DASKBENCH, "merge", str(work / "shards"), "--repo", str(repo), "--db", merged_db],
-                            capture_output=True, text=True)  # fmt: skip
-    print(merged.stdout)
+    merged = _merged_on_github(repo, work, merged_db)
     print("\n".join(line for line in merged.stderr.splitlines() if line.startswith("merge: ")))
     shown = ", ".join(f"{wall:.1f}" for wall in walls)
     print(f"shards: wall minutes {shown}; with {shards} runners the check takes the longest, {max(walls):.1f} min "
@@ -226,7 +226,30 @@ def sharded(budget: float, shards: int, work: Path) -> int:
     return _judged(merged_db, budget, sum(walls))
 
 
-def suite(budget: float, work: Path) -> int:
+def _merged_on_github(repo: Path, work: Path, db: str) -> subprocess.CompletedProcess[str]:
+    """``daskbench merge`` of the shards' files onto pull request 1 of a loopback GitHub; prints the comment and
+    the head's status as the stand-in received them."""
+    from testing.github_server import FakeGitHub, serve
+
+    fake = FakeGitHub()
+    fake.add_pull(1, "suite A/B: tree_sum_std 1.20x slower")
+    server = serve(fake)
+    environ = {**os.environ, "GITHUB_TOKEN": "verdict-cost-loopback-token",
+               "DASKBENCH_GITHUB_API": f"http://127.0.0.1:{server.server_port}"}  # fmt: skip
+    try:
+        command = [*DASKBENCH, "merge", str(work / "shards"), "--repo", str(repo), "--db", db, "--github", "suite/ab",
+                   "--pr", "1"]  # fmt: skip
+        merged = subprocess.run(command, capture_output=True, text=True, env=environ)
+    finally:
+        server.shutdown()
+    comments, statuses = fake.comments.get(1, []), [s for found in fake.statuses.values() for s in found]
+    print(f"merge exit {merged.returncode}; loopback GitHub: {len(comments)} comment body(ies) on pull request 1, "
+          f"statuses {[(s.get('state'), s.get('description')) for s in statuses]}")  # fmt: skip
+    print(comments[-1] if comments else merged.stdout)
+    return merged
+
+
+def suite(budget: float, work: Path, rounds: list[str]) -> int:
     repo = project(work)
     db = f"sqlite:///{work / 'suite.db'}"
     began = time.monotonic()
@@ -240,6 +263,7 @@ def suite(budget: float, work: Path) -> int:
             str(repo),
             "--budget",
             f"{budget:g}m",
+            *rounds,
             "--db",
             db,
             "--report",
@@ -307,6 +331,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=100, help="trivial cases of the plain session (default 100)")
     parser.add_argument("--budget", type=float, default=20.0, help="minutes for the suite A/B (default 20)")
     parser.add_argument("--shards", type=int, default=0, help="the suite A/B as N shards, each with the budget")
+    parser.add_argument("--max-rounds", type=int, help="the most rounds of one case (default: pr's)")
     parser.add_argument("--keep", action="store_true", help="keep the stores (for measure/suite-alarms), say where")
     args = parser.parse_args()
     both = not args.plain and not args.suite
@@ -315,9 +340,10 @@ def main() -> int:
     try:
         if args.plain or both:
             plain(args.cases, work)
+        rounds = ["--max-rounds", str(args.max_rounds)] if args.max_rounds else []
         if args.shards:
-            return sharded(args.budget, args.shards, work)
-        return suite(args.budget, work) if args.suite or both else 0
+            return sharded(args.budget, args.shards, work, rounds)
+        return suite(args.budget, work, rounds) if args.suite or both else 0
     finally:
         if args.keep:
             print(f"measure/verdict-cost: the stores are kept in {work}")
