@@ -81,9 +81,19 @@ class Comparison:
     host_diff: Mapping[str, tuple[Any, Any]]
     baseline_label: str = ""
     notes: tuple[str, ...] = ()
+    #: Every run of the candidate side when it has several (an A/B group's sessions, a merged check's shards),
+    #: ``candidate_run`` among them; empty: ``candidate_run`` alone.
+    candidate_runs: tuple[Run, ...] = ()
 
     def __post_init__(self) -> None:
         require(self.mode in ("ab", "history"), "Comparison", "mode", f"must be 'ab' or 'history', got {self.mode!r}")
+        require(not self.candidate_runs or self.candidate_run in self.candidate_runs, "Comparison", "candidate_runs",
+                "must hold candidate_run when given")  # fmt: skip
+
+    @property
+    def candidates(self) -> tuple[Run, ...]:
+        """The candidate side's runs: ``candidate_runs``, or ``candidate_run`` alone."""
+        return self.candidate_runs or (self.candidate_run,)
 
     @property
     def regressions(self) -> tuple[Verdict, ...]:

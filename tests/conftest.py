@@ -73,14 +73,6 @@ LONGEST_FIRST = (
 )  # fmt: skip
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` starts one worker more than the machine has cores: the tests wait on subprocesses, clusters
-    and installs for about a third of their time (CI run 9: 36.7 CPU minutes in 28.4 on 2 cores), and a third
-    worker fills it. The tests whose verdicts depend on measured time hold `quiet_machine` and judge with the
-    busy rule (daskbench.judge.repeat), as a user's busy machine would be judged."""
-    return (os.cpu_count() or 1) + 1
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the order below for xdist's file scheduling (its own reorders files by their number of tests)."""
     if hasattr(config.option, "loadscopereorder"):

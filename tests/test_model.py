@@ -12,7 +12,8 @@ from dataclasses import fields, replace
 import pytest
 
 from daskbench.model import WRONG_RESULT, Case, ClusterSpec, Measurement, Run, TaskMemory
-from tests.helpers import make_case
+from daskbench.verdicts import Comparison
+from tests.helpers import make_case, make_run
 
 
 def test_fingerprint_ignores_info_and_cluster_target() -> None:
@@ -124,3 +125,13 @@ def test_a_measurement_reads_back_from_its_json_with_tasks_flags_and_timeline() 
 def test_a_measurement_flagged_wrong_result_reads_back_as_wrong_result() -> None:
     m = Measurement.of(run_id="r1", fingerprint="f", repeat=0, outcome="passed", runtime_s=1.0, flags=(WRONG_RESULT,))
     assert Measurement.from_json(m.to_json()).outcome == WRONG_RESULT
+
+
+def test_a_comparison_of_several_candidate_runs_holds_its_candidate_run_among_them() -> None:
+    """A merged check's candidate side is every shard's run; the run compared for versions must be one of them."""
+    base, first, last = make_run(), make_run(), make_run()
+    merged = Comparison("ab", (base,), last, (), {}, {}, {}, candidate_runs=(first, last))
+    assert merged.candidates == (first, last)
+    assert Comparison("ab", (base,), last, (), {}, {}, {}).candidates == (last,)
+    with pytest.raises(ValueError, match="candidate_runs"):
+        Comparison("ab", (base,), last, (), {}, {}, {}, candidate_runs=(first, base))

@@ -155,7 +155,7 @@ def test_the_merge_job_judges_both_shards_together_on_one_comment_and_status(
     loopback: tuple[FakeGitHub, str],
 ) -> None:
     """The merge step as written: both files imported, b regressed, a failure status on head, one comment saying
-    both shards measured and the suite-level rate of false alarms."""
+    both shards measured and the suite-level rate of false alarms, linking the one report of every shard's cases."""
     fake, api = loopback
     done = _merge(sharded_repo, [shard_runs[1][1], shard_runs[2][1]], api, "merge-both")
     assert done.returncode == 1, done.stderr[-3000:]
@@ -166,6 +166,9 @@ def test_the_merge_job_judges_both_shards_together_on_one_comment_and_status(
     assert "Measured in shards" in comment and "false alarms" in comment
     head = _values(sharded_repo)["HEAD_SHA"]
     assert fake.statuses[head][-1]["state"] == "failure"
+    assert "report: `results/pr.html`" in comment
+    page = (sharded_repo.parent / "merge-both" / "results" / "pr.html").read_text()
+    assert all(f"which={which}" in page for which in "abc")  # shard 1's case and shard 2's, in one report
 
 
 def test_a_shard_without_results_is_named_and_its_cases_are_not_measured_never_unchanged(

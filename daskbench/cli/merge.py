@@ -20,12 +20,13 @@ from typing import Any
 from daskbench import envs, pr
 from daskbench.cli.app import verdicts_exit
 from daskbench.cli.common_args import add_db_option, add_floor_option, floors, open_store
+from daskbench.cli.output import check_report_bokeh
 from daskbench.cli.values import whole_number
 from daskbench.config import MAX_SHARDS
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.judge import suite
 from daskbench.shards import merge
-from daskbench.store import exchange
+from daskbench.store import Store, exchange
 from daskbench.text import plural, say
 
 #: ``merge``'s texts (add_parser's keywords).
@@ -37,8 +38,8 @@ TEXTS = {
     "head's status as daskbench pr does. A shard without results (failed or cancelled) is named; its cases are "
     "not measured, never unchanged.",
     "epilog": 'example: daskbench merge results/shards --base "$BASE_SHA" --head "$HEAD_SHA" --github "$REPO" '
-    '--pr "$PR"; exit codes: 0 no regression, every case decided, 1 head regressed, 2 could not run, 3 some '
-    "case undecided or not measured",
+    '--pr "$PR" --report results/pr.html; exit codes: 0 no regression, every case decided, 1 head regressed, 2 '
+    "could not run, 3 some case undecided or not measured",
 }
 HELP = {
     "paths": "the shards' export files, or folders holding them (every *.jsonl in a folder)",
@@ -51,6 +52,8 @@ HELP = {
     "--report-url": "the link the comment gives (default in GitHub Actions: this workflow run's page, whose "
     "artifacts hold each shard's report)",
     "--markdown": "also write the verdict table's Markdown to FILE",
+    "--report": "write the HTML report of every shard's cases and verdicts, judged together, to PATH (the comment "
+    "links --report-url)",
 }
 
 
@@ -65,6 +68,7 @@ def register(subparsers: Any) -> None:
                         help=HELP["--pr"])  # fmt: skip
     parser.add_argument("--report-url", metavar="URL", help=HELP["--report-url"])
     parser.add_argument("--markdown", metavar="FILE", help=HELP["--markdown"])
+    parser.add_argument("--report", metavar="PATH", help=HELP["--report"])
     add_floor_option(parser)
     add_db_option(parser)
     parser.set_defaults(func=cmd_merge)
@@ -77,8 +81,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     target = pr.Target(args.github, args.pr, args.markdown)
     github = pr.client(target, head, "merge", say)
     link = pr.check_url(args.report_url, "--report-url") if args.report_url else pr.run_link()
-    if args.markdown:
-        check_writable(Path(args.markdown), "--markdown")
+    for path, flag in ((args.markdown, "--markdown"), (args.report, "--report")):
+        if path:
+            check_writable(Path(path), flag)
+    if args.report:
+        check_report_bokeh("merge")
     store = open_store(args)
     chosen = merge.import_shards(store, files, expected, say)
     merged = merge.judge(store, chosen, floors=floors(args))
@@ -86,14 +93,25 @@ def cmd_merge(args: argparse.Namespace) -> int:
         say(f"merge: {line}")
     outcome = pr.Outcome.of_verdicts(merged.verdicts, merged.not_measured)
     say(f"merge: {outcome.headline()}")
+    report = _report(store, merged, args.report) if args.report else None
     notes = merged.comparison.notes if merged.comparison is not None else ()
     measured = f"{plural(merged.plan.count, 'shard')}, {plural(len(merged.plan.cases), 'case')} planned; " + (
         suite.said(notes) or "false alarms counted over the whole suite"
     )
-    page = pr.Page(base, head, ", ".join(group.group for group in chosen.values()), link, measured=measured,
-                   shards=tuple(merged.lines()))  # fmt: skip
+    groups = ", ".join(group.group for group in chosen.values())
+    page = pr.Page(base, head, groups, link or report, measured=measured, shards=tuple(merged.lines()))
     pr.deliver(target, github, head, outcome, page, "merge", say)
     return verdicts_exit(merged.verdicts, merged.not_measured)
+
+
+def _report(store: Store, merged: merge.Merged, path: str) -> str | None:
+    """The HTML report of every shard's cases and verdicts, judged together (None: no shard measured a round)."""
+    if merged.comparison is None:
+        return None
+    from daskbench.report import write_report
+
+    say(f"merge: report written to {write_report(store, path, judged=merged.comparison)}")
+    return path
 
 
 def export_files(paths: list[str]) -> list[Path]:

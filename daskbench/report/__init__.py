@@ -19,6 +19,7 @@ from daskbench.judge.selection import Selection
 from daskbench.report.content import gather
 from daskbench.report.page import SharedScripts, render_page
 from daskbench.store import Store
+from daskbench.verdicts import Comparison
 
 __all__ = ["SharedScripts", "render_report", "write_report"]
 
@@ -29,16 +30,18 @@ def render_report(
     *,
     shared: SharedScripts | None = None,
     compact: bool | None = None,
+    judged: Comparison | None = None,
     **fields: Any,
 ) -> str:
     """The HTML of the report on what ``selection`` compares (or a `Selection` of ``fields``:
     ``candidate=``, ``baseline=``, ``history=``, ``ab_group=``...; by default the latest run against
     ``main``); an A/B group's verdicts come from its per-round ratios, listed in the notes. A page of a
     site refers to BokehJS in the site's ``shared`` scripts instead of inlining it. ``compact``: the section
-    charts as static SVG (by default when the report has more than `page.COMPACT_CASES` cases)."""
+    charts as static SVG (by default when the report has more than `page.COMPACT_CASES` cases). ``judged``: a
+    comparison already made (``daskbench merge``'s of every shard), drawn instead of one the selection asks for."""
     chosen = selection or Selection(**fields)
     with store.snapshot():  # the comparison and what the page draws read one run list
-        data = gather(store, compare(store, chosen), history_window=chosen.history)
+        data = gather(store, judged or compare(store, chosen), history_window=chosen.history)
     return render_page(data, shared, compact=compact)
 
 
@@ -49,10 +52,11 @@ def write_report(
     *,
     shared: SharedScripts | None = None,
     compact: bool | None = None,
+    judged: Comparison | None = None,
     **fields: Any,
 ) -> Path:
     """Render the report and write it to ``output`` (parent folders are created); returns the path."""
-    html = render_report(store, selection, shared=shared, compact=compact, **fields)
+    html = render_report(store, selection, shared=shared, compact=compact, judged=judged, **fields)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

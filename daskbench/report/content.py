@@ -156,7 +156,7 @@ def drawn_first(sections: Sequence[Section], limit: int) -> tuple[Section, ...]:
 def gather(store: Store, comparison: Comparison, *, history_window: int | None = None) -> ReportData:
     """Everything the report draws for ``comparison``, read from ``store``."""
     window = history_window or DEFAULT_HISTORY_WINDOW
-    candidate = group_measurements(store.measurements([comparison.candidate_run.run_id]), "fingerprint")
+    candidate = group_measurements(store.measurements([run.run_id for run in comparison.candidates]), "fingerprint")
     fingerprints = sorted(candidate)  # sections only for what the candidate ran (missing cases: the table)
     cases = store.cases(fingerprints)
     runs, per_case = _recent_measurements(store, comparison, window, fingerprints)
@@ -313,7 +313,7 @@ def _recent_measurements(
 
 def _roles(comparison: Comparison) -> dict[str, str]:
     roles = {run.run_id: "baseline" for run in comparison.baseline_runs}
-    return roles | {comparison.candidate_run.run_id: "candidate"}
+    return roles | {run.run_id: "candidate" for run in comparison.candidates}
 
 
 def _latest_baseline(per_run: Mapping[str, list[Measurement]], roles: Mapping[str, str]) -> list[Measurement]:

@@ -243,9 +243,8 @@ def run_columns(data: ReportData) -> list[RunColumn]:
     if baseline is not None:
         title = f"Baseline: {c.baseline_label}" if c.baseline_label else "Baseline"
         columns.append(_column(title, baseline, c.baseline_runs, _sections_cluster(data.sections, "baseline")))
-    columns.append(
-        _column("Candidate", c.candidate_run, (c.candidate_run,), _sections_cluster(data.sections, "candidate"))
-    )
+    newest = _newest(c.candidates) or c.candidate_run
+    columns.append(_column("Candidate", newest, c.candidates, _sections_cluster(data.sections, "candidate")))
     return columns
 
 

@@ -223,7 +223,7 @@ def judge(
             continue
         verdicts += found.verdicts
         runs["A"] += found.baseline_runs
-        runs["B"].append(found.candidate_run)
+        runs["B"] += found.candidates
         unmeasured = tuple(name for name in planned if name not in _measured(store, group.group))
         missing += [NotMeasured(shard, "its sessions never measured them", unmeasured)] if unmeasured else []
     return Merged(_united(verdicts, runs, family, plan, missing), tuple(missing), plan)
@@ -245,7 +245,7 @@ def _united(
     counted = suite.Family(family, suite.SUITE_ALPHA).text(len(plan.cases))
     label = f"{plan.count} shards (plan {plan.digest()}), each a lockstep A/B on its own machine, side A"
     notes = [counted, *(gap.line() for gap in missing)]
-    return finish("ab", Against(tuple(runs["A"]), label, runs["A"][-1:]), runs["B"][-1], verdicts, notes)
+    return finish("ab", Against(tuple(runs["A"]), label, runs["A"][-1:]), runs["B"][-1], verdicts, notes, runs["B"])
 
 
 def plan_tags(plan: ShardPlan, shard: Shard) -> dict[str, str]:

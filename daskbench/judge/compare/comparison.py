@@ -52,9 +52,15 @@ class Against:
 
 
 def finish(
-    mode: Literal["ab", "history"], against: Against, cand: Run, verdicts: list[Verdict], notes: Sequence[str]
+    mode: Literal["ab", "history"],
+    against: Against,
+    cand: Run,
+    verdicts: list[Verdict],
+    notes: Sequence[str],
+    cands: Sequence[Run] = (),
 ) -> Comparison:
-    """The `Comparison`: the verdicts sorted (`effect_size` first) and what differs beside them."""
+    """The `Comparison`: the verdicts sorted (`effect_size` first) and what differs beside them; ``cands``: every
+    run of the candidate side when it has several, ``cand`` (the one compared for versions) among them."""
     diffed = against.diffed
     return Comparison(
         mode=mode,
@@ -66,6 +72,7 @@ def finish(
         host_diff=matching.diff([run.host for run in diffed], cand.host),
         baseline_label=against.label,
         notes=tuple(notes),
+        candidate_runs=tuple(cands) if len(cands) > 1 else (),
     )
 
 

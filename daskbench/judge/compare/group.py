@@ -81,7 +81,8 @@ def compare_group(
 
     verdicts = paired_verdicts(a_by, b_by, cases, True, rules, rule)
     base_runs, cand_runs = tuple(by_side["A"]), by_side["B"]
-    return finish("ab", Against(base_runs, shape.label(group), base_runs[-1:]), cand_runs[-1], verdicts, notes)
+    against = Against(base_runs, shape.label(group), base_runs[-1:])
+    return finish("ab", against, cand_runs[-1], verdicts, notes, cand_runs)
 
 
 @dataclass(frozen=True)
