@@ -50,10 +50,10 @@ HELP = {
     "GITHUB_TOKEN)",
     "--pr": "the pull request's number (with --github)",
     "--report-url": "the link the comment gives (default in GitHub Actions: this workflow run's page, whose "
-    "artifacts hold each shard's report)",
+    "artifacts hold the reports)",
     "--markdown": "also write the verdict table's Markdown to FILE",
     "--report": "write the HTML report of every shard's cases and verdicts, judged together, to PATH (the comment "
-    "links --report-url)",
+    "links --report-url, or names PATH outside GitHub Actions)",
 }
 
 
