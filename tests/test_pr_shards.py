@@ -168,7 +168,8 @@ def test_the_merge_job_judges_both_shards_together_on_one_comment_and_status(
     assert fake.statuses[head][-1]["state"] == "failure"
     assert "report: `results/pr.html`" in comment
     page = (sharded_repo.parent / "merge-both" / "results" / "pr.html").read_text()
-    assert all(f"which={which}" in page for which in "abc")  # shard 1's case and shard 2's, in one report
+    # a section for each case the candidate side measured: shard 1's a and shard 2's b and c, in one report
+    assert [f'id="wl-{index}-work"' in page for index in range(4)] == [True, True, True, False]
 
 
 def test_a_shard_without_results_is_named_and_its_cases_are_not_measured_never_unchanged(
