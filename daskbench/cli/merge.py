@@ -20,10 +20,10 @@ from typing import Any
 from daskbench import envs, pr
 from daskbench.cli.app import verdicts_exit
 from daskbench.cli.common_args import add_db_option, add_floor_option, floors, open_store
-from daskbench.cli.output import check_report_bokeh
+from daskbench.cli.output import check_outputs
 from daskbench.cli.values import whole_number
 from daskbench.config import MAX_SHARDS
-from daskbench.errors import DaskbenchError, check_writable
+from daskbench.errors import DaskbenchError
 from daskbench.judge import suite
 from daskbench.shards import merge
 from daskbench.store import Store, exchange
@@ -81,11 +81,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     target = pr.Target(args.github, args.pr, args.markdown)
     github = pr.client(target, head, "merge", say)
     link = pr.check_url(args.report_url, "--report-url") if args.report_url else pr.run_link()
-    for path, flag in ((args.markdown, "--markdown"), (args.report, "--report")):
-        if path:
-            check_writable(Path(path), flag)
-    if args.report:
-        check_report_bokeh("merge")
+    check_outputs("merge", args.report, args.markdown)
     store = open_store(args)
     chosen = merge.import_shards(store, files, expected, say)
     merged = merge.judge(store, chosen, floors=floors(args))

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from daskbench.cli.app import EXIT_OK
-from daskbench.errors import DaskbenchError, RegressionFound
+from daskbench.errors import DaskbenchError, RegressionFound, check_writable
 from daskbench.judge.format import comparison_to_json, format_table, regression_summary
 from daskbench.text import wrap_line
 from daskbench.verdicts import Comparison
@@ -86,6 +87,16 @@ def _numeric(cell: str) -> bool:
 #: bokeh>=2.4.3: the dashboard of distributed before 2023.4 (``--evidence``) needs bokeh<3, and measuring
 #: needs no report, so an environment of that era measures and another one reports from the same store.
 REPORT_BOKEH = "3.4"
+
+
+def check_outputs(command: str, report: str | None, markdown: str | None) -> None:
+    """One line before ``command`` measures or imports anything: a ``--report`` or ``--markdown`` path that cannot
+    be written, or a report this environment's bokeh cannot draw (None: not asked for)."""
+    for path, flag in ((report, "--report"), (markdown, "--markdown")):
+        if path:
+            check_writable(Path(path), flag)
+    if report:
+        check_report_bokeh(command)
 
 
 def check_report_bokeh(command: str) -> None:

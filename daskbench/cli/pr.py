@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 from daskbench import envs, pr
@@ -29,10 +28,10 @@ from daskbench.cli.common_args import (
     floors,
     settings,
 )
-from daskbench.cli.output import check_report_bokeh
+from daskbench.cli.output import check_outputs
 from daskbench.cli.values import whole_number
 from daskbench.config import shown_message
-from daskbench.errors import DaskbenchError, check_writable
+from daskbench.errors import DaskbenchError
 from daskbench.github import GitHub
 from daskbench.judge import suite
 from daskbench.judge.compare import group_rounds
@@ -106,11 +105,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
     edits = pr.uncommitted_note(repo, base, head)
     github = _github(args, head)
     link = _link(args)
-    for path, flag in ((None if args.no_report else args.report, "--report"), (args.markdown, "--markdown")):
-        if path:
-            check_writable(Path(path), flag)
-    if not args.no_report:
-        check_report_bokeh("pr")
+    check_outputs("pr", None if args.no_report else args.report, args.markdown)
     options = build_options(args)
     db = absolute_db(settings(args).db)
     store = Store(db)
