@@ -7,6 +7,7 @@ command judges it from the store, as after real sessions."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -187,3 +188,22 @@ def test_confirm_exits_3_when_a_suspect_is_undecided_side_by_side(
                          capsys=capsys)  # fmt: skip
     assert done.returncode == code, done.stdout + done.stderr
     assert ("a suspect is undecided side by side (exit 3)" in done.stdout) == (code == EXIT_UNDECIDED)
+
+
+def test_a_cases_runtime_and_cost_that_read_alike_share_one_row_of_the_comment() -> None:
+    """Runtime and cost of one case undecided with the same interval and rounds (cost is the runtime at one
+    price): one row naming both metrics and both medians; another case's runtime keeps a row of its own."""
+    runtime = _verdict("inconclusive")
+    other = dataclasses.replace(runtime, fingerprint="fp2", workload="v")
+    cost = dataclasses.replace(
+        runtime, metric="cost_usd", baseline_values=(0.001,) * 6, candidate_values=(0.00105,) * 6
+    )
+    outcome = pr.Outcome.of_verdicts((runtime, cost, other))
+    revision = pr.Revision("main", "a" * 40, Path("."))
+    rows = [line for line in pr.comment_markdown(outcome, pr.Page(revision, revision, "g")).splitlines()
+            if line.startswith("| **inconclusive**")]  # fmt: skip
+    assert len(rows) == 2, rows
+    cells = [cell.strip() for cell in rows[0].split("|")]
+    assert cells[3] == "runtime, cost" and " / " in cells[4] and "$" in cells[4]
+    assert cells[6] == "1.05x slower / 1.05x dearer" and cells[7] == "1.05 (0.90-1.20)" and cells[8] == "6"
+    assert [cell.strip() for cell in rows[1].split("|")][3] == "runtime"

@@ -192,11 +192,31 @@ COLUMNS = ("verdict", "case", "metric", "base", "head", "change", "head/base (in
 
 
 def _table(changed: Sequence[Verdict]) -> list[str]:
+    alike = _alike(changed)
     rows = [f"| {' | '.join(COLUMNS)} |", "|" + "---|" * len(COLUMNS)]
-    rows += [_row(v) for v in changed[:MAX_ROWS]]
-    if len(changed) > MAX_ROWS:
-        rows.append(f"\n{len(changed) - MAX_ROWS} more in the report.")
+    rows += [_row(same) for same in alike[:MAX_ROWS]]
+    if len(alike) > MAX_ROWS:
+        rows.append(f"\n{len(alike) - MAX_ROWS} more in the report.")
     return [*rows, "", INTERVALS]
+
+
+def _alike(changed: Sequence[Verdict]) -> list[list[Verdict]]:
+    """The verdicts in rows: one case's verdicts that read alike (same verdict, effect, interval and rounds, as
+    runtime and cost do on a cluster of one price) share a row, in the order of the first."""
+    rows: dict[tuple[object, ...], list[Verdict]] = {}
+    for v in changed:
+        rows.setdefault((v.fingerprint, v.verdict, *_reading(v)), []).append(v)
+    return list(rows.values())
+
+
+def _reading(v: Verdict) -> tuple[str, str]:
+    """What a row says of a verdict beyond its metric: the interval's cell and the rounds' cell."""
+    if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
+        interval = f"{v.ratio:.2f} ({v.ci_low:.2f}-{v.ci_high:.2f})" if v.ci_low and v.ci_high else f"{v.ratio:.2f}"
+    else:
+        interval = "-"
+    rounds = str(min(len(v.baseline_values), len(v.candidate_values))) if v.baseline_values else "-"
+    return interval, rounds
 
 
 #: What the table's intervals are: 95% for a case alone, surer where the suite's false alarms are counted.
@@ -206,26 +226,30 @@ INTERVALS = (
 )
 
 
-def _row(v: Verdict) -> str:
-    metric = catalog.get(v.metric)
+def _row(same: Sequence[Verdict]) -> str:
+    """One row: the first verdict's case, effect, interval and rounds; each verdict's metric and medians."""
+    v = same[0]
     label = case_label(v.workload, v.params, v.cluster)
-    if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
-        change = "too noisy to tell" if too_noisy(v) else metric.effect(v.ratio)  # the interval: its own column
-        interval = f"{v.ratio:.2f} ({v.ci_low:.2f}-{v.ci_high:.2f})" if v.ci_low and v.ci_high else f"{v.ratio:.2f}"
-    else:
-        change, interval = v.verdict.replace("-", " "), "-"
-    rounds = str(min(len(v.baseline_values), len(v.candidate_values))) if v.baseline_values else "-"
+    change = " / ".join(dict.fromkeys(_change(s) for s in same))
+    interval, rounds = _reading(v)
     cells = [
         f"**{v.verdict}**",
         _cell_code(label),
-        metric.short,
-        _median(v.metric, v.baseline_values),
-        _median(v.metric, v.candidate_values),
+        ", ".join(catalog.get(s.metric).short for s in same),
+        " / ".join(_median(s.metric, s.baseline_values) for s in same),
+        " / ".join(_median(s.metric, s.candidate_values) for s in same),
         markdown_text(change),
         interval,
         rounds,
     ]
     return f"| {' | '.join(cells)} |"
+
+
+def _change(v: Verdict) -> str:
+    """``1.47x slower`` (``dearer`` for cost), ``too noisy to tell``, or the verdict's words (``newly failing``)."""
+    if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
+        return "too noisy to tell" if too_noisy(v) else catalog.get(v.metric).effect(v.ratio)
+    return v.verdict.replace("-", " ")
 
 
 def _median(metric: str, values: Sequence[float]) -> str:
