@@ -8,14 +8,16 @@ sees is whether *any* case was blamed. This script reads the stores of real suit
    had it), leaving out the cases named with ``--planted`` (a planted slowdown is not a false alarm): how many
    cases were called changed (regressed or improved), how many stayed undecided;
 2. **replayed**: ``--replays`` unchanged checks made from the same rounds. Each case and metric draws its rounds
-   from its recorded per-round ratios B/A (with replacement) and is judged by the real rule
-   (`daskbench.judge.repeat.judge`, the check's floors, most rounds, repeat and family) at every look, as the
-   lockstep does, until it is settled or its change waits for a repeat; a repeat draws a fresh pair's rounds
-   the same way. No budget: every case gets the rounds its plan allows, so a replay decides more than the
+   from its recorded rounds (each round's pair of values A and B, with replacement) and is judged by the real
+   rule (`daskbench.judge.repeat.judge`, the check's floors, most rounds, repeat and family) at every look, as
+   the lockstep does, until it is settled or its change waits for a repeat; a repeat draws a fresh pair's
+   rounds the same way. Its verdict then passes the metric's smallest change that counts (memory: a change of
+   less than 16 MiB is none), as `compare` applies it (the first version of this script left that out, and
+   counted a tiny case's client memory, a few KiB above idle that swing by half, as undecided or changed). No budget: every case gets the rounds its plan allows, so a replay decides more than the
    budgeted check did. Two nulls:
 
-   - ``centred``: each case's log ratios moved to a mean of 0 (the case truly unchanged, with its measured
-     spread and shape): what the rule promises to bound;
+   - ``centred``: each case's side B scaled so that its mean log ratio B/A is 0 (the case truly unchanged,
+     with its measured spread and shape): what the rule promises to bound;
    - ``raw``: the ratios as measured. The cases were unchanged, so this is the same null with the bias the
      one recorded pair of sessions had, drawn again for the repeat: a repeat from the same sessions is what the
      rule is built to not trust, so this overstates false alarms (a worst case, not an estimate).
@@ -29,14 +31,13 @@ A replay's false alarm is any case called changed in any metric; the table print
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from daskbench.judge import suite
+from daskbench.judge import stats, suite
 from daskbench.judge.compare import AB_GROUP, compare_group, group_questions, group_rounds, lockstep_pairs
 from daskbench.judge.format import case_label
 from daskbench.judge.repeat import judge
@@ -54,11 +55,11 @@ MIN_POOL = 10
 @dataclass(frozen=True)
 class Check:
     """One recorded check: its name, its question per metric (floor, most rounds, repeat, family), and each
-    unplanted case's per-round log ratios B/A per metric (all its parts)."""
+    unplanted case's rounds per metric (all its parts), each a pair of values (A, B)."""
 
     name: str
     questions: dict[str, Question]
-    ratios: dict[tuple[str, str], np.ndarray]  # (case label, metric) -> log ratios
+    pairs: dict[tuple[str, str], np.ndarray]  # (case label, metric) -> rounds x (A, B)
     called: list[str]
     undecided: int
     cases: int
@@ -74,7 +75,7 @@ def checks(url: str, planted: Sequence[str]) -> Check:
     return Check(
         f"{url} ({len(groups)} group{'s' if len(groups) > 1 else ''})",
         parts[0].questions,
-        {key: value for part in parts for key, value in part.ratios.items()},
+        {key: value for part in parts for key, value in part.pairs.items()},
         sorted(name for part in parts for name in part.called),
         sum(part.undecided for part in parts),
         sum(part.cases for part in parts),
@@ -92,7 +93,7 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
     if not questions:
         raise SystemExit(f"suite-alarms: group {group} is not a lockstep group whose changes are repeated")
     rounds = group_rounds(store, group)
-    ratios: dict[tuple[str, str], list[float]] = {}
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for sides in rounds.values():
         a_by = group_measurements(store.measurements([sides["A"].run_id]), "fingerprint")
         b_by = group_measurements(store.measurements([sides["B"].run_id]), "fingerprint")
@@ -100,37 +101,47 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
             label = labels[fp]
             for metric in questions:
                 found = lockstep_pairs(a_by[fp], b_by[fp], metric)
-                ratios.setdefault((label, metric), []).extend(math.log(b / a) for a, b in found if a > 0 and b > 0)
-    kept = {key: np.array(values) for key, values in ratios.items() if len(values) >= MIN_POOL}
+                pairs.setdefault((label, metric), []).extend((a, b) for a, b in found if a > 0 and b > 0)
+    kept = {key: np.array(values) for key, values in pairs.items() if len(values) >= MIN_POOL}
     return Check(group, questions, kept, called, undecided, len(labels))
 
 
-def _part(log_ratios: np.ndarray) -> tuple[list[float], list[float]]:
-    return [1.0] * len(log_ratios), [float(r) for r in np.exp(log_ratios)]
+def _part(pairs: np.ndarray) -> tuple[list[float], list[float]]:
+    return [float(a) for a in pairs[:, 0]], [float(b) for b in pairs[:, 1]]
 
 
-def _case(rng: np.random.Generator, question: Question, pool: np.ndarray) -> str:
-    """One case and metric replayed: its first reading, and its repeat when it reads a change; its verdict."""
-    first = rng.choice(pool, question.max_rounds)
+def _case(rng: np.random.Generator, question: Question, pool: np.ndarray, metric: str) -> str:
+    """One case and metric replayed: its first reading, and its repeat when it reads a change; its verdict, with
+    the metric's smallest change that counts applied as `compare` applies it (`stats.within_min_change`)."""
+    first = pool[rng.integers(len(pool), size=question.max_rounds)]
     for n in looks(question.max_rounds):
-        judged = judge(question, [_part(first[:n])])
+        parts = [_part(first[:n])]
+        judged = judge(question, parts)
         if judged.settled or judged.repeating:
             break
-    if not judged.repeating:
-        return judged.decision.verdict if judged.settled else "inconclusive"
-    again = rng.choice(pool, question.max_rounds)
-    for m in looks(question.max_rounds):
-        judged = judge(question, [_part(first[:n]), _part(again[:m])])
-        if judged.settled:
-            break
-    return judged.decision.verdict if judged.settled else "inconclusive"
+    if judged.repeating:
+        again = pool[rng.integers(len(pool), size=question.max_rounds)]
+        for m in looks(question.max_rounds):
+            parts = [_part(first[:n]), _part(again[:m])]
+            judged = judge(question, parts)
+            if judged.settled:
+                break
+    decision = judged.decision if judged.settled else replace(judged.decision, verdict="inconclusive")
+    base, cand = [a for part in parts for a in part[0]], [b for part in parts for b in part[1]]
+    return stats.within_min_change(decision, base, cand, metric).verdict
+
+
+def _centred(pool: np.ndarray) -> np.ndarray:
+    """The rounds with side B scaled so that the mean log ratio B/A is 0: the case truly unchanged."""
+    shift = np.exp(-np.mean(np.log(pool[:, 1] / pool[:, 0])))
+    return np.column_stack([pool[:, 0], pool[:, 1] * shift])
 
 
 def replay(check: Check, rng: np.random.Generator, centred: bool) -> tuple[list[str], int]:
     """One unchanged check made from ``check``'s rounds: the cases called changed, and how many stayed undecided."""
     called, undecided = set(), set()
-    for (label, metric), pool in check.ratios.items():
-        verdict = _case(rng, check.questions[metric], pool - pool.mean() if centred else pool)
+    for (label, metric), pool in check.pairs.items():
+        verdict = _case(rng, check.questions[metric], _centred(pool) if centred else pool, metric)
         if verdict in CHANGED:
             called.add(f"{label} {metric}")
         elif verdict == "inconclusive":
@@ -153,7 +164,7 @@ def main() -> int:
         fam = next(iter(check.questions.values())).family
         print(f"\n{check.name}: {check.cases} unplanted cases; {fam.text()}")
         print(f"  as measured: {len(check.called)} called changed {check.called or ''}; {check.undecided} undecided")
-        replayed = len({label for label, _ in check.ratios})
+        replayed = len({label for label, _ in check.pairs})
         print(f"  replayed: the {replayed} cases with at least {MIN_POOL} rounds recorded, each metric's rounds drawn")
         for centred in (True, False):
             runs = [replay(check, rng, centred) for _ in range(args.replays)]
