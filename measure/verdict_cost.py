@@ -15,10 +15,12 @@ Two parts, each printed with the date, the machine, the versions and the CPU pro
    own as N runners would, each exported, then ``daskbench merge`` of the N files onto pull request 1 of a loopback
    GitHub (`testing.github_server`): each shard's wall time (with N runners the check takes the longest one), the
    merged verdicts checked as above, and the one comment and status the merge wrote, as GitHub received them.
-   ``--max-rounds N``: the most rounds of one case (``pr``'s own default without it).
+   ``--max-rounds N``: the most rounds of one case (``pr``'s own default without it). ``--only-shard K`` (with
+   ``--shards N``): shard K alone, judged with the whole suite's false alarms, not merged (one runner's share, for
+   a suite too long to run every shard here). ``--size SIZE``: the suite at another size (default ``tiny``).
 
-Run from the checkout's top folder:
-``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20] [--shards 4] [--max-rounds 60] [--keep]``.
+Run from the checkout's top folder: ``measure/verdict-cost [--plain] [--suite] [--cases 100] [--budget 20]
+[--shards 4 [--only-shard 1]] [--max-rounds 60] [--size tiny] [--keep]``.
 """
 
 from __future__ import annotations
@@ -152,15 +154,15 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def planted_seconds(repo: Path, work: Path) -> float:
-    """A fifth of the planted case's runtime on base: median of 3 measurements."""
+def planted_seconds(repo: Path, work: Path, size: str) -> float:
+    """A fifth of the planted case's runtime on base at ``size``: median of 3 measurements."""
     db = f"sqlite:///{work / 'probe.db'}"
     subprocess.run(
         session_command(
             PYTHON,
             db,
             "verdict-cost",
-            ["--size", "tiny", "--repeat", "3", *ONE_WORKER, f"benchmarks/test_arrays.py::{PLANTED_TEST}"],
+            ["--size", size, "--repeat", "3", *ONE_WORKER, f"benchmarks/test_arrays.py::{PLANTED_TEST}"],
         ),
         cwd=repo,
         check=True,
@@ -173,7 +175,7 @@ def planted_seconds(repo: Path, work: Path) -> float:
     return (PLANTED - 1.0) * statistics.median(runtimes)
 
 
-def project(work: Path) -> Path:
+def project(work: Path, size: str) -> Path:
     """The throw-away project: base = the bundled benchmarks, head = one case planted 1.20x slower."""
     repo = work / "project"
     shutil.copytree(TOP / "benchmarks", repo / "benchmarks")
@@ -182,7 +184,7 @@ def project(work: Path) -> Path:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base: the bundled benchmarks")
-    seconds = planted_seconds(repo, work)
+    seconds = planted_seconds(repo, work, size)
     arrays = repo / "benchmarks" / "test_arrays.py"
     text = arrays.read_text()
     old = f"def {PLANTED_TEST}(measure, size):"
@@ -198,16 +200,17 @@ def project(work: Path) -> Path:
     return repo
 
 
-def sharded(budget: float, shards: int, work: Path, rounds: list[str]) -> int:
+def sharded(budget: float, shards: int, work: Path, rounds: list[str], size: str, only: int | None = None) -> int:
     """The pull request as ``shards`` shards, one after another (each its own store, as its own runner would
-    have), exported and merged; each shard's wall time and the merged verdicts."""
-    repo = project(work)
+    have), exported and merged; each shard's wall time and the merged verdicts. ``only``: that shard alone, its
+    own verdicts (judged with the whole suite's family, as merge would), no merge."""
+    repo = project(work, size)
     walls = []
-    for number in range(1, shards + 1):
+    for number in [only] if only else range(1, shards + 1):
         db = f"sqlite:///{work / f'shard-{number}.db'}"
         began = time.monotonic()
         done = subprocess.run([*DASKBENCH, "pr", "main", "head", "--repo", str(repo), "--shard", f"{number}/{shards}",
-                               "--budget", f"{budget:g}m", *rounds, "--db", db, "--no-report", "--", "--size", "tiny"],
+                               "--budget", f"{budget:g}m", *rounds, "--db", db, "--no-report", "--", "--size", size],
                               capture_output=True, text=True)  # fmt: skip
         walls.append((time.monotonic() - began) / 60)
         said = [line for line in done.stderr.splitlines() if line.startswith(("pr: ", "ab: part", "ab: 1", "ab: 2"))]
@@ -217,6 +220,8 @@ def sharded(budget: float, shards: int, work: Path, rounds: list[str]) -> int:
             return 2
         subprocess.run([*DASKBENCH, "export", "--db", db, "-o", str(work / "shards" / f"shard-{number}.jsonl")],
                        check=True, capture_output=True)  # fmt: skip
+    if only:
+        return _judged(f"sqlite:///{work / f'shard-{only}.db'}", budget, walls[0], family=_suite_family(work, only))
     merged_db = f"sqlite:///{work / 'merged.db'}"
     merged = _merged_on_github(repo, work, merged_db)
     print("\n".join(line for line in merged.stderr.splitlines() if line.startswith("merge: ")))
@@ -249,8 +254,8 @@ def _merged_on_github(repo: Path, work: Path, db: str) -> subprocess.CompletedPr
     return merged
 
 
-def suite(budget: float, work: Path, rounds: list[str]) -> int:
-    repo = project(work)
+def suite(budget: float, work: Path, rounds: list[str], size: str) -> int:
+    repo = project(work, size)
     db = f"sqlite:///{work / 'suite.db'}"
     began = time.monotonic()
     done = subprocess.run(
@@ -270,7 +275,7 @@ def suite(budget: float, work: Path, rounds: list[str]) -> int:
             str(work / "report.html"),
             "--",
             "--size",
-            "tiny",
+            size,
         ],
         capture_output=True,
         text=True,
@@ -284,9 +289,10 @@ def suite(budget: float, work: Path, rounds: list[str]) -> int:
     return _judged(db, budget, minutes)
 
 
-def _judged(db: str, budget: float, minutes: float) -> int:
-    """The planted case regressed, no other case regressed, and how many stayed undecided: printed; 0 when so."""
-    verdicts = _runtime_verdicts(db)
+def _judged(db: str, budget: float, minutes: float, family: int | None = None) -> int:
+    """The planted case regressed, no other case regressed, and how many stayed undecided: printed; 0 when so
+    (one shard alone: 0 when no case regressed)."""
+    verdicts = _runtime_verdicts(db, family)
     planted = [v for v in verdicts if v["planted"]]
     others = [v for v in verdicts if v not in planted]
     wrong = [v["test"] for v in others if v["verdict"] in ("regressed", "newly-failing")]
@@ -298,10 +304,25 @@ def _judged(db: str, budget: float, minutes: float) -> int:
     )
     for name in wrong:
         print(f"  regressed although not planted: {name}")
+    if family is not None:
+        return 0 if not wrong and (not planted or planted[0]["verdict"] == "regressed") else 1
     return 0 if planted and planted[0]["verdict"] == "regressed" and not wrong else 1
 
 
-def _runtime_verdicts(db: str) -> list[dict[str, object]]:
+def _suite_family(work: Path, number: int) -> int:
+    """The family of the whole suite's false alarms (every planned case x the metrics judged), as ``merge`` counts
+    it, from the plan shard ``number`` recorded."""
+    from daskbench.judge import suite
+    from daskbench.shards.merge import PLAN_TAG
+    from daskbench.shards.plan import ShardPlan
+    from daskbench.store import Store
+
+    runs = Store(f"sqlite:///{work / f'shard-{number}.db'}").runs()
+    plan = ShardPlan.from_json(next(run.tags[PLAN_TAG] for run in runs if PLAN_TAG in run.tags), PLAN_TAG)
+    return suite.family_size(len(plan.cases), suite.metrics_judged())
+
+
+def _runtime_verdicts(db: str, family: int | None = None) -> list[dict[str, object]]:
     """The group's runtime verdicts: each case's label, verdict and whether it is the planted one."""
     import math
 
@@ -313,7 +334,8 @@ def _runtime_verdicts(db: str) -> list[dict[str, object]]:
     store = Store(db)
     groups = sorted({run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_group")})
     # shards: each group judged with the whole suite's family of false alarms, as daskbench merge judges them
-    family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
+    if family is None:
+        family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
     found = []
     for v in (verdict for group in groups for verdict in compare_group(store, group, family=family).verdicts):
         if v.metric != "runtime_s":
@@ -333,6 +355,8 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=0, help="the suite A/B as N shards, each with the budget")
     parser.add_argument("--max-rounds", type=int, help="the most rounds of one case (default: pr's)")
     parser.add_argument("--keep", action="store_true", help="keep the stores (for measure/suite-alarms), say where")
+    parser.add_argument("--size", default="tiny", help="the suite's size (default tiny)")
+    parser.add_argument("--only-shard", type=int, metavar="K", help="with --shards N: shard K alone, not merged")
     args = parser.parse_args()
     both = not args.plain and not args.suite
     header()
@@ -342,8 +366,8 @@ def main() -> int:
             plain(args.cases, work)
         rounds = ["--max-rounds", str(args.max_rounds)] if args.max_rounds else []
         if args.shards:
-            return sharded(args.budget, args.shards, work, rounds)
-        return suite(args.budget, work, rounds) if args.suite or both else 0
+            return sharded(args.budget, args.shards, work, rounds, args.size, args.only_shard)
+        return suite(args.budget, work, rounds, args.size) if args.suite or both else 0
     finally:
         if args.keep:
             print(f"measure/verdict-cost: the stores are kept in {work}")
