@@ -2,10 +2,10 @@
 installs (flit, built in isolation), real overlay environments, real lockstep A/B.
 
 The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a
-flit project): its first commit's ``standin.work()`` sleeps 0.5 s; ten commits follow, the eighth of
+flit project): its first commit's ``standin.work()`` sleeps 0.5 s; six commits follow, the fifth of
 which makes it sleep 1.3x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
 environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
-From the first commit to the fifth nothing is slower: the A/A bisection. ``--max-rounds 3`` lets a
+From the first commit to the fourth nothing is slower: the A/A bisection. ``--max-rounds 3`` lets a
 clear step decide at its first look: the sleep is long enough (0.5 s, not the release test's 0.2 s)
 and the floor wide enough (``runtime=1.2``, for a planted 1.3x) that the scheduling noise of a busy
 2-core machine rarely leaves an unchanged step undecided (which would cost a second attempt).
@@ -35,16 +35,16 @@ def test_standin_work(measure):
     assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
 """
 SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
-#: The commit (1 to 10 after the first) that makes work() 1.3x slower.
-PLANTED = 8
+#: The commit (1 to `COMMITS` after the first) that makes work() 1.3x slower.
+PLANTED, COMMITS = 5, 6
 
 
 def standin_repo(repo: Path) -> list[str]:
-    """The checkout: the first commit, then ten, the `PLANTED`-th 1.3x slower from then on; their ids."""
+    """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.3x slower from then on; their ids."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
-    for note in range(1, 11):
+    for note in range(1, COMMITS + 1):
         slow = note >= PLANTED
         subject = "work(): sleep 1.3x longer" if note == PLANTED else f"note {note}: nothing that matters"
         commits.append(standin_commit(repo, note, 0.65 if slow else 0.5, subject))
@@ -92,7 +92,7 @@ def test_bisect_repo_names_the_commit_that_planted_the_slowdown_within_four_step
     assert found.returncode == 1, found.stdout[-2000:] + found.stderr[-3000:]
     steps = _steps(found)
     assert 2 <= len(steps) <= 5, found.stdout
-    assert steps[0].startswith(f"step 0  {commits[-1][:12]} note 10: nothing that matters  regressed")
+    assert steps[0].startswith(f"step 0  {commits[-1][:12]} note {COMMITS}: nothing that matters  regressed")
     assert all(any(f"  {word}  " in line for word in ("regressed", "unchanged", "improved")) for line in steps)
     assert f"first bad commit: {commits[PLANTED]} work(): sleep 1.3x longer" in found.stdout
     assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
@@ -122,11 +122,11 @@ def test_every_commit_step_is_tagged_and_a_resume_reuses_them(
 def test_an_a_a_bisection_of_commits_says_no_regression(
     found: subprocess.CompletedProcess[str], folder: Path, commits: list[str]
 ) -> None:
-    """The first commit to the fifth, none slower: step 0 finds no regression; exit 0, no culprit."""
-    done = _bisect(folder, "--good", commits[0], "--bad", commits[5], "--group", "flat")
+    """The first commit to the fourth, none slower: step 0 finds no regression; exit 0, no culprit."""
+    done = _bisect(folder, "--good", commits[0], "--bad", commits[PLANTED - 1], "--group", "flat")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "no regression between good and bad" in done.stdout and "first bad" not in done.stdout
-    assert [line[:20] for line in _steps(done)] == [f"step 0  {commits[5][:12]}"]
+    assert [line[:20] for line in _steps(done)] == [f"step 0  {commits[PLANTED - 1][:12]}"]
 
 
 @pytest.mark.parametrize(
