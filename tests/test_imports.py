@@ -195,6 +195,27 @@ def test_the_pytest_plugin_loads_no_judge_report_or_command_line() -> None:
     assert [name for name in loaded if name.startswith(NOT_MEASURING)] == []
 
 
+#: What a pytest run that uses no daskbench option or fixture does not load: the measuring side (the store and its
+#: database layer, distributed, the session's state and sweep) waits until a test or a flag asks for daskbench.
+NOT_UNTIL_USED = ("distributed", "sqlalchemy", "daskbench.store", "daskbench.plugin.state", "daskbench.plugin.sweep")
+
+
+def test_a_pytest_run_without_benchmarks_does_not_load_the_measuring_side(tmp_path: Path) -> None:
+    """The plugin loads in every pytest run of an environment it is installed in (entry point ``pytest11``): a
+    plain test there sees none of `NOT_UNTIL_USED` loaded, and the plugin's own import loads none of them."""
+    names = ", ".join(repr(name) for name in NOT_UNTIL_USED)
+    (tmp_path / "test_plain.py").write_text(
+        f"import sys\n\n\ndef test_plain():\n    loaded = [n for n in sys.modules if n.startswith(({names},))]\n"
+        "    assert loaded == [], loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_plain.py"],
+                          cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:]
+    code = "import sys, daskbench.plugin.hooks; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in loaded if name.startswith(NOT_UNTIL_USED)] == []
+
+
 #: Packages whose ``__init__`` is their face, as pluggy's is: from outside the package, a name is imported from
 #: the package (``from daskbench.store import Store, runstatus``), never from one of its modules, which are the
 #: package's own. judge and metrics have no face: their modules are imported one by one (judge.machine without

@@ -5,7 +5,8 @@ finds them; the hooks read what a test's fixtures left in its stash (the keys be
 
 What the fixtures give is made elsewhere: the ``measure`` fixture's object is
 `daskbench.plugin.measure_fixture.MeasureFixture`, a test measured as a whole is a `daskbench.plugin.whole.WholeTest`,
-the cluster is the session's (`daskbench.plugin.state.DaskbenchSession.open`).
+the cluster is the session's (`daskbench.plugin.state.DaskbenchSession.open`). Those modules are imported by the
+fixture that uses them, not here: this module is imported in every pytest run (see `daskbench.plugin.hooks`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,20 +24,21 @@ from daskbench.clusters import OpenCluster
 from daskbench.errors import DaskbenchError
 from daskbench.lockstep import turns
 from daskbench.model import ClusterSpec
-from daskbench.plugin import sweep, taking
-from daskbench.plugin.measure_fixture import MeasureFixture, benchmark_fixture_of
-from daskbench.plugin.state import DaskbenchSession
-from daskbench.plugin.whole import WholeTest
 from daskbench.text import wrap_line
 
+if TYPE_CHECKING:
+    from daskbench.plugin.measure_fixture import MeasureFixture
+    from daskbench.plugin.state import DaskbenchSession
+    from daskbench.plugin.whole import WholeTest
+
 #: The session's state, made when its settings are first resolved (`daskbench.plugin.hooks`).
-SESSION_KEY = pytest.StashKey[DaskbenchSession]()
+SESSION_KEY: pytest.StashKey[DaskbenchSession] = pytest.StashKey()
 #: The link to ``daskbench ab`` in a lockstep session (`daskbench.lockstep.turns`).
 TURNS_KEY = pytest.StashKey[turns.Turns]()
 #: The test's `MeasureFixture`, so its report can mark a result the test itself found wrong.
-MEASURE_KEY = pytest.StashKey[MeasureFixture]()
+MEASURE_KEY: pytest.StashKey[MeasureFixture] = pytest.StashKey()
 #: A test measured as a whole (`daskbench.plugin.whole`): its measurement, opened by its client fixture.
-WHOLE_KEY = pytest.StashKey[WholeTest]()
+WHOLE_KEY: pytest.StashKey[WholeTest] = pytest.StashKey()
 
 
 def client_fixture(name: str) -> Any:
@@ -51,6 +53,9 @@ def client_fixture(name: str) -> Any:
     ) -> Any:
         """A distributed.Client on daskbench's cluster for this case (--client-fixtures); a test that takes it
         and does not call measure is measured as a whole, from now to its end (daskbench.plugin.whole)."""
+        from daskbench.plugin import sweep, taking
+        from daskbench.plugin.whole import WholeTest
+
         if "measure" in request.fixturenames:  # measure() times what it is given; this is only its client
             return taking.live_cluster(daskbench_session, daskbench_cluster).client
         link = request.config.stash.get(TURNS_KEY, None)
@@ -155,6 +160,9 @@ def measure(
     collection is the graph-build phase; the collection is then computed, timed). Returns
     the last repeat's result so the test can check it.
     """
+    from daskbench.plugin import sweep
+    from daskbench.plugin.measure_fixture import MeasureFixture, benchmark_fixture_of
+
     benchmark = benchmark_fixture_of(request)
     link = request.config.stash.get(TURNS_KEY, None)
     key = sweep.case_key_of(request.node, daskbench_session) if link is not None else ""

@@ -11,7 +11,10 @@ with one line before any cluster starts.
 Installed, the plugin loads in every pytest run (entry point ``pytest11``), so it stays
 out of the way until it is used: settings are resolved only when a daskbench option is
 given or a collected test uses a daskbench fixture, and only such runs get the header
-line and the summary section.
+line and the summary section. Until then it imports only the options and the fixtures'
+names: the measuring side (the session's state, the sweep, the store, distributed) is
+imported by the hook or fixture that first needs it, so a run without benchmarks does
+not pay for it (tests/test_imports.py checks that it stays unloaded).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import re
 import types
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -32,12 +35,12 @@ from daskbench.errors import DaskbenchError, StoreFault
 from daskbench.lockstep import turns
 from daskbench.metrics.cost import load_prices
 from daskbench.model import SELECT_K, SELECT_M
-from daskbench.plugin import fixtures, sharding, sweep, taking
+from daskbench.plugin import fixtures
 from daskbench.plugin.fixtures import MEASURE_KEY, SESSION_KEY, TURNS_KEY, WHOLE_KEY, client_fixture
-from daskbench.plugin.state import DaskbenchSession
-from daskbench.plugin.taking import QUIET_KEY
-from daskbench.shards.plan import suite_name
 from daskbench.text import plural, wrap_line
+
+if TYPE_CHECKING:
+    from daskbench.plugin.state import DaskbenchSession
 
 #: A settings error found while collecting, raised only if a daskbench test is selected.
 ERROR_KEY = pytest.StashKey[DaskbenchError]()
@@ -112,6 +115,8 @@ def _state(config: pytest.Config) -> DaskbenchSession:
         raise config.stash[ERROR_KEY]
     try:
         settings = cfg.resolve(_flags(config), pyproject=cfg.load_pyproject(config.rootpath))
+        from daskbench.plugin.state import DaskbenchSession  # after the settings: a bad one is said without it
+
         state = DaskbenchSession(settings, backend_of(settings.cluster), load_prices(settings.prices))
     except DaskbenchError as exc:
         config.stash[ERROR_KEY] = exc
@@ -150,7 +155,12 @@ def _measures(item: pytest.Item) -> bool:
 
 
 def _whole(item: pytest.Item) -> bool:
-    return taking.is_whole_test(getattr(item, "fixturenames", ()), item.config.stash.get(CLIENT_FIXTURES_KEY, ()))
+    declared = item.config.stash.get(CLIENT_FIXTURES_KEY, ())
+    if not declared:  # no --client-fixtures: nothing is measured as a whole (and the measuring side stays unloaded)
+        return False
+    from daskbench.plugin.taking import is_whole_test
+
+    return is_whole_test(getattr(item, "fixturenames", ()), declared)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -193,6 +203,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         session = _state(metafunc.config)
     except DaskbenchError:
         return  # reported in pytest_collection_modifyitems if this test is selected
+    from daskbench.plugin import sweep
+
     sweep.parametrize(metafunc, session)
 
 
@@ -203,6 +215,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not any(_uses_daskbench(item) for item in items):
         return
     session = _require_state(config)
+    from daskbench.plugin import sweep
+
     if session.settings.interleave and session.settings.repeat > 1:
         items.sort(key=sweep.repeat_of)
     _lockstep_plan(config, session, items)
@@ -220,6 +234,8 @@ def _lockstep_plan(config: pytest.Config, session: DaskbenchSession, items: list
     if link is None:
         return
     config.stash[TURNS_KEY] = link
+    from daskbench.plugin import sweep
+
     keys = {item: sweep.case_key_of(item, session) for item in items if _measures(item)}
     names: dict[str, str] = {}
     for item, key in keys.items():  # a whole test's rounds are items of one case: named without their -rN
@@ -238,6 +254,9 @@ def _shard_plan(config: pytest.Config, session: DaskbenchSession, items: list[py
     deselect the rest, tag the run and say the split in the header."""
     if session.settings.shard is None or config.stash.get(TURNS_KEY, None) is not None:
         return
+    from daskbench.plugin import sharding
+    from daskbench.shards.plan import suite_name
+
     names = {item: suite_name(item.nodeid) for item in items if _measures(item)}
     sharded = sharding.split(session.settings.db, sorted(set(names.values())), session.settings.shard)
     dropped = [item for item, name in names.items() if name not in sharded.kept]
@@ -287,6 +306,8 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     state = config.stash.get(SESSION_KEY, None)
     if state is None or not any(_uses_daskbench(item) for item in items):
         return [part for line in shadowed for part in wrap_line(line)]
+    from daskbench.plugin import sweep
+
     plan = sweep.plan_lines(state, [item for item in items if _measures(item)])
     sharded = wrap_line(state.shard_line) if state.shard_line else []
     header = [*sweep.header_lines(state, backend_named(state.backend).fixed_size), *sharded, *plan,
@@ -416,6 +437,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Generator[None, Any, None]:
     """At normal verbosity a measured test's progress lines say everything: no lone ``.`` after them."""
     outcome = yield
+    if SESSION_KEY not in config.stash:  # no daskbench session: nothing measured, nothing imported for it
+        return
+    from daskbench.plugin.taking import QUIET_KEY
+
     quiet = config.stash.get(QUIET_KEY, set())
     if report.when == "call" and report.nodeid in quiet and config.get_verbosity() == 0:
         category, _letter, word = outcome.get_result()
