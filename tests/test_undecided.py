@@ -198,7 +198,7 @@ def test_a_cases_runtime_and_cost_that_read_alike_share_one_row_of_the_comment()
     cost = dataclasses.replace(
         runtime, metric="cost_usd", baseline_values=(0.001,) * 6, candidate_values=(0.00105,) * 6
     )
-    outcome = pr.Outcome.of_verdicts((runtime, cost, other))
+    outcome = pr.Outcome.of_verdicts((cost, runtime, other))  # cost first: the row still says runtime first
     revision = pr.Revision("main", "a" * 40, Path("."))
     rows = [line for line in pr.comment_markdown(outcome, pr.Page(revision, revision, "g")).splitlines()
             if line.startswith("| **inconclusive**")]  # fmt: skip

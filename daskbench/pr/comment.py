@@ -202,11 +202,15 @@ def _table(changed: Sequence[Verdict]) -> list[str]:
 
 def _alike(changed: Sequence[Verdict]) -> list[list[Verdict]]:
     """The verdicts in rows: one case's verdicts that read alike (same verdict, effect, interval and rounds, as
-    runtime and cost do on a cluster of one price) share a row, in the order of the first."""
+    runtime and cost do on a cluster of one price) share a row, in the order of the first; a row's metrics in
+    the catalog's order (runtime before cost)."""
     rows: dict[tuple[object, ...], list[Verdict]] = {}
     for v in changed:
         rows.setdefault((v.fingerprint, v.verdict, *_reading(v)), []).append(v)
-    return list(rows.values())
+    order = catalog.names()
+    return [
+        sorted(same, key=lambda v: order.index(v.metric) if v.metric in order else len(order)) for same in rows.values()
+    ]
 
 
 def _reading(v: Verdict) -> tuple[str, str]:
