@@ -1,7 +1,7 @@
 """`daskbench bisect` over releases, end to end: real wheels, real overlay environments, real lockstep A/B.
 
-The test writes wheels of a stand-in package, ``standin`` 1.0 to 1.7, into a folder (a local index,
-``--find-links DIR --no-index``): ``standin.work()`` sleeps 0.2 s, 1.3x longer from 1.5 on. A benchmark
+The test writes wheels of a stand-in package, ``standin`` 1.0 to 1.5, into a folder (a local index,
+``--find-links DIR --no-index``): ``standin.work()`` sleeps 0.2 s, 1.3x longer from 1.4 on. A benchmark
 measures ``dask.delayed(standin.work)()``; each step's environment is an overlay over this interpreter
 (``--inherit``) holding only its standin. A second folder of the same versions, none slower, is the
 A/A bisection. ``--max-rounds 3`` lets a clear step decide at its first look (sleep noise is small).
@@ -20,7 +20,7 @@ from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
 from tests.helpers import daskbench_cli, standin_wheel
 
-VERSIONS = [f"1.{minor}" for minor in range(8)]
+VERSIONS = [f"1.{minor}" for minor in range(6)]
 BENCH = """
 import dask
 import pytest
@@ -36,7 +36,7 @@ SESSION = ["--", "--workers", "1", "--saturation", "inf"]
 
 
 def wheel_folder(root: Path, slower_from: str | None, factor: float = 1.3) -> Path:
-    """standin 1.0 .. 1.7, each sleeping 0.2 s, ``factor`` times that from ``slower_from`` on (None: never)."""
+    """standin 1.0 .. 1.5, each sleeping 0.2 s, ``factor`` times that from ``slower_from`` on (None: never)."""
     root.mkdir(parents=True)
     for version in VERSIONS:
         slow = slower_from is not None and _v(version) >= _v(slower_from)
@@ -54,9 +54,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pat
     """The benchmark suite, the two wheel folders and the store of this module's bisections."""
     root = tmp_path_factory.mktemp("bisect")
     (root / "test_bench.py").write_text(BENCH)
-    wheel_folder(root / "wheels", "1.5")
+    wheel_folder(root / "wheels", "1.4")
     wheel_folder(root / "flat", None)
-    wheel_folder(root / "big", "1.5", factor=4.0)
+    wheel_folder(root / "big", "1.4", factor=4.0)
     return root
 
 
@@ -70,21 +70,21 @@ def _bisect(folder: Path, wheels: str, *args: str) -> subprocess.CompletedProces
 
 @pytest.fixture(scope="module")
 def found(folder: Path) -> subprocess.CompletedProcess[str]:
-    """The bisection ``found``: standin 1.0 (good) to 1.7 (bad), 1.5 slower."""
-    return _bisect(folder, "wheels", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "found")
+    """The bisection ``found``: standin 1.0 (good) to 1.5 (bad), 1.4 slower."""
+    return _bisect(folder, "wheels", "--good", "standin==1.0", "--bad", "standin==1.5", "--group", "found")
 
 
 def test_bisect_names_the_release_that_planted_the_slowdown_within_four_steps(found: subprocess.CompletedProcess[str]) -> None:  # fmt: skip
-    """Exit 1 (a first bad release named): 1.5, in at most 4 steps (step 0 included), each shown with its
+    """Exit 1 (a first bad release named): 1.4, in at most 4 steps (step 0 included), each shown with its
     verdict; the culprit carries its step's evidence."""
     assert found.returncode == 1, found.stdout[-2000:] + found.stderr[-3000:]
     steps = [line for line in found.stdout.splitlines() if line.startswith("step ")]
     assert 2 <= len(steps) <= 4, found.stdout
-    assert steps[0].startswith("step 0  standin 1.7  regressed")
+    assert steps[0].startswith("step 0  standin 1.5  regressed")
     # each later step says its verdict: against the floor, or like the bad end or the good end (a large change)
     words = ("  regressed  ", "  unchanged  ", "  improved  ", "  bad (above ", "  good (below ")
     assert all(any(word in line for word in words) for line in steps), found.stdout
-    assert "first bad release: standin 1.5" in found.stdout
+    assert "first bad release: standin 1.4" in found.stdout
     assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
     assert "Traceback" not in found.stderr
 
@@ -93,15 +93,15 @@ def test_every_step_is_tagged_in_the_store_and_a_resume_reuses_them(
     found: subprocess.CompletedProcess[str], folder: Path
 ) -> None:
     """Each step's runs carry bisect, step, version and verdict; ``--group found`` (ends read back from the
-    tags) runs nothing new and names 1.5 again from the stored steps."""
+    tags) runs nothing new and names 1.4 again from the stored steps."""
     runs = [run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect") == "found"]
     # a step's last attempt holds its verdict (an undecided first attempt is raised on a busy machine)
     attempts = sorted(runs, key=lambda run: (run.tags["bisect_step"], int(run.tags["bisect_attempt"])))
     versions = {run.tags["bisect_step"]: (run.tags["bisect_version"], run.tags["bisect_verdict"]) for run in attempts}
-    assert versions["0"] == ("1.7", "regressed") and ("1.5", "regressed") in versions.values()
+    assert versions["0"] == ("1.5", "regressed") and ("1.4", "regressed") in versions.values()
     again = _bisect(folder, "wheels", "--group", "found")
     assert again.returncode == 1, again.stderr[-2000:]
-    assert "first bad release: standin 1.5" in again.stdout and "(stored)" in again.stdout
+    assert "first bad release: standin 1.4" in again.stdout and "(stored)" in again.stdout
     assert "bisect: step" not in again.stderr  # no step was run again
     assert len([run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect")]) == len(
         runs
@@ -109,17 +109,17 @@ def test_every_step_is_tagged_in_the_store_and_a_resume_reuses_them(
 
 
 def test_a_large_regressions_steps_are_judged_like_the_bad_end_or_like_the_good_end(folder: Path) -> None:
-    """standin 1.5 sleeps 4x longer: step 0 measures the bad end, and every later step is asked whether it is
+    """standin 1.4 sleeps 4x longer: step 0 measures the bad end, and every later step is asked whether it is
     like it (above the geometric midpoint of 1 and step 0's lower bound) or like the good end, not whether
-    it is within 10% of good; each step line says which, and 1.5 is named."""
-    done = _bisect(folder, "big", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "big",
+    it is within 10% of good; each step line says which, and 1.4 is named."""
+    done = _bisect(folder, "big", "--good", "standin==1.0", "--bad", "standin==1.5", "--group", "big",
                    "--cache-dir", str(folder / "big-cache"))  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
     assert "each later step is judged like it (bad: above " in done.stderr
     steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
-    assert steps[0].startswith("step 0  standin 1.7  regressed")
+    assert steps[0].startswith("step 0  standin 1.5  regressed")
     assert all(" good (below " in line or " bad (above " in line for line in steps[1:]), done.stdout
-    assert "first bad release: standin 1.5" in done.stdout
+    assert "first bad release: standin 1.4" in done.stdout
     boundaries = {run.tags.get("ab_boundary") for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs()
                   if run.tags.get("bisect") == "big" and run.tags.get("bisect_step") != "0"}  # fmt: skip
     assert len(boundaries) == 1 and float(boundaries.pop() or 0) > 1.1, "every later step asked the same question"
@@ -127,25 +127,25 @@ def test_a_large_regressions_steps_are_judged_like_the_bad_end_or_like_the_good_
 
 
 def test_an_a_a_bisection_says_no_regression_and_names_no_culprit(folder: Path) -> None:
-    """standin 1.0 to 1.7 where no version is slower: step 0 finds no regression; exit 0, no culprit."""
-    done = _bisect(folder, "flat", "--good", "standin==1.0", "--bad", "standin==1.7", "--group", "flat",
+    """standin 1.0 to 1.5 where no version is slower: step 0 finds no regression; exit 0, no culprit."""
+    done = _bisect(folder, "flat", "--good", "standin==1.0", "--bad", "standin==1.5", "--group", "flat",
                    "--cache-dir", str(folder / "flat-cache"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "no regression between good and bad" in done.stdout
     assert "first bad" not in done.stdout
     steps = [line for line in done.stdout.splitlines() if line.startswith("step ")]
-    assert len(steps) == 1 and steps[0].startswith("step 0  standin 1.7")
+    assert len(steps) == 1 and steps[0].startswith("step 0  standin 1.5")
 
 
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--good", "nosuchrun", "--bad", "standin==1.7"], "no run 'nosuchrun' in"),
+        (["--good", "nosuchrun", "--bad", "standin==1.5"], "no run 'nosuchrun' in"),
         (["--good", "standin==1.0", "--bad", "standin==1.9"],
-         "--bad standin==1.9 is not on the index (asked --find-links {wheels}); it offers 1.7, 1.6, 1.5"),
+         "--bad standin==1.9 is not on the index (asked --find-links {wheels}); it offers 1.5, 1.4, 1.3"),
         (["--good", "standin==1.0", "--bad", "standin==1.0"], "--good and --bad name the same versions"),
-        (["--good", "standin==1.0,zict==1.0", "--bad", "standin==1.7,zict==2.0"], "differ in 2 packages"),
-        (["--good", "standin==1.7", "--bad", "standin==1.0"], "--bad standin==1.0 is not newer than --good"),
+        (["--good", "standin==1.0,zict==1.0", "--bad", "standin==1.5,zict==2.0"], "differ in 2 packages"),
+        (["--good", "standin==1.5", "--bad", "standin==1.0"], "--bad standin==1.0 is not newer than --good"),
         (["--group", "nosuch"], "no bisection 'nosuch'"),
     ],
 )  # fmt: skip
@@ -154,7 +154,7 @@ def test_bad_input_is_one_line_before_anything_is_built_or_run(
 ) -> None:
     """An unknown run, a version not on the index, identical ends, two packages, a reversed range, an
     unknown bisection: exit 2, one line, and no environment cache made."""
-    wheels = wheel_folder(tmp_path / "wheels", "1.5")
+    wheels = wheel_folder(tmp_path / "wheels", "1.4")
     db = f"sqlite:///{tmp_path / 'bad.db'}"
     Store(db)
     cache = tmp_path / "cache"
