@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from daskbench.model import Measurement
 from daskbench.plugin import pace
 from daskbench.plugin.pace import Conditions
 from daskbench.store import Store
@@ -85,6 +86,29 @@ def test_the_history_estimate_is_scaled_from_the_conditions_its_runs_recorded(tm
     found = pace.estimate(db, "small", str(HOST["cpu_model"]), Conditions(0.022, 5.0, 2), 2)
     assert found is not None and found.seconds_each == pytest.approx(420.0)
     assert found.basis == "180 s a measurement in the last 2 runs of small here, x2.3 for load 5.0 on 2 cores (was 1.0)"
+
+
+def test_the_history_is_scaled_from_the_load_its_measurements_read_not_the_lagging_one_at_its_start(
+    tmp_path: Path,
+) -> None:
+    """The runs' host records say load 1 (read as the session began: a minute's average lags load that had just
+    come), their measurements read 5 while they measured: now at load 5 the plan is their 180 s a measurement
+    unscaled (measure/estimate-error under load, 2026-11-28: said 240 s for a session of 85 s)."""
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    store = Store(db)
+    host = {**HOST, "cores": 2, pace.LOAD_KEY: 1.0, pace.PROBE_KEY: 0.022}
+    case = make_case("ocean_anomaly", size="small")
+    store.add_case(case)
+    for index in (1, 2):
+        run = add_run(store, index, host=host)
+        for repeat in range(10):
+            measured = Measurement.of(run_id=run.run_id, fingerprint=case.fingerprint, repeat=repeat,
+                                      outcome="passed", runtime_s=1.0, extra={pace.LOAD_KEY: 5.0})  # fmt: skip
+            store.add_measurement(measured)
+    store.close()
+    found = pace.estimate(db, "small", str(HOST["cpu_model"]), Conditions(0.022, 5.0, 2), 2)
+    assert found is not None and found.seconds_each == pytest.approx(180.0)
+    assert found.basis.startswith("180 s a measurement in the last 2 runs of small here, x1.0 ")
 
 
 def test_what_a_run_records_of_its_conditions_is_what_the_history_reads_back() -> None:

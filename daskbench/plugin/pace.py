@@ -143,36 +143,49 @@ def _from_history(db: str, size: str, cpu_model: str) -> tuple[float, Conditions
             if run.ended_at and not runstatus.made_side_by_side(run) and run.host.get("cpu_model") == cpu_model
         ]
         finished = runstatus.statuses(store, runs)
-        each: list[tuple[float, Run]] = []
+        each: list[tuple[float, Run, float | None]] = []
         for run in (run for run in runs if finished[run.run_id] == runstatus.FINISHED):
-            seconds = _seconds_each(store, run, size)
-            if seconds is not None:
-                each.append((seconds, run))
+            paced = _seconds_each(store, run, size)
+            if paced is not None:
+                seconds, load = paced
+                each.append((seconds, run, load))
             if len(each) == HISTORY_RUNS:
                 break
     except DaskbenchError:  # no store yet (the first run), or one this session will report on itself
         return None
     if not each:
         return None
-    middle = statistics.median_high([seconds for seconds, _ in each])
+    middle = statistics.median_high([seconds for seconds, _, _ in each])
     shown = f"{middle:.1f}" if middle < 10 else f"{middle:.0f}"
     basis = f"{shown} s a measurement in the last {plural(len(each), 'run')} of {size} here"
-    return middle, _conditions_of([run for _, run in each]), basis
+    return middle, _conditions_of([(run, load) for _, run, load in each]), basis
 
 
-def _conditions_of(runs: list[Run]) -> Conditions:
-    """The median load and probe the runs' host records kept (None when none kept one), and their cores."""
+def _conditions_of(runs: list[tuple[Run, float | None]]) -> Conditions:
+    """The median load and probe the runs ran under, and their cores: a run's load is the load average its
+    measurements read while it measured (the one its host record kept at the start, a minute's average, lags
+    load that came with or just before the session: 1.7 where its measurements read 4-5), else that record."""
 
-    def median(key: str) -> float | None:
-        values = [float(value) for run in runs if isinstance(value := run.host.get(key), (int, float))]
+    def median(values: list[float]) -> float | None:
         return statistics.median(values) if values else None
 
-    cores = runs[0].host.get("cores")
-    return Conditions(median(PROBE_KEY), median(LOAD_KEY), cores if isinstance(cores, int) else None)
+    def recorded(run: Run, key: str) -> float | None:
+        value = run.host.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    loads = [load if load is not None else recorded(run, LOAD_KEY) for run, load in runs]
+    probes = [recorded(run, PROBE_KEY) for run, _ in runs]
+    cores = runs[0][0].host.get("cores")
+    return Conditions(
+        median([p for p in probes if p is not None]),
+        median([load for load in loads if load is not None]),
+        cores if isinstance(cores, int) else None,
+    )
 
 
-def _seconds_each(store: Store, run: Run, size: str) -> float | None:
-    """The run's seconds per measurement if every case it measured was of ``size``."""
+def _seconds_each(store: Store, run: Run, size: str) -> tuple[float, float | None] | None:
+    """The run's seconds per measurement if every case it measured was of ``size``, and the median load average
+    its measurements read (None when none kept one)."""
     measured = store.measurements([run.run_id])
     cases = store.cases({m.fingerprint for m in measured})
     if not measured or any(case.params.get("size") != size for case in cases.values()):
@@ -181,7 +194,8 @@ def _seconds_each(store: Store, run: Run, size: str) -> float | None:
         took = (datetime.fromisoformat(str(run.ended_at)) - datetime.fromisoformat(run.started_at)).total_seconds()
     except ValueError:
         return None
-    return took / len(measured) if took > 0 else None
+    loads = [float(m.extra[LOAD_KEY]) for m in measured if isinstance(m.extra.get(LOAD_KEY), (int, float))]
+    return (took / len(measured), statistics.median(loads) if loads else None) if took > 0 else None
 
 
 def plan_line(planned: int, found: Estimate | None) -> str:
