@@ -34,9 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from daskbench.lockstep.sessions import session_command
+from daskbench.verdicts import Verdict
 
 TOP = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -221,14 +223,14 @@ def sharded(budget: float, shards: int, work: Path, rounds: list[str], size: str
         subprocess.run([*DASKBENCH, "export", "--db", db, "-o", str(work / "shards" / f"shard-{number}.jsonl")],
                        check=True, capture_output=True)  # fmt: skip
     if only:
-        return _judged(f"sqlite:///{work / f'shard-{only}.db'}", budget, walls[0], family=_suite_family(work, only))
+        return _judged(_shard_verdicts(work, only), budget, walls[0], one_shard=True)
     merged_db = f"sqlite:///{work / 'merged.db'}"
     merged = _merged_on_github(repo, work, merged_db)
     print("\n".join(line for line in merged.stderr.splitlines() if line.startswith("merge: ")))
     shown = ", ".join(f"{wall:.1f}" for wall in walls)
     print(f"shards: wall minutes {shown}; with {shards} runners the check takes the longest, {max(walls):.1f} min "
           f"(one after another here: {sum(walls):.1f} min); merge exit {merged.returncode}")  # fmt: skip
-    return _judged(merged_db, budget, sum(walls))
+    return _judged(_group_verdicts(merged_db), budget, sum(walls))
 
 
 def _merged_on_github(repo: Path, work: Path, db: str) -> subprocess.CompletedProcess[str]:
@@ -286,13 +288,13 @@ def suite(budget: float, work: Path, rounds: list[str], size: str) -> int:
     if done.returncode not in (0, 1, 3):
         print(done.stderr[-3000:])
         return 2
-    return _judged(db, budget, minutes)
+    return _judged(_group_verdicts(db), budget, minutes)
 
 
-def _judged(db: str, budget: float, minutes: float, family: int | None = None) -> int:
+def _judged(judged: Iterable[Verdict], budget: float, minutes: float, one_shard: bool = False) -> int:
     """The planted case regressed, no other case regressed, and how many stayed undecided: printed; 0 when so
     (one shard alone: 0 when no case regressed)."""
-    verdicts = _runtime_verdicts(db, family)
+    verdicts = _runtime_verdicts(judged)
     planted = [v for v in verdicts if v["planted"]]
     others = [v for v in verdicts if v not in planted]
     wrong = [v["test"] for v in others if v["verdict"] in ("regressed", "newly-failing")]
@@ -304,40 +306,43 @@ def _judged(db: str, budget: float, minutes: float, family: int | None = None) -
     )
     for name in wrong:
         print(f"  regressed although not planted: {name}")
-    if family is not None:
+    if one_shard:
         return 0 if not wrong and (not planted or planted[0]["verdict"] == "regressed") else 1
     return 0 if planted and planted[0]["verdict"] == "regressed" and not wrong else 1
 
 
-def _suite_family(work: Path, number: int) -> int:
-    """The family of the whole suite's false alarms (every planned case x the metrics judged), as ``merge`` counts
-    it, from the plan shard ``number`` recorded."""
-    from daskbench.judge import suite
-    from daskbench.shards.merge import PLAN_TAG
-    from daskbench.shards.plan import ShardPlan
+def _shard_verdicts(work: Path, number: int) -> tuple[Verdict, ...]:
+    """Shard ``number``'s verdicts alone, judged as ``daskbench merge`` judges a shard (`merge.judge`: with the whole
+    suite's false alarms counted together), from its store and the export file it wrote."""
+    from daskbench.shards import merge
     from daskbench.store import Store
 
-    runs = Store(f"sqlite:///{work / f'shard-{number}.db'}").runs()
-    plan = ShardPlan.from_json(next(run.tags[PLAN_TAG] for run in runs if PLAN_TAG in run.tags), PLAN_TAG)
-    return suite.family_size(len(plan.cases), suite.metrics_judged())
+    source = work / "shards" / f"shard-{number}.jsonl"
+    (group,) = merge.shard_groups(source.read_text().splitlines(), str(source))
+    return merge.judge(Store(f"sqlite:///{work / f'shard-{number}.db'}"), {number: group}).verdicts
 
 
-def _runtime_verdicts(db: str, family: int | None = None) -> list[dict[str, object]]:
-    """The group's runtime verdicts: each case's label, verdict and whether it is the planted one."""
-    import math
-
+def _group_verdicts(db: str) -> list[Verdict]:
+    """Every lockstep group's verdicts in ``db`` (shards merged into one store: each judged with the whole suite's
+    family of false alarms, as ``daskbench merge`` judges them)."""
     from daskbench.judge import suite
     from daskbench.judge.compare import compare_group
-    from daskbench.judge.format import case_label
     from daskbench.store import Store
 
     store = Store(db)
     groups = sorted({run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_group")})
-    # shards: each group judged with the whole suite's family of false alarms, as daskbench merge judges them
-    if family is None:
-        family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
+    family = suite.family_size(len(store.cases()), suite.metrics_judged()) if len(groups) > 1 else 1
+    return [verdict for group in groups for verdict in compare_group(store, group, family=family).verdicts]
+
+
+def _runtime_verdicts(verdicts: Iterable[Verdict]) -> list[dict[str, object]]:
+    """The runtime verdicts: each case's label, verdict and whether it is the planted one."""
+    import math
+
+    from daskbench.judge.format import case_label
+
     found = []
-    for v in (verdict for group in groups for verdict in compare_group(store, group, family=family).verdicts):
+    for v in verdicts:
         if v.metric != "runtime_s":
             continue
         saturation = float(v.cluster.get("worker_saturation") or 0)
