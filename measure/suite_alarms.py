@@ -13,8 +13,9 @@ sees is whether *any* case was blamed. This script reads the stores of real suit
    the lockstep does, until it is settled or its change waits for a repeat; a repeat draws a fresh pair's
    rounds the same way. Its verdict then passes the metric's smallest change that counts (memory: a change of
    less than 16 MiB is none), as `compare` applies it (the first version of this script left that out, and
-   counted a tiny case's client memory, a few KiB above idle that swing by half, as undecided or changed). No budget: every case gets the rounds its plan allows, so a replay decides more than the
-   budgeted check did. Two nulls:
+   counted a tiny case's client memory, a few KiB above idle that swing by half, as undecided or changed). No
+   budget: every case gets the rounds its plan allows, so a replay decides more than the budgeted check did.
+   Two nulls:
 
    - ``centred``: each case's side B scaled so that its mean log ratio B/A is 0 (the case truly unchanged,
      with its measured spread and shape): what the rule promises to bound;
