@@ -213,10 +213,15 @@ def _alike(changed: Sequence[Verdict]) -> list[list[Verdict]]:
     ]
 
 
+def _shown_ratio(v: Verdict) -> float | None:
+    """The ratio a row shows: None for a case failing, fixed, new or missing on one side (or with none)."""
+    return None if v.verdict in ("newly-failing", "fixed", "new", "missing") else v.ratio
+
+
 def _reading(v: Verdict) -> tuple[str, str]:
     """What a row says of a verdict beyond its metric: the interval's cell and the rounds' cell."""
-    if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
-        interval = f"{v.ratio:.2f} ({v.ci_low:.2f}-{v.ci_high:.2f})" if v.ci_low and v.ci_high else f"{v.ratio:.2f}"
+    if (ratio := _shown_ratio(v)) is not None:
+        interval = f"{ratio:.2f} ({v.ci_low:.2f}-{v.ci_high:.2f})" if v.ci_low and v.ci_high else f"{ratio:.2f}"
     else:
         interval = "-"
     rounds = str(min(len(v.baseline_values), len(v.candidate_values))) if v.baseline_values else "-"
@@ -251,8 +256,8 @@ def _row(same: Sequence[Verdict]) -> str:
 
 def _change(v: Verdict) -> str:
     """``1.47x slower`` (``dearer`` for cost), ``too noisy to tell``, or the verdict's words (``newly failing``)."""
-    if v.ratio is not None and v.verdict not in ("newly-failing", "fixed", "new", "missing"):
-        return "too noisy to tell" if too_noisy(v) else catalog.get(v.metric).effect(v.ratio)
+    if (ratio := _shown_ratio(v)) is not None:
+        return "too noisy to tell" if too_noisy(v) else catalog.get(v.metric).effect(ratio)
     return v.verdict.replace("-", " ")
 
 
