@@ -145,7 +145,7 @@ def _from_history(db: str, size: str, cpu_model: str) -> tuple[float, Conditions
         finished = runstatus.statuses(store, runs)
         each: list[tuple[float, Run, float | None]] = []
         for run in (run for run in runs if finished[run.run_id] == runstatus.FINISHED):
-            paced = _seconds_each(store, run, size)
+            paced = _paced(store, run, size)
             if paced is not None:
                 seconds, load = paced
                 each.append((seconds, run, load))
@@ -183,7 +183,7 @@ def _conditions_of(runs: list[tuple[Run, float | None]]) -> Conditions:
     )
 
 
-def _seconds_each(store: Store, run: Run, size: str) -> tuple[float, float | None] | None:
+def _paced(store: Store, run: Run, size: str) -> tuple[float, float | None] | None:
     """The run's seconds per measurement if every case it measured was of ``size``, and the median load average
     its measurements read (None when none kept one)."""
     measured = store.measurements([run.run_id])
