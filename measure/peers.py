@@ -1,7 +1,7 @@
 """One case against the peers: ``daskbench pr``, ``asv continuous`` and pytest-benchmark's compare, measured here.
 
 A throw-away git project, ``standin``, whose ``work()`` computes a dask graph of 8 tasks, each a pure-Python loop
-(about 0.3 s in all); a pull request's head makes the loops ``EFFECT`` times longer (1.00: an unchanged head that
+(about 0.2 s in all); a pull request's head makes the loops ``EFFECT`` times longer (1.00: an unchanged head that
 only edits a comment). The same project holds each tool's benchmark of that one function:
 
 - daskbench: ``benchmarks/test_standin.py`` (``measure(standin.graph())`` on daskbench's local cluster, one worker),
