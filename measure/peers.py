@@ -23,7 +23,8 @@ it), 15 times each, is printed beside it ("timed apart": the machine's own drift
 For each tool and effect: wall time of each trial (median), and what it said (regressed, unchanged,
 undecided; daskbench's interval, and whether it holds the true effect).
 
-Run from the checkout's top folder: ``measure/peers [--trials 3] [--effects 1.00,1.06,1.21] [--keep]``.
+Run from the checkout's top folder: ``measure/peers [--trials 3] [--effects 1.00,1.06,1.21]
+[--tools daskbench,asv,pytest-benchmark] [--keep]``.
 """
 
 from __future__ import annotations
@@ -41,11 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from measure.verdict_cost import header
+from measure.verdict_cost import git, header
 
-TOP = Path(__file__).resolve().parent.parent
 DASKBENCH = [sys.executable, "-m", "daskbench"]
-PYTEST = [sys.executable, "-m", "pytest"]
 FLOOR = 1.05
 TOOLS = ("daskbench", "asv", "pytest-benchmark")
 LOOPS = 1_200_000
@@ -137,14 +136,9 @@ class Said:
     tool: str
     effect: float
     seconds: float
-    verdict: str  # regressed, unchanged, undecided, failed
+    verdict: str  # regressed, unchanged, improved (asv), undecided (daskbench), failed
     detail: str = ""
     holds: bool | None = None  # daskbench: whether its interval holds the true effect
-
-
-def git(repo: Path, *args: str) -> str:
-    author = ["-c", "user.name=peers", "-c", "user.email=peers@daskbench.invalid", "-c", "commit.gpgsign=false"]
-    return subprocess.run(["git", "-C", str(repo), *author, *args], capture_output=True, text=True, check=True).stdout
 
 
 def write_project(repo: Path, asv: Path) -> None:
@@ -180,11 +174,11 @@ def pull_request(repo: Path, name: str, effect: float) -> tuple[str, str]:
     git(repo, "checkout", "-q", "main")
     set_factor(repo, 1.0, f"base of {name}")
     git(repo, "commit", "-q", "-am", f"base of {name}")
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "-b", name)
     set_factor(repo, effect, f"head of {name}")
     git(repo, "commit", "-q", "-am", f"{name}: {effect}x")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "main")
     return base, head
 
@@ -230,8 +224,7 @@ def daskbench_pr(
         str(markdown),
         *(["--max-rounds", "3"] if warm else []),
     ]
-    command += ["--"]
-    command += ["--workers", "1", "--saturation", "inf"]
+    command += ["--", "--workers", "1", "--saturation", "inf"]
     code, seconds, _ = run(command, repo, dict(os.environ), log)
     verdict = {0: "unchanged", 1: "regressed", 3: "undecided"}.get(code, f"failed (exit {code})")
     text = markdown.read_text() if markdown.exists() else ""
@@ -243,9 +236,14 @@ def daskbench_pr(
     return verdict, seconds, f"{ratio} ({low}-{high}), {rounds} rounds", (float(low), float(high))
 
 
+def asv(env: dict[str, str]) -> str:
+    """The asv the shell half installed into ``$PEERS_TOOLS``."""
+    return str(Path(env["PEERS_TOOLS"]) / "bin" / "asv")
+
+
 def asv_continuous(repo: Path, base: str, head: str, env: dict[str, str], log: Path) -> tuple[str, float, str]:
-    asv = [str(Path(env["PEERS_TOOLS"]) / "bin" / "asv"), "continuous", "--factor", str(FLOOR)]
-    code, seconds, output = run([*asv, "--machine", "peers", base, head], repo, env, log)
+    command = [asv(env), "continuous", "--factor", str(FLOOR), "--machine", "peers", base, head]
+    code, seconds, output = run(command, repo, env, log)
     if code not in (0, 1) or "time_work" not in output:
         return f"failed (exit {code})", seconds, ""
     timed: dict[str, str] = {}
@@ -325,15 +323,14 @@ def one(
 
 
 def asv_machine(env: dict[str, str], repo: Path, log: Path) -> None:
-    asv = str(Path(env["PEERS_TOOLS"]) / "bin" / "asv")
-    run([asv, "machine", "--machine", "peers", "--yes"], repo, env, log)
+    run([asv(env), "machine", "--machine", "peers", "--yes"], repo, env, log)
 
 
-def summary(said: Sequence[Said], effects: Sequence[float], truths: dict[float, list[float]]) -> None:
+def summary(said: Sequence[Said], effects: Sequence[float], apart: dict[float, list[float]]) -> None:
     print("\n| effect (timed apart, median) | tool | wall s, median (each) | called regressed | what it said |")
     print("|---|---|---|---|---|")
     for effect in effects:
-        truth = statistics.median(truths[effect])
+        timed = statistics.median(apart[effect])
         for tool in TOOLS:
             mine = [s for s in said if s.tool == tool and s.effect == effect]
             if not mine:
@@ -345,7 +342,7 @@ def summary(said: Sequence[Said], effects: Sequence[float], truths: dict[float, 
             held = f" (interval holds the truth {sum(holds)} of {len(holds)})" if holds else ""
             median = statistics.median(s.seconds for s in mine)
             print(
-                f"| {effect:.2f} ({truth:.3f}) | {tool} | {median:.0f} ({walls}) | {called} of {len(mine)}{held} "
+                f"| {effect:.2f} ({timed:.3f}) | {tool} | {median:.0f} ({walls}) | {called} of {len(mine)}{held} "
                 f"| {details} |"
             )
 
@@ -368,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_project(repo, work / "asv")
     asv_machine(env, repo, work / "asv.log")
     said: list[Said] = []
-    truths: dict[float, list[float]] = {e: [] for e in effects}
+    timed_apart: dict[float, list[float]] = {e: [] for e in effects}
     try:
         base, head = pull_request(repo, "warm-up", 1.0)
         for tool in tools:
@@ -378,18 +375,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for k, effect in enumerate(effects):
                 base, head = pull_request(repo, f"t{trial}-e{k}", effect)
                 apart = true_effect(repo, base, head)
-                truths[effect].append(apart)
-                truth = effect  # by construction: the same loop, ``effect`` times as many turns
+                timed_apart[effect].append(apart)
                 turn = (trial + k) % len(tools)
                 for tool in tools[turn:] + tools[:turn]:
-                    s = one(tool, repo, base, head, effect, truth, work, env)
+                    s = one(tool, repo, base, head, effect, effect, work, env)  # the truth: planted by construction
                     said.append(s)
                     print(
                         f"trial {trial + 1} effect {effect:.2f} (timed apart {apart:.3f}) {tool}: {s.seconds:.0f} s, "
                         f"{s.verdict} {s.detail}{'' if s.holds is None else ', holds' if s.holds else ', MISSES'}",
                         flush=True,
                     )
-        summary(said, effects, truths)
+        summary(said, effects, timed_apart)
     finally:
         if args.keep:
             print(f"# kept {work}")
@@ -399,8 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _version(env: dict[str, str]) -> str:
-    asv = str(Path(env["PEERS_TOOLS"]) / "bin" / "asv")
-    return subprocess.run([asv, "--version"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run([asv(env), "--version"], capture_output=True, text=True).stdout.strip()
 
 
 if __name__ == "__main__":
