@@ -68,9 +68,12 @@ def client_fixture(name: str) -> Any:
     return client
 
 
-def _interrupt_on_sigterm() -> None:
+def stop_like_ctrl_c() -> None:
     """SIGTERM (a CI job cancelled, ``timeout``) ends the session like Ctrl-C, so the run is
-    recorded as interrupted and its clusters closed, instead of the process just vanishing."""
+    recorded as interrupted and its clusters closed, instead of the process just vanishing. And
+    SIGINT is Ctrl-C again when the session inherited it ignored: a shell script's ``cmd &`` starts
+    its job that way, and ``daskbench ab``/``pr`` stop their sessions with SIGINT (ignored, a session
+    ran on until killed 60 s later, its cut measurement never recorded as interrupted)."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -79,6 +82,8 @@ def _interrupt_on_sigterm() -> None:
 
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +100,7 @@ def daskbench_repeat(request: pytest.FixtureRequest) -> int | None:
 
 @pytest.fixture(scope="session")
 def daskbench_session(request: pytest.FixtureRequest) -> DaskbenchSession:
-    _interrupt_on_sigterm()
+    stop_like_ctrl_c()
     return request.config.stash[SESSION_KEY]
 
 

@@ -64,6 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "benchmark: a daskbench benchmark (run with pytest -m benchmark)")
     _refuse_side_by_side(config)
     _declare_client_fixtures(config)
+    if os.environ.get(turns.ENV_CONTROL):  # a lockstep session: stoppable from its first moment
+        fixtures.stop_like_ctrl_c()
     if any(value is not None for value in _flags(config).values()):
         _require_state(config)
 
