@@ -1,13 +1,18 @@
 """A session's time estimate (`daskbench.plugin.pace`): the figure measured on this project's machine or the
 store's own history, scaled to how fast this machine runs now (its CPU probe, its load), and the time left
-re-estimated from what the session has measured. Planted answers only: no call here is timed."""
+re-estimated from what the session has measured. Planted answers, and one reading of real busy loops; no call
+here is timed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from daskbench.metrics import probe
 from daskbench.model import Measurement
 from daskbench.plugin import pace
 from daskbench.plugin.pace import Conditions
@@ -139,3 +144,41 @@ def test_nothing_is_said_of_the_time_left_before_any_pace_is_known() -> None:
     assert pace.pace(0, 10, 0.0) == "0/10 measured"
     assert pace.pace(1, 10, 100.0, 100.0) == "1/10 measured, about 15 min left"
     assert pace.pace(10, 10, 100.0, 1.0) == "10/10 measured"
+
+
+def test_the_runnable_processes_are_read_from_proc_stat_without_the_reader(tmp_path: Path) -> None:
+    """``procs_running 5`` counts the process reading it: 4 others. A file without the line says nothing."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  1 2 3 4\nctxt 99\nprocs_running 5\nprocs_blocked 0\n")
+    assert probe.runnable_others(stat) == 4
+    stat.write_text("cpu  1 2 3 4\n")
+    assert probe.runnable_others(stat) is None
+    assert probe.runnable_others(tmp_path / "absent") is None
+
+
+@pytest.mark.parametrize(
+    ("average", "runnable", "expected"),
+    [(1.5, [4, 4, 5], 4), (5.2, [1, 0, 2], 5.2), (None, [3, 1, 2], 2), (1.0, [], 1.0), (None, [], None)],
+)
+def test_the_load_planned_with_is_the_average_or_the_runnable_now_whichever_is_more(
+    average: float | None, runnable: list[int], expected: float | None
+) -> None:
+    """Four busy loops started 20 s ago: the 1-minute average still reads 1.5, the runnable processes 4-5; the
+    estimate plans with 4 (the median). Load that just left: the average's 5.2 stands."""
+    assert pace.busiest(average, runnable) == expected
+
+
+def test_a_header_sees_load_that_began_seconds_before_it() -> None:
+    """Four busy loops started two seconds before `pace.current()`: the load it reads is at least 3 (the four,
+    less one that may be waiting to be counted), where the 1-minute average has seen only a few percent of them.
+    The loops run at nice 19: runnable all the same, they leave a timed test beside this one its cores."""
+    loop = "import os; os.nice(19)\nwhile True: pass"
+    burners = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(4)]
+    try:
+        time.sleep(2)
+        now = pace.current()
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert now.load is not None and now.load >= 3, now

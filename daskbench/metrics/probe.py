@@ -28,6 +28,7 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -132,6 +133,21 @@ def load_average() -> float | None:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
         return None
+
+
+def runnable_others(stat: Path = Path("/proc/stat")) -> int | None:
+    """How many processes besides this one are runnable now (Linux's ``procs_running``, which counts the
+    reader): load that began a few seconds ago, which the 1-minute average shows only in part (None where the
+    platform does not say)."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "procs_running" and value.strip().isdigit():
+            return max(int(value) - 1, 0)
+    return None
 
 
 def load_read() -> dict[str, float]:

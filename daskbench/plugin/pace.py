@@ -4,7 +4,8 @@ Before: the measurements planned and an estimate of their time on this machine n
 median seconds a measurement took in this store's newest finished runs of the same size on this kind of CPU,
 else the documented seconds a measurement of that size; it is scaled by how much slower this machine runs now
 than when that figure was measured (`slowdown`): on a machine busier than then, by the contention (the load
-average plus the session's own workers, over the cores), else by the CPU probe (`daskbench.metrics.probe`).
+plus the session's own workers, over the cores; the load is the 1-minute average or the processes runnable now,
+the larger), else by the CPU probe (`daskbench.metrics.probe`).
 Under load 3-12 on 2 cores the probe alone read 2x where tiny sessions ran 3-7x longer: their restarts and
 short tasks are many processes competing for the cores, and they slow as the square of the contention
 (`LOAD_EXPONENT`; how far the estimates were off: docs/measured.md, measure/estimate-error).
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from daskbench.errors import DaskbenchError
-from daskbench.metrics.probe import probe_seconds
+from daskbench.metrics.probe import load_average, probe_seconds, runnable_others
 from daskbench.model import Run
 from daskbench.store import Store, runstatus
 from daskbench.text import plural
@@ -50,8 +51,8 @@ LOAD_KEY, PROBE_KEY = "load_1m", "probe_s"
 
 @dataclass(frozen=True)
 class Conditions:
-    """How fast this machine runs a session at one moment: the CPU probe's seconds, the 1-minute load
-    average and the cores (None where not known: a figure measured before they were recorded)."""
+    """How fast this machine runs a session at one moment: the CPU probe's seconds, the load (`current`) and
+    the cores (None where not known: a figure measured before they were recorded)."""
 
     probe_s: float | None
     load: float | None
@@ -67,12 +68,24 @@ class Estimate:
 
 
 def current() -> Conditions:
-    """This machine now: the median of `PROBES` CPU probes, the 1-minute load average, the logical cores."""
-    try:
-        load: float | None = os.getloadavg()[0]
-    except OSError:  # no load average on this platform: the probe alone scales the estimate
-        load = None
-    return Conditions(statistics.median(probe_seconds() for _ in range(PROBES)), load, os.cpu_count())
+    """This machine now: the median of `PROBES` CPU probes, its load, the logical cores. The load is the 1-minute
+    average, or the processes runnable beside this one while the probes ran (their median) when more: load that
+    began under a minute ago is in the average only in part (four busy loops started 20 s before a session read
+    1.5-1.7 there on 2 cores, and the session took 1.7x its estimate)."""
+    probes: list[float] = []
+    runnable: list[int] = []
+    for _ in range(PROBES):
+        runnable.extend(found for found in (runnable_others(),) if found is not None)
+        probes.append(probe_seconds())
+    return Conditions(statistics.median(probes), busiest(load_average(), runnable), os.cpu_count())
+
+
+def busiest(average: float | None, runnable: list[int]) -> float | None:
+    """The load to plan with: the 1-minute ``average`` or the median of the ``runnable`` readings, the larger;
+    either alone when the other is not known."""
+    now = statistics.median(runnable) if runnable else None
+    known = [value for value in (average, now) if value is not None]
+    return max(known) if known else None
 
 
 def recorded(now: Conditions) -> dict[str, float]:
