@@ -75,7 +75,9 @@ def current() -> Conditions:
     probes: list[float] = []
     runnable: list[int] = []
     for _ in range(PROBES):
-        runnable.extend(found for found in (runnable_others(),) if found is not None)
+        found = runnable_others()
+        if found is not None:
+            runnable.append(found)
         probes.append(probe_seconds())
     return Conditions(statistics.median(probes), busiest(load_average(), runnable), os.cpu_count())
 
