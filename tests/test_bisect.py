@@ -1,7 +1,7 @@
 """`daskbench bisect` over releases, end to end: real wheels, real overlay environments, real lockstep A/B.
 
 The test writes wheels of a stand-in package, ``standin`` 1.0 to 1.5, into a folder (a local index,
-``--find-links DIR --no-index``): ``standin.work()`` sleeps 0.2 s, 1.3x longer from 1.4 on. A benchmark
+``--find-links DIR --no-index``): ``standin.work()`` sleeps 0.2 s, 2x longer from 1.4 on. A benchmark
 measures ``dask.delayed(standin.work)()``; each step's environment is an overlay over this interpreter
 (``--inherit``) holding only its standin. A second folder of the same versions, none slower, is the
 A/A bisection. ``--max-rounds 3`` lets a clear step decide at its first look (sleep noise is small).
@@ -54,7 +54,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pat
     """The benchmark suite, the two wheel folders and the store of this module's bisections."""
     root = tmp_path_factory.mktemp("bisect")
     (root / "test_bench.py").write_text(BENCH)
-    wheel_folder(root / "wheels", "1.4")
+    wheel_folder(root / "wheels", "1.4", factor=2.0)  # a 1.3x, hunted with the floor rule: test_bisect_repo
     wheel_folder(root / "flat", None)
     wheel_folder(root / "big", "1.4", factor=4.0)
     return root
