@@ -502,6 +502,20 @@ def machine_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextmanager
+def cpu_load(processes: int, nice: int = 0) -> Iterator[None]:
+    """``processes`` busy loops, as another job on a shared CI machine; at ``nice`` 19 they still count as
+    runnable but leave a timed test beside them its cores."""
+    loop = f"import os; os.nice({nice})\nwhile True: pass"
+    burners = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
 # -- the stand-in package and git -------------------------------------------------------------
 
 #: The stand-in package of the environment tests (bisect, confirm, pr, env): ``work()`` sleeps ``seconds``

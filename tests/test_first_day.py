@@ -7,14 +7,12 @@ import os
 import re
 import shlex
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 from daskbench.judge.compare import compare_runs
 from daskbench.store import Store
-from tests.helpers import add_run, machine_lock, make_case, make_measurement, run_pytest
+from tests.helpers import add_run, cpu_load, machine_lock, make_case, make_measurement, run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,18 +64,6 @@ def readme_quickstart() -> list[str]:
     assert first and then, "README.md: the quickstart's command 1 or its 'Then:' block moved"
     commands = [line.split("#")[0].strip() for line in then.group(1).splitlines()]
     return [first.group(1), *(command for command in commands if command)]
-
-
-@contextmanager
-def cpu_load(processes: int) -> Iterator[None]:
-    """Busy loops on every core, as another job on a shared CI machine."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
-    try:
-        yield
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
 
 
 def test_the_quickstart_as_written_ends_with_compare_exit_0_when_the_second_run_is_on_a_loaded_machine(

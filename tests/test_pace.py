@@ -5,8 +5,6 @@ here is timed."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from daskbench.model import Measurement
 from daskbench.plugin import pace
 from daskbench.plugin.pace import Conditions
 from daskbench.store import Store
-from tests.helpers import HOST, add_results, add_run, make_case
+from tests.helpers import HOST, add_results, add_run, cpu_load, make_case
 
 #: This project's machine, quiet, as the documented figures were measured.
 QUIET = Conditions(0.022, 1.0, 2)
@@ -172,13 +170,7 @@ def test_a_header_sees_load_that_began_seconds_before_it() -> None:
     """Four busy loops started two seconds before `pace.current()`: the load it reads is at least 3 (the four,
     less one that may be waiting to be counted), where the 1-minute average has seen only a few percent of them.
     The loops run at nice 19: runnable all the same, they leave a timed test beside this one its cores."""
-    loop = "import os; os.nice(19)\nwhile True: pass"
-    burners = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(4)]
-    try:
+    with cpu_load(4, nice=19):
         time.sleep(2)
         now = pace.current()
-    finally:
-        for burner in burners:
-            burner.kill()
-            burner.wait()
     assert now.load is not None and now.load >= 3, now
