@@ -106,9 +106,11 @@ def running_scheduler(tmp_path: Path) -> Iterator[str]:
     bin_dir = Path(sys.executable).parent
     # A consistent software environment: the benchmark module is importable where tasks run.
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0", "--no-dashboard"],
                                  cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB", "--dashboard-address", ":0"],
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
+                               "--dashboard-address", ":0", "--no-dashboard"],
                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         with Client(address, timeout=60) as client:

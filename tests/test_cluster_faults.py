@@ -112,12 +112,12 @@ def scheduler_and_worker(folder: Path, worker_path: str = "") -> Iterator[tuple[
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(folder)}  # the benchmark module is importable where tasks run
     scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)  # fmt: skip
+                                  "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     worker_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [worker_path, str(folder)]))}
     worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
-                               "--dashboard-address", ":0"], cwd=folder, env=worker_env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+                               "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=worker_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         with Client(address, timeout=60) as client:
             client.wait_for_workers(1, timeout=60)

@@ -39,9 +39,12 @@ def start(spec: ClusterSpec, kwargs: dict[str, Any]) -> tuple[Client, Any]:
         "threads_per_worker": spec.threads_per_worker,
         "memory_limit": memory,
         "processes": True,
-        "dashboard_address": ":0",
+        "dashboard_address": ":0",  # the scheduler's HTTP server (health, metrics) on a free port
         "silence_logs": logging.ERROR,
     }
+    if "dashboard_address" not in kwargs:  # no dashboard on it: importing bokeh for it took 1.2 s of each
+        # session's start on a 2-core machine, for a page nobody opens in CI (docs/clusters.md)
+        options["scheduler_kwargs"] = {"dashboard": False}
     if forked:
         options["worker_class"] = _nanny_handing_on_the_environment()
     cluster = LocalCluster(**{**options, **kwargs})

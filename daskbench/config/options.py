@@ -97,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("cluster", parse_cluster, "local", f"cluster: {cluster_forms()}",
            "--cluster tcp://127.0.0.1:8786"),
     Option("cluster_kwargs", parse_text, None,
-           "YAML file of keyword arguments for the coiled or module:ClassName cluster",
+           "YAML file of keyword arguments for the cluster's class (local: LocalCluster's, e.g. dashboard_address)",
            "--cluster-kwargs cluster.yaml"),
     Option("workers", parse_workers_list, "1,2", "comma list of cluster sizes (workers)", "--workers 1,2"),
     Option("threads_per_worker", parse_threads_list, "1", "comma list of threads per worker",
