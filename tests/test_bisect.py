@@ -54,7 +54,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Pat
     """The benchmark suite, the two wheel folders and the store of this module's bisections."""
     root = tmp_path_factory.mktemp("bisect")
     (root / "test_bench.py").write_text(BENCH)
-    wheel_folder(root / "wheels", "1.4", factor=2.0)  # a 1.3x, hunted with the floor rule: test_bisect_repo
+    wheel_folder(root / "wheels", "1.4", factor=2.0)  # a smaller change, hunted with the floor rule: test_bisect_repo
     wheel_folder(root / "flat", None)
     wheel_folder(root / "big", "1.4", factor=4.0)
     return root

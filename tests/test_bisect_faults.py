@@ -5,7 +5,7 @@ The checkouts are the stand-in package's (`tests.helpers.standin_commit`), measu
 test_bisect_repo.py: overlays over this interpreter (``--inherit``), one 1-thread worker, ``work()`` sleeping
 0.5 s, a planted 2x slowdown, ``--floor runtime=1.2`` and ``--max-rounds 3``. A change that large is judged
 against the boundary between the ends at the first look (the faults, not the floor rule, are what is tried here;
-test_bisect_repo.py's 1.3x takes the floor rule's path, each step proving itself against the floor).
+test_bisect_repo.py's 1.5x against 1.3 takes the floor rule's path, each step proving itself against the floor).
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@ installs (flit, built in isolation), real overlay environments, real lockstep A/
 
 The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a
 flit project): its first commit's ``standin.work()`` sleeps 0.5 s; six commits follow, the fifth of
-which makes it sleep 1.3x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
+which makes it sleep 1.5x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
 environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
-From the first commit to the fourth nothing is slower: the A/A bisection. ``--max-rounds 3`` lets a
-clear step decide at its first look: the sleep is long enough (0.5 s, not the release test's 0.2 s)
-and the floor wide enough (``runtime=1.2``, for a planted 1.3x) that the scheduling noise of a busy
-2-core machine rarely leaves an unchanged step undecided (which would cost a second attempt).
+From the first commit to the fourth nothing is slower: the A/A bisection. The change is hunted with the floor
+rule, each step against ``--floor runtime=1.3`` as step 0 was (the geometric midpoint of 1 and the bad end's lower
+bound, about 1.2, is under the floor; test_bisect.py's 2x and 4x take the boundary's path). ``--max-rounds 3`` lets
+a clear step decide at its first look: the sleep is long enough (0.5 s, not the release test's 0.2 s) and the
+planted 1.5x far enough past the floor that the scheduling noise of a busy 2-core machine rarely leaves a step
+undecided (which costs an attempt with twice the rounds: at 1.3x against a floor of 1.2, 108-178 s in CI).
 """
 
 from __future__ import annotations
@@ -34,20 +36,20 @@ pytestmark = pytest.mark.benchmark
 def test_standin_work(measure):
     assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
 """
-SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
-#: The commit (1 to `COMMITS` after the first) that makes work() 1.3x slower.
+SESSION = ["--floor", "runtime=1.3", "--", "--workers", "1", "--saturation", "inf"]
+#: The commit (1 to `COMMITS` after the first) that makes work() 1.5x slower.
 PLANTED, COMMITS = 5, 6
 
 
 def standin_repo(repo: Path) -> list[str]:
-    """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.3x slower from then on; their ids."""
+    """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.5x slower from then on; their ids."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
     for note in range(1, COMMITS + 1):
         slow = note >= PLANTED
-        subject = "work(): sleep 1.3x longer" if note == PLANTED else f"note {note}: nothing that matters"
-        commits.append(standin_commit(repo, note, 0.65 if slow else 0.5, subject))
+        subject = "work(): sleep 1.5x longer" if note == PLANTED else f"note {note}: nothing that matters"
+        commits.append(standin_commit(repo, note, 0.75 if slow else 0.5, subject))
     return commits
 
 
@@ -94,7 +96,8 @@ def test_bisect_repo_names_the_commit_that_planted_the_slowdown_within_four_step
     assert 2 <= len(steps) <= 5, found.stdout
     assert steps[0].startswith(f"step 0  {commits[-1][:12]} note {COMMITS}: nothing that matters  regressed")
     assert all(any(f"  {word}  " in line for word in ("regressed", "unchanged", "improved")) for line in steps)
-    assert f"first bad commit: {commits[PLANTED]} work(): sleep 1.3x longer" in found.stdout
+    assert f"first bad commit: {commits[PLANTED]} work(): sleep 1.5x longer" in found.stdout
+    assert "each step against the floor 1.30" in found.stderr, found.stderr[-3000:]
     assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
     assert max(len(line) for line in found.stdout.splitlines()) <= 120
     assert "Traceback" not in found.stderr
