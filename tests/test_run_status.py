@@ -161,3 +161,33 @@ def test_ctrl_c_whose_report_fails_inside_pytest_still_records_an_interrupted_ru
     (run,) = store.runs()
     assert runstatus.statuses(store, [run]) == {run.run_id: runstatus.INTERRUPTED}
     assert [m.outcome for m in store.measurements([run.run_id])] == ["passed", "interrupted"]
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["after-the-commit", "before-the-commit"])
+def test_ctrl_c_inside_the_run_rows_write_leaves_an_interrupted_run_or_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored: bool
+) -> None:
+    """A Ctrl-C lands inside the store's write of the run row (a lockstep side stopped at its start, under load: a
+    run left reading ``running`` with no event, 2 times in 10 beside three busy loops): after the commit the run
+    reads interrupted once the session finishes; before it there is no run and nothing to end."""
+    from daskbench import config as cfg
+    from daskbench.metrics.cost import load_prices
+    from daskbench.plugin.state import DaskbenchSession
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    session = DaskbenchSession(cfg.resolve({"db": db}, env={}, pyproject={}), "local", load_prices(None))
+    real_add_run = Store.add_run
+
+    def cut(store: Store, run: object) -> None:
+        if stored:
+            real_add_run(store, run)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "add_run", cut)
+    with pytest.raises(KeyboardInterrupt):
+        session.ensure_run()
+    monkeypatch.setattr(Store, "add_run", real_add_run)
+    assert session.finish(interrupted=True) is None
+    store = Store(db)
+    runs = store.runs()
+    assert runstatus.statuses(store, runs) == ({runs[0].run_id: runstatus.INTERRUPTED} if stored else {})

@@ -88,6 +88,9 @@ class DaskbenchSession:
     #: When the last measurement was recorded (or the cluster opened), ``time.monotonic()``: a running scheduler's
     #: silence since then fell inside the measurement being recorded (`_silenced`).
     _since: float = 0.0
+    #: The run being stored (`ensure_run`): a Ctrl-C can land inside the store's call after its commit, before
+    #: `run` is set; `finish` then looks for the row, so a run stored that way still reads interrupted.
+    _adding: Run | None = None
 
     @property
     def store_display(self) -> str:
@@ -209,8 +212,9 @@ class DaskbenchSession:
                 dask_config=provenance.dask_config(),
                 tags={**self.selection, **provenance.commits(self.settings.record_versions or ())},
             )
+            self._adding = run
             self.store.add_run(run)
-            self.run = run  # only once stored: a Ctrl-C before that leaves no run to end (no event for a missing row)
+            self.run, self._adding = run, None  # once stored: a Ctrl-C before that may leave no row (`finish`)
             from daskbench.store import runstatus
 
             self.store.record_event(self.run.run_id, runstatus.RUNNING, runstatus.running_detail())
@@ -361,6 +365,8 @@ class DaskbenchSession:
             self.close_cluster()
         except Exception as exc:  # the run's record matters more than a clean close
             self.summary_lines.append(f"daskbench: closing the cluster failed: {one_line(exc)}")
+        if self.store is not None and self.run is None and self._adding is not None:
+            self.run = self._stored(self._adding)
         if self.store is None or self.run is None:
             return None
         try:
@@ -375,6 +381,15 @@ class DaskbenchSession:
             return "store-error"
         finally:
             self.store.close()  # SQLite: the last connection closing folds the WAL into the file
+
+    def _stored(self, run: Run) -> Run | None:
+        """``run`` when the store holds its row (a Ctrl-C cut `ensure_run` after the commit), else None."""
+        assert self.store is not None
+        try:
+            self.store.run(run.run_id)
+        except DaskbenchError:  # not stored (the Ctrl-C came first), or the store cannot say: nothing to end
+            return None
+        return run
 
     def _end_run(self, interrupted: bool) -> str | None:
         from daskbench.store import runstatus
