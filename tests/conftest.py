@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,12 +21,12 @@ from tests.helpers import (
     LOCKSTEP_BENCH,
     PULL_NUMBER,
     Postgres,
-    free_port,
     machine_lock,
     make_case,
     make_measurement,
     make_run,
     mount,
+    scheduler_and_worker,
     unmount,
 )
 
@@ -99,27 +97,8 @@ def factories() -> dict[str, Callable[..., Any]]:
 @pytest.fixture
 def running_scheduler(tmp_path: Path) -> Iterator[str]:
     """A real `dask scheduler` and one `dask worker` (with nanny) on loopback."""
-    from distributed import Client
-
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    bin_dir = Path(sys.executable).parent
-    # A consistent software environment: the benchmark module is importable where tasks run.
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0", "--no-dashboard"],
-                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
-                               "--dashboard-address", ":0", "--no-dashboard"],
-                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
+    with scheduler_and_worker(tmp_path) as (address, _):
         yield address
-    finally:
-        for process in (worker, scheduler):
-            process.terminate()
-            process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ helpers from this module and never from one another or from conftest.py
   for ``daskbench advise``);
 - processes: ``run_pytest`` (pytest with the daskbench plugin in a fresh process),
   ``daskbench_cli`` (the CLI in a fresh process, or in this one given ``capsys``),
-  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``free_port``, ``wait_for`` (poll for
+  ``BENCH_FILE`` (a two-benchmark suite for them to run), ``scheduler_and_worker`` (a real
+  ``dask scheduler`` and ``dask worker`` on loopback), ``free_port``, ``wait_for`` (poll for
   an event with a generous deadline, never a fixed sleep), and ``pg_bin``, ``as_postgres``,
   ``POSTGRES_PASSWORD`` for the PostgreSQL server fixture;
 - browser: ``CHROMIUM``, ``needs_chromium``, ``Visit``, ``open_offline``,
@@ -313,6 +314,33 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@contextmanager
+def scheduler_and_worker(folder: Path, worker_path: str = "") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback: the address and the
+    scheduler's process (for the test to kill); both are ended afterwards, whatever became of them.
+    ``worker_path``: a folder put first on the worker's ``PYTHONPATH`` (a ``sitecustomize.py`` there runs in it)."""
+    from distributed import Client
+
+    port, bin_dir = free_port(), Path(sys.executable).parent
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(folder)}  # the benchmark module is importable where tasks run
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    worker_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [worker_path, str(folder)]))}
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
+                               "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=worker_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address, scheduler
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait(timeout=30)
 
 
 def wait_for(event: Callable[[], object], what: str, *, within: float = 240.0, every: float = 0.05) -> None:

@@ -10,8 +10,6 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import dask
@@ -22,7 +20,7 @@ from daskbench.clusters import local, open_cluster
 from daskbench.judge.compare import compare_runs
 from daskbench.model import ClusterSpec, Measurement
 from daskbench.store import Store, runstatus
-from tests.helpers import add_results, add_run, daskbench_cli, free_port, make_case, run_pytest, wait_for
+from tests.helpers import add_results, add_run, daskbench_cli, make_case, run_pytest, scheduler_and_worker, wait_for
 
 #: distributed's lost-worker-timeout in the restart test: a SpecCluster's check comes this long after a removal.
 LOST_WORKER_TIMEOUT = 2.0
@@ -99,33 +97,6 @@ def _work(marker):
 def test_sleepy(measure):
     assert measure(dask.delayed(_work)(os.environ.get("MARK", "")), name="sleepy") == 1
 """
-
-
-@contextmanager
-def scheduler_and_worker(folder: Path, worker_path: str = "") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real `dask scheduler` and one `dask worker` (with nanny) on loopback: the address and the
-    scheduler's process (for the test to kill); both are ended afterwards, whatever became of them.
-    ``worker_path``: a folder put first on the worker's ``PYTHONPATH`` (a ``sitecustomize.py`` there runs in it)."""
-    from distributed import Client
-
-    port, bin_dir = free_port(), Path(sys.executable).parent
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(folder)}  # the benchmark module is importable where tasks run
-    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    worker_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [worker_path, str(folder)]))}
-    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nthreads", "1", "--memory-limit", "2GiB",
-                               "--dashboard-address", ":0", "--no-dashboard"], cwd=folder, env=worker_env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address, scheduler
-    finally:
-        for process in (worker, scheduler):
-            process.kill()
-            process.wait(timeout=30)
 
 
 def kill_when_written(marker: Path, pid: int | None = None) -> threading.Thread:

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from daskbench import config as cfg
+from daskbench.metrics.cost import load_prices
+from daskbench.plugin.state import DaskbenchSession
 from daskbench.store import Store, runstatus
 from tests.helpers import daskbench_cli, make_case, make_measurement, make_run, wait_for
 
@@ -170,10 +173,6 @@ def test_ctrl_c_inside_the_run_rows_write_leaves_an_interrupted_run_or_none(
     """A Ctrl-C lands inside the store's write of the run row (a lockstep side stopped at its start, under load: a
     run left reading ``running`` with no event, 2 times in 10 beside three busy loops): after the commit the run
     reads interrupted once the session finishes; before it there is no run and nothing to end."""
-    from daskbench import config as cfg
-    from daskbench.metrics.cost import load_prices
-    from daskbench.plugin.state import DaskbenchSession
-
     db = f"sqlite:///{tmp_path / 'r.db'}"
     session = DaskbenchSession(cfg.resolve({"db": db}, env={}, pyproject={}), "local", load_prices(None))
     real_add_run = Store.add_run
