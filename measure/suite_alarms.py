@@ -45,6 +45,7 @@ from daskbench.judge.repeat import judge
 from daskbench.judge.sequential import Question, looks
 from daskbench.model import group_measurements
 from daskbench.store import Store
+from daskbench.text import wrap_line
 from measure.verdict_cost import header
 
 CHANGED = ("regressed", "improved")
@@ -64,6 +65,7 @@ class Check:
     called: list[str]
     undecided: int
     cases: int
+    planted: frozenset[str] = frozenset()  # the labels of ``--planted`` that named a case of this check
 
 
 def checks(url: str, planted: Sequence[str]) -> Check:
@@ -80,6 +82,7 @@ def checks(url: str, planted: Sequence[str]) -> Check:
         sorted(name for part in parts for name in part.called),
         sum(part.undecided for part in parts),
         sum(part.cases for part in parts),
+        frozenset().union(*(part.planted for part in parts)),
     )
 
 
@@ -104,7 +107,7 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
                 found = lockstep_pairs(a_by[fp], b_by[fp], metric)
                 pairs.setdefault((label, metric), []).extend((a, b) for a, b in found if a > 0 and b > 0)
     kept = {key: np.array(values) for key, values in pairs.items() if len(values) >= MIN_POOL}
-    return Check(group, questions, kept, called, undecided, len(labels))
+    return Check(group, questions, kept, called, undecided, len(labels), frozenset(planted) & set(named.values()))
 
 
 def _part(pairs: np.ndarray) -> tuple[list[float], list[float]]:
@@ -160,20 +163,30 @@ def main() -> int:
     args = parser.parse_args()
     header()
     rng = np.random.default_rng(args.seed)
-    for url in args.stores:
-        check = checks(url, args.planted)
+    found = [checks(url, args.planted) for url in args.stores]
+    unknown = sorted(set(args.planted).difference(*(check.planted for check in found)))
+    if unknown:  # a case left in by a misspelt label would be counted as an unchanged one
+        raise SystemExit(f"suite-alarms: --planted {unknown[0]!r} names no case of these stores; give the label "
+                         "`daskbench compare --group GROUP` prints")  # fmt: skip
+    for check in found:
         fam = next(iter(check.questions.values())).family
-        print(f"\n{check.name}: {check.cases} unplanted cases; {fam.text()}")
-        print(f"  as measured: {len(check.called)} called changed {check.called or ''}; {check.undecided} undecided")
+        print()
+        for line in wrap_line(f"{check.name}: {check.cases} unplanted cases; {fam.text()}", indent="  "):
+            print(line)
+        measured = (
+            f"  as measured: {len(check.called)} called changed {check.called or ''}; {check.undecided} undecided"
+        )
+        print("\n".join(wrap_line(measured, indent="    ")))
         replayed = len({label for label, _ in check.pairs})
         print(f"  replayed: the {replayed} cases with at least {MIN_POOL} rounds recorded, each metric's rounds drawn")
         for centred in (True, False):
             runs = [replay(check, rng, centred) for _ in range(args.replays)]
             blamed = sum(bool(called) for called, _ in runs)
             left = [undecided for _, undecided in runs]
-            print(f"  replayed ({'centred' if centred else 'raw'}): {blamed} of {args.replays} unchanged checks "
-                  f"called some case changed ({blamed / args.replays:.1%}); undecided per check median "
-                  f"{statistics.median(left):g} (range {min(left)}-{max(left)}) of {replayed}")  # fmt: skip
+            said = (f"  replayed ({'centred' if centred else 'raw'}): {blamed} of {args.replays} unchanged checks "
+                    f"called some case changed ({blamed / args.replays:.1%}); undecided per check median "
+                    f"{statistics.median(left):g} (range {min(left)}-{max(left)}) of {replayed}")  # fmt: skip
+            print("\n".join(wrap_line(said, indent="    ")))
     return 0
 
 
