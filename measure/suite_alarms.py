@@ -171,8 +171,7 @@ def main() -> int:
     for check in found:
         fam = next(iter(check.questions.values())).family
         print()
-        for line in wrap_line(f"{check.name}: {check.cases} unplanted cases; {fam.text()}", indent="  "):
-            print(line)
+        print("\n".join(wrap_line(f"{check.name}: {check.cases} unplanted cases; {fam.text()}", indent="  ")))
         measured = (
             f"  as measured: {len(check.called)} called changed {check.called or ''}; {check.undecided} undecided"
         )
