@@ -420,7 +420,7 @@ def test_readme_install_lines_work_as_written(tmp_path: Path) -> None:
 
     The fresh venv sees this venv's packages (a .pth file) so only daskbench itself is installed."""
     lines = readme_install_lines()
-    assert lines[0].startswith("DASKBENCH_CHECKOUT=~/daskbench ") and "pip install daskbench" not in "\n".join(lines)
+    assert lines[0].startswith("CLONE=~/daskbench ") and "pip install daskbench" not in "\n".join(lines)
     home, project, venv = tmp_path / "home", tmp_path / "project", tmp_path / "venv"
     shutil.copytree(ROOT, home / "daskbench", ignore=shutil.ignore_patterns(
         ".venv", ".git", "results", "build", "*.egg-info", "*_cache", "__pycache__"))  # fmt: skip
