@@ -93,11 +93,16 @@ def use_forkserver(loaded: Iterable[str]) -> str:
     if not wanted() or not possible:
         return method()
     dask.config.set({METHOD_KEY: "forkserver"})  # read by every nanny at every worker start
-    # distributed sets its own preload once, importing its optional packages here (pandas, pyarrow...) to
-    # see which exist; ours replaces it before the server starts, with what this process has loaded by then,
-    # so everything the warm-up will ask a fresh worker to import is already in the forked process
+    # ours is the server's preload: what this process has loaded by now, so everything the warm-up will ask a
+    # fresh worker to import is already in the forked process. distributed would set its own once, first
+    # importing every optional package it knows into this process (pandas, pyarrow, lz4...) only to see which
+    # exist: about a second of CPU of every session, here and again in the server, for a suite that uses
+    # neither; its flag (where it has one) says that is done.
+    names = preload([*loaded, *sys.modules])
+    if hasattr(utils, "_forkserver_preload_set"):
+        setattr(utils, "_forkserver_preload_set", True)  # noqa: B010 (a private name of distributed, where it has it)
     context = utils.get_mp_context()
-    context.set_forkserver_preload(preload([*loaded, *sys.modules]))
+    context.set_forkserver_preload(names)
     global _ENVIRON_AT_START
     if _ENVIRON_AT_START is None:  # the server, once started, lives as long as this process
         _ENVIRON_AT_START = dict(os.environ)
