@@ -246,9 +246,12 @@ def s3_on_5555() -> Iterator[None]:
         server.stop()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, github_api: str, s3_on_5555: None) -> Workspace:
-    folder, home = tmp_path / "checkout", tmp_path / "home"
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run, Run]:
+    """The workspace every block starts from, made once: the checkout (committed on ``main``, a change on
+    ``change``) and the home; each block gets a copy of its own (`workspace`)."""
+    root = tmp_path_factory.mktemp("docs-template")
+    folder, home = root / "checkout", root / "home"
     folder.mkdir()
     listed = git(ROOT, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
     for name in (name for name in listed if name and (ROOT / name).is_file()):
@@ -262,15 +265,24 @@ def workspace(tmp_path: Path, github_api: str, s3_on_5555: None) -> Workspace:
     git(folder, "init", "-q", "-b", "main")
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "-m", "the checkout")
-    base = git(folder, "rev-parse", "HEAD")
     git(folder, "checkout", "-q", "-b", "change")
     (folder / "benchmarks" / "NOTE.txt").write_text("a change on the pull request's branch\n")
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "-m", "a change")
     _side_pythons(home)
     _package_checkout(home / "src" / "dask")
-    shas = {"BASE_SHA": base, "HEAD_SHA": git(folder, "rev-parse", "HEAD")}
-    return Workspace(folder, _environment(home, tmp_path / "envs", github_api, shas), old, new)
+    return root, old, new
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, template: tuple[Path, Run, Run], github_api: str, s3_on_5555: None) -> Workspace:
+    """A copy of the template of its own (links kept as links), its GitHub and S3 shared by the module."""
+    root, old, new = template
+    for part in ("checkout", "home"):
+        shutil.copytree(root / part, tmp_path / part, symlinks=True)
+    folder = tmp_path / "checkout"
+    shas = {"BASE_SHA": git(folder, "rev-parse", "main"), "HEAD_SHA": git(folder, "rev-parse", "change")}
+    return Workspace(folder, _environment(tmp_path / "home", tmp_path / "envs", github_api, shas), old, new)
 
 
 def _environment(home: Path, env_cache: Path, github_api: str, shas: dict[str, str]) -> dict[str, str]:
