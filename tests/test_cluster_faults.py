@@ -307,6 +307,7 @@ versions._version_cached = lambda name: "2023.1.0" if name == "dask" else _real(
 """
 
 
+@pytest.mark.filterwarnings("ignore::distributed.versions.VersionMismatchWarning")  # the mismatch is the point
 def test_workers_of_another_dask_than_the_client_are_said_in_one_line_before_measuring_and_recorded(
     tmp_path: Path,
 ) -> None:
