@@ -24,6 +24,7 @@ from daskbench import provenance
 from daskbench.cli import build_parser
 from daskbench.cli.init import BENCHMARK, LOCAL_WARNING, PR_WORKFLOW, WORKFLOW, install_requirement
 from daskbench.store import Store
+from testing.readme import own_repository_block
 from tests.helpers import daskbench_cli, git
 
 PLAIN_TEST = """
@@ -402,15 +403,10 @@ def test_header_says_the_label_in_a_repository_with_no_commit(tmp_path: Path) ->
 
 # -- the README's install lines, run as written ----------------------------------------------
 
-README_SECTION = "## Using daskbench in your own repository"
-
 
 def readme_install_lines() -> list[str]:
     """The README section's first bash block, up to and including `daskbench init`."""
-    section = (ROOT / "README.md").read_text().split(README_SECTION, 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block is not None, f"no bash block under {README_SECTION!r}"
-    lines = block.group(1).splitlines()
+    lines = own_repository_block()
     return lines[: next(i for i, line in enumerate(lines) if line.startswith("daskbench init")) + 1]
 
 
