@@ -3,7 +3,9 @@ installs (flit, built in isolation), real overlay environments, real lockstep A/
 
 The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a
 flit project): its first commit's ``standin.work()`` sleeps 0.5 s; six commits follow, the fifth of
-which makes it sleep 1.5x longer. A benchmark measures ``dask.delayed(standin.work)()``; each step's
+which makes it sleep 1.5x longer, and the third of which does not build (a pyproject.toml no installer can read;
+the fourth mends it), the first middle step of the bisection: it is skipped as ``git bisect skip`` does (issue 35;
+one bisection here tries both, where test_bisect_faults.py once ran a second for the skip). A benchmark measures ``dask.delayed(standin.work)()``; each step's
 environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
 From the first commit to the fourth nothing is slower: the A/A bisection. The change is hunted with the floor
 rule, each step against ``--floor runtime=1.3`` as step 0 was (the geometric midpoint of 1 and the bad end's lower
@@ -37,12 +39,13 @@ def test_standin_work(measure):
     assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
 """
 SESSION = ["--floor", "runtime=1.3", "--", "--workers", "1", "--saturation", "inf"]
-#: The commit (1 to `COMMITS` after the first) that makes work() 1.5x slower.
-PLANTED, COMMITS = 5, 6
+#: The commit (1 to `COMMITS` after the first) that makes work() 1.5x slower, and the one that does not build.
+PLANTED, COMMITS, BROKEN = 5, 6, 3
 
 
 def standin_repo(repo: Path) -> list[str]:
-    """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.5x slower from then on; their ids."""
+    """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.5x slower from then on, the `BROKEN`-th
+    with a pyproject.toml that does not parse; their ids."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
@@ -50,6 +53,10 @@ def standin_repo(repo: Path) -> list[str]:
         slow = note >= PLANTED
         subject = "work(): sleep 1.5x longer" if note == PLANTED else f"note {note}: nothing that matters"
         commits.append(standin_commit(repo, note, 0.75 if slow else 0.5, subject))
+        if note == BROKEN:
+            (repo / "pyproject.toml").write_text("[project\nname = 'standin'\n")
+            git(repo, "commit", "-q", "-a", "--amend", "-m", f"note {note}: a pyproject.toml that does not parse")
+            commits[-1] = git(repo, "rev-parse", "HEAD")
     return commits
 
 
@@ -101,6 +108,19 @@ def test_bisect_repo_names_the_commit_that_planted_the_slowdown_within_four_step
     assert "standin_work regressed" in found.stdout and "rounds" in found.stdout
     assert max(len(line) for line in found.stdout.splitlines()) <= 120
     assert "Traceback" not in found.stderr
+
+
+def test_a_middle_commit_that_does_not_build_is_said_once_skipped_and_measured_nothing(
+    found: subprocess.CompletedProcess[str], folder: Path, commits: list[str]
+) -> None:
+    """The unbuildable commit (the first middle step) is said once, naming it and the installer's own words, and
+    skipped as ``git bisect skip`` does: its neighbour is measured instead, the planted commit still named (the test
+    above), and no run of the bisection is tagged with the skipped commit."""
+    said = [line for line in found.stdout.splitlines() if "does not build, skipped" in line]
+    assert len(said) == 1 and commits[BROKEN][:10] in said[0], found.stdout
+    runs = [run for run in Store(f"sqlite:///{folder / 'bisect.db'}").runs() if run.tags.get("bisect") == "found"]
+    measured = {run.tags["bisect_commit"] for run in runs if "bisect_commit" in run.tags}
+    assert commits[BROKEN] not in measured and commits[BROKEN - 1] in measured, measured
 
 
 def test_every_commit_step_is_tagged_and_a_resume_reuses_them(
