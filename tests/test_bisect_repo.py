@@ -1,18 +1,19 @@
 """`daskbench bisect --repo` over the commits of a git checkout, end to end: real commits, real source
 installs (flit, built in isolation), real overlay environments, real lockstep A/B.
 
-The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a
-flit project): its first commit's ``standin.work()`` sleeps 0.5 s; six commits follow, the fifth of
-which makes it sleep 1.5x longer, and the third of which does not build (a pyproject.toml no installer can read;
-the fourth mends it), the first middle step of the bisection: it is skipped as ``git bisect skip`` does (issue 35;
-one bisection here tries both, where test_bisect_faults.py once ran a second for the skip). A benchmark measures ``dask.delayed(standin.work)()``; each step's
-environment is an overlay over this interpreter (``--inherit``) holding only that commit's standin.
-From the first commit to the fourth nothing is slower: the A/A bisection. The change is hunted with the floor
-rule, each step against ``--floor runtime=1.3`` as step 0 was (the geometric midpoint of 1 and the bad end's lower
-bound, about 1.2, is under the floor; test_bisect.py's 2x and 4x take the boundary's path). ``--max-rounds 3`` lets
-a clear step decide at its first look: the sleep is long enough (0.5 s, not the release test's 0.2 s) and the
-planted 1.5x far enough past the floor that the scheduling noise of a busy 2-core machine rarely leaves a step
-undecided (which costs an attempt with twice the rounds: at 1.3x against a floor of 1.2, 108-178 s in CI).
+The test makes a git repository of the stand-in package, ``standin`` (``tests.helpers.standin_project``, a flit
+project): its first commit's ``standin.work()`` sleeps 0.5 s; six commits follow, the fifth of which makes it sleep
+1.5x longer, and the third of which does not build (a pyproject.toml no installer can read; the fourth mends it),
+the first middle step of the bisection: it is skipped as ``git bisect skip`` does (issue 35; one bisection here
+tries both, where test_bisect_faults.py once ran a second for the skip). A benchmark measures
+``dask.delayed(standin.work)()``; each step's environment is an overlay over this interpreter (``--inherit``)
+holding only that commit's standin. From the first commit to the fourth nothing is slower: the A/A bisection. The
+change is hunted with the floor rule, each step against ``--floor runtime=1.3`` as step 0 was (the geometric
+midpoint of 1 and the bad end's lower bound, about 1.2, is under the floor; test_bisect.py's 4x takes the
+boundary's path). ``--max-rounds 3`` lets a clear step decide at its first look: the sleep is long enough (0.5 s,
+not the release test's 0.2 s) and the planted 1.5x far enough past the floor that the scheduling noise of a busy
+2-core machine rarely leaves a step undecided (which costs an attempt with twice the rounds: at 1.3x against a
+floor of 1.2, 108-178 s in CI).
 """
 
 from __future__ import annotations
