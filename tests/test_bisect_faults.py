@@ -58,10 +58,6 @@ def _command(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "daskbench", "bisect", *flags, *args, *SESSION]
 
 
-def _bisect(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_command(root, *args), cwd=root, capture_output=True, text=True, timeout=900)
-
-
 def _printed(err: str, after: str) -> str:
     """The command printed on the lines after the one ending ``after``, joined as a shell joins lines ending in
     a backslash; every line fits 120 columns."""
