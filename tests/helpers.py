@@ -605,6 +605,39 @@ def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+#: A suite of one benchmark, ``test_standin_work``: the stand-in's ``work()`` as one dask.delayed task.
+STANDIN_BENCH = """
+import dask
+import pytest
+import standin
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_standin_work(measure):
+    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
+"""
+
+
+def standin_checkout(
+    repo: Path, count: int, slower_from: int, slower: float, subjects: Mapping[int, str] | None = None, broken: int = 0
+) -> list[str]:
+    """A git checkout of the stand-in at ``repo``: a first commit whose ``work()`` sleeps 0.5 s, then ``count``
+    commits (subject ``note N`` unless ``subjects`` names it), ``slower`` times that from commit ``slower_from`` on;
+    commit ``broken`` (0: none) with a pyproject.toml that does not parse. The commits' ids, oldest first."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
+    for note in range(1, count + 1):
+        seconds = round(0.5 * (slower if note >= slower_from else 1.0), 3)
+        commits.append(standin_commit(repo, note, seconds, (subjects or {}).get(note, f"note {note}")))
+        if note == broken:
+            (repo / "pyproject.toml").write_text("[project\nname = 'standin'\n")
+            git(repo, "commit", "-q", "-a", "--amend", "-m", f"note {note}: a pyproject.toml that does not parse")
+            commits[-1] = git(repo, "rev-parse", "HEAD")
+    return commits
+
+
 def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     """``git ARGS`` in ``repo`` as a fixed test author (never signing), in ``env`` (default: this process's); its
     output, stripped. Fails on an error."""

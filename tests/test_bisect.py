@@ -22,20 +22,9 @@ import pytest
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, standin_wheel
+from tests.helpers import STANDIN_BENCH, daskbench_cli, standin_wheel
 
 VERSIONS = [f"1.{minor}" for minor in range(6)]
-BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]
 
 
@@ -57,7 +46,7 @@ def _v(version: str) -> tuple[int, ...]:
 def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Path:
     """The benchmark suite, the two wheel folders and the store of this module's bisections."""
     root = tmp_path_factory.mktemp("bisect")
-    (root / "test_bench.py").write_text(BENCH)
+    (root / "test_bench.py").write_text(STANDIN_BENCH)
     wheel_folder(root / "wheels", "1.4", factor=4.0)
     wheel_folder(root / "flat", None)
     return root

@@ -22,34 +22,16 @@ import pytest
 
 from daskbench.bisect.again import again_command
 from daskbench.store import Store, runstatus
-from tests.helpers import git, standin_commit, wait_for
+from tests.helpers import STANDIN_BENCH, standin_checkout, wait_for
 
-BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
 
 
 def _checkout(root: Path, slow_from: int, count: int) -> list[str]:
     """The suite in ``root`` and a checkout ``root/standin``: a good first commit and ``count`` after it, 2x
     slower from commit ``slow_from`` on. The commits' ids, oldest first."""
-    (root / "test_bench.py").write_text(BENCH)
-    repo = root / "standin"
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
-    for note in range(1, count + 1):
-        seconds = 1.0 if note >= slow_from else 0.5
-        commits.append(standin_commit(repo, note, seconds, f"note {note}"))
-    return commits
+    (root / "test_bench.py").write_text(STANDIN_BENCH)
+    return standin_checkout(root / "standin", count, slow_from, 2.0)
 
 
 def _command(root: Path, *args: str) -> list[str]:

@@ -26,46 +26,27 @@ import pytest
 
 from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, git, standin_commit
+from tests.helpers import STANDIN_BENCH, daskbench_cli, git, standin_checkout
 
-BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 SESSION = ["--floor", "runtime=1.3", "--", "--workers", "1", "--saturation", "inf"]
 #: The commit (1 to `COMMITS` after the first) that makes work() 1.5x slower, and the one that does not build.
 PLANTED, COMMITS, BROKEN = 5, 6, 3
+SUBJECTS = {note: f"note {note}: nothing that matters" for note in range(1, COMMITS + 1)} | {
+    PLANTED: "work(): sleep 1.5x longer"
+}
 
 
 def standin_repo(repo: Path) -> list[str]:
     """The checkout: the first commit, then `COMMITS`, the `PLANTED`-th 1.5x slower from then on, the `BROKEN`-th
     with a pyproject.toml that does not parse; their ids."""
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    commits = [standin_commit(repo, 0, 0.5, "standin: work() sleeps 0.5 s")]
-    for note in range(1, COMMITS + 1):
-        slow = note >= PLANTED
-        subject = "work(): sleep 1.5x longer" if note == PLANTED else f"note {note}: nothing that matters"
-        commits.append(standin_commit(repo, note, 0.75 if slow else 0.5, subject))
-        if note == BROKEN:
-            (repo / "pyproject.toml").write_text("[project\nname = 'standin'\n")
-            git(repo, "commit", "-q", "-a", "--amend", "-m", f"note {note}: a pyproject.toml that does not parse")
-            commits[-1] = git(repo, "rev-parse", "HEAD")
-    return commits
+    return standin_checkout(repo, COMMITS, PLANTED, 1.5, SUBJECTS, broken=BROKEN)
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> Path:
     """The benchmark suite, the checkout and the store of this module's bisections."""
     root = tmp_path_factory.mktemp("bisect-repo")
-    (root / "test_bench.py").write_text(BENCH)
+    (root / "test_bench.py").write_text(STANDIN_BENCH)
     standin_repo(root / "standin")
     return root
 

@@ -24,19 +24,8 @@ from daskbench.judge.compare import compare_runs
 from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.verdicts import Comparison, Verdict
-from tests.helpers import add_results, add_run, daskbench_cli, standin_wheel
+from tests.helpers import STANDIN_BENCH, add_results, add_run, daskbench_cli, standin_wheel
 
-BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 #: The case the benchmark measures on one 1-thread worker at saturation inf (its memory: the machine's share).
 CASE = Case("standin_work", {}, ClusterSpec("local", 1, 1, 2**30, float("inf")))
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]
@@ -60,7 +49,7 @@ def _nights(store: Store, slow: float, *, good: str = "1.0", tonight: str = "1.1
 def confirmed(tmp_path_factory: pytest.TempPathFactory, quiet_machine: None) -> tuple[Path, str, subprocess.CompletedProcess[str]]:  # fmt: skip
     """``daskbench confirm`` of a 3x slower night, run by the night's interpreter (standin 1.1)."""
     root = tmp_path_factory.mktemp("confirm")
-    (root / "test_bench.py").write_text(BENCH)
+    (root / "test_bench.py").write_text(STANDIN_BENCH)
     wheels = root / "wheels"
     wheels.mkdir()
     for version, seconds in (("1.0", 0.2), ("1.1", 0.6)):
