@@ -65,7 +65,7 @@ class Check:
     called: list[str]
     undecided: int
     cases: int
-    planted: frozenset[str] = frozenset()  # the labels of ``--planted`` that named a case of this check
+    planted: frozenset[str]  # the labels of ``--planted`` that named a case of this check
 
 
 def checks(url: str, planted: Sequence[str]) -> Check:
