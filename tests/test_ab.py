@@ -98,16 +98,17 @@ def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_ab_sessions_find_a_slowdown_planted_on_side_b(bench_folder: Path, quiet_machine: None) -> None:
-    """Sessions mode, three interleaved rounds with B 1.5x slower: exit 1, runtime regressed, runs tagged by
-    group/side/round. Measured time decides: on a quiet machine (`quiet_machine`)."""
+    """Sessions mode, three interleaved rounds with B 2x slower: exit 1, runtime regressed, runs tagged by
+    group/side/round. Measured time decides: on a quiet machine (`quiet_machine`). (1.5x, three sessions a side
+    left the interval within the floor once beside the rest of the tests: exit 3, undecided, 2026-11-29.)"""
     db = f"sqlite:///{bench_folder / 'slow.db'}"
     done = _ab(bench_folder, db, "--mode", "sessions", "--rounds", "3", "--group", "slow", "--b-env",
-               "DASKBENCH_TEST_SLOWDOWN=1.5", "--format", "json", *SESSION)  # fmt: skip
+               "DASKBENCH_TEST_SLOWDOWN=2", "--format", "json", *SESSION)  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "ab: round 3/3" in done.stderr and "left" in done.stderr
     verdicts = json.loads(done.stdout)["verdicts"]
     (runtime,) = [v for v in verdicts if v["metric"] == "runtime_s"]
-    assert runtime["verdict"] == "regressed" and 1.3 < runtime["ratio"] < 1.7
+    assert runtime["verdict"] == "regressed" and 1.6 < runtime["ratio"] < 2.3
     assert "per-round ratios" in runtime["note"]
     listing = json.loads(subprocess.run([sys.executable, "-m", "daskbench", "runs", "--db", db, "--format", "json"],
                                         capture_output=True, text=True, check=True).stdout)["runs"]  # fmt: skip
