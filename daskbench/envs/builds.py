@@ -39,7 +39,7 @@ from daskbench.envs import known
 from daskbench.envs.failures import InstallFailed, disk_fault, failure_line
 from daskbench.envs.index import Index
 from daskbench.envs.installed import BrokenEnvironment, check_versions
-from daskbench.envs.installers import Build, Installer, choose_installer, interpreter
+from daskbench.envs.installers import Build, Installer, choose_installer, compile_command, interpreter
 from daskbench.envs.specs import EnvSpec
 from daskbench.errors import DaskbenchError, check_writable
 from daskbench.model import now_iso
@@ -243,9 +243,19 @@ def _install(folder: Path, job: Build) -> None:
     fetched from the index; uv first tries its cache alone (``--offline``: no index asked, and it works
     without a network once the backend was fetched), then asks the index."""
     command = job.tool.install(folder, job.spec, job.index)
-    if job.spec.sources and job.tool.name == "uv" and _succeeds(offline(command), job.log):
-        return
-    _run(job, command, "a", "install")
+    if not (job.spec.sources and job.tool.name == "uv" and _succeeds(offline(command), job.log)):
+        _run(job, command, "a", "install")
+    _compile(folder, job)
+
+
+def _compile(folder: Path, job: Build) -> None:
+    """Byte-compile what was installed (`compile_command`). A module that does not compile (a library's file
+    for another Python) stays as it is, as pip leaves it: the environment works without its bytecode; a full
+    disk is said as such."""
+    done = _logged(compile_command(folder), job.log, "a")
+    disk = disk_fault(done.stdout + done.stderr) if done is not None and done.returncode != 0 else None
+    if disk is not None:
+        raise OSError(disk, os.strerror(disk))
 
 
 def offline(command: list[str]) -> list[str]:

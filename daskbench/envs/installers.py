@@ -1,14 +1,15 @@
 """The installers an environment is made with, and one environment's build as a job for them.
 
 `choose_installer` picks ``uv`` (on PATH or importable) or pip (this interpreter's, else the new environment's
-own); an `Installer` words its two steps (create the virtualenv, install into it) for the folder and the
-`EnvSpec`; a `Build` is one environment being built, what `daskbench.envs.builds` runs those steps for and
+own); an `Installer` words its steps (create the virtualenv, install into it) for the folder and the `EnvSpec`,
+and `compile_command` the last (byte-compile what was installed); a `Build` is one environment being built, what `daskbench.envs.builds` runs those steps for and
 `daskbench.envs.failures` words a failed step of.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,20 +45,23 @@ class Installer:
 
     def install(self, folder: Path, spec: EnvSpec, index: Index) -> list[str]:
         python = str(interpreter(folder))
-        if self.name == "uv":  # compiled as pip does: else every restarted worker compiles dask again
-            return [
-                *self.command,
-                "pip",
-                "install",
-                "--python",
-                python,
-                "--compile-bytecode",
-                *_no_deps(spec),
-                *index.args(),
-                *spec.requirements(),
-            ]
+        if self.name == "uv":  # byte-compiled after (`compile_command`)
+            return [*self.command, "pip", "install", "--python", python, *_no_deps(spec), *index.args(),
+                    *spec.requirements()]  # fmt: skip
         pip = [*self.command, "--python", python] if self.command else [python, "-m", "pip"]
-        return [*pip, "install", "--disable-pip-version-check", *_no_deps(spec), *index.args(), *spec.requirements()]
+        return [*pip, "install", "--disable-pip-version-check", "--no-compile", *_no_deps(spec), *index.args(),
+                *spec.requirements()]  # fmt: skip
+
+
+def compile_command(folder: Path) -> list[str]:
+    """Byte-compile the environment's site-packages, as pip would at install, but without the libraries' test
+    folders (``pandas/tests``, ``scipy/*/tests``: a third of the files of daskbench's own dependencies, never
+    imported by a benchmark): else, where PYTHONDONTWRITEBYTECODE is set, every restarted worker compiles dask
+    again, and a benchmark's first rounds pay for it."""
+    found = sorted((folder / "lib").glob("python3*/site-packages"))
+    site = str(found[0] if found else folder)
+    tests = "^" + re.escape(site) + r"/(?:.+/)?tests?/"  # a path under site-packages, never the one above it
+    return [str(interpreter(folder)), "-m", "compileall", "-q", "-j", "0", "-x", tests, site]
 
 
 def _no_deps(spec: EnvSpec) -> list[str]:
