@@ -20,31 +20,9 @@ import time
 from pathlib import Path
 
 from measure.verdict_cost import header
-from testing.wheel import write_wheel
+from testing.standin import STANDIN_BENCH, standin_wheel
 
 VERSIONS = [f"1.{minor}" for minor in range(8)]
-SOURCE = '''"""The stand-in: work() sleeps {seconds} s."""
-
-import time
-
-VERSION = "{version}"
-
-
-def work():
-    time.sleep({seconds})
-    return VERSION
-'''
-BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 
 
 def busy() -> None:
@@ -62,11 +40,8 @@ def main() -> int:
     wheels = work / "wheels"
     wheels.mkdir()
     for version in VERSIONS:
-        seconds = round(0.2 * (args.factor if version >= "1.5" else 1.0), 3)
-        write_wheel(
-            wheels, "standin", version, {"standin/__init__.py": SOURCE.format(version=version, seconds=seconds)}
-        )
-    (work / "test_bench.py").write_text(BENCH)
+        standin_wheel(wheels, version, round(0.2 * (args.factor if version >= "1.5" else 1.0), 3))
+    (work / "test_bench.py").write_text(STANDIN_BENCH)
     loaders = (
         [] if args.no_load else [multiprocessing.Process(target=busy, daemon=True) for _ in range(os.cpu_count() or 1)]
     )

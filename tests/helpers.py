@@ -20,13 +20,14 @@ helpers from this module and never from one another or from conftest.py
 - the machine: ``machine_lock`` (behind the ``quiet_machine`` fixture); its faults: ``mount`` and
   ``unmount`` (behind the ``tmpfs`` and ``read_only_mount`` fixtures), ``fill_disk``, ``obeying_file_modes``
   (root that obeys file modes);
-- the stand-in package: ``STANDIN`` (its module), ``standin_module``, ``standin_wheel`` (a wheel,
-  no build backend), ``standin_project`` (a flit project, to build or commit), ``standin_commit`` (one
-  version of it committed) and ``git``.
+- the stand-in package (its module, wheel, project and suite: testing/standin.py, shared with measure/):
+  ``standin_commit`` (one version of it committed), ``standin_checkout`` (a checkout of versions, one slower)
+  and ``git``.
 
 Larger stand-ins have modules of their own: report_data.py (the report's story store),
 s3server.py (moto's S3) and import_graph.py; testing/github_server.py (GitHub's issues API) and
-testing/wheel.py (``write_wheel``) serve ci/nightly --quick too, and live in testing/, which never imports tests/.
+testing/wheel.py (``write_wheel``) serve ci/nightly --quick too, and testing/standin.py measure/bisect-under-load;
+they live in testing/, which never imports tests/.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import pytest
 
 from daskbench.model import Case, ClusterSpec, Measurement, Run, TaskMemory, now_iso
 from daskbench.store import Store
-from testing.wheel import write_wheel
+from testing.standin import standin_project
 
 if TYPE_CHECKING:  # imported where used: conftest.py imports this module in every session
     from daskbench.advise import Config
@@ -546,55 +547,6 @@ def cpu_load(processes: int, nice: int = 0) -> Iterator[None]:
 
 # -- the stand-in package and git -------------------------------------------------------------
 
-#: The stand-in package of the environment tests (bisect, confirm, pr, env): ``work()`` sleeps ``seconds``
-#: (what a release or commit slows down), ``steady()`` always 0.4 s; both return the version.
-STANDIN = '''"""The stand-in: work() sleeps {seconds} s, steady() 0.4 s."""
-
-import time
-
-VERSION = "{version}"
-
-
-def work():
-    time.sleep({seconds})
-    return VERSION
-
-
-def steady():
-    time.sleep(0.4)
-    return VERSION
-'''
-#: Its project file, for the tests that build it from source (a flit project: a small build backend).
-STANDIN_PYPROJECT = """[build-system]
-requires = ["flit_core>=3.4"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "standin"
-version = "{version}"
-description = "a stand-in package for daskbench's tests"
-"""
-
-
-def standin_module(version: str, seconds: float) -> dict[str, str]:
-    """The stand-in package's one module at ``version``: ``work()`` sleeps ``seconds``."""
-    return {"standin/__init__.py": STANDIN.format(version=version, seconds=seconds)}
-
-
-def standin_wheel(folder: Path, version: str, seconds: float) -> Path:
-    """A wheel of the stand-in at ``version`` in ``folder``, written without a build backend; its path."""
-    return write_wheel(folder, "standin", version, standin_module(version, seconds))
-
-
-def standin_project(folder: Path, version: str, seconds: float) -> Path:
-    """The stand-in at ``version`` as a project in ``folder`` (pyproject.toml, ``standin/__init__.py``), to build
-    or to commit; written over what is there. Returns ``folder``."""
-    (folder / "standin").mkdir(parents=True, exist_ok=True)
-    (folder / "pyproject.toml").write_text(STANDIN_PYPROJECT.format(version=version))
-    for path, text in standin_module(version, seconds).items():
-        (folder / path).write_text(text)
-    return folder
-
 
 def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
     """Write the stand-in at version 1.``note`` sleeping ``seconds`` into the checkout ``repo``, commit it; the
@@ -603,20 +555,6 @@ def standin_commit(repo: Path, note: int, seconds: float, subject: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", subject)
     return git(repo, "rev-parse", "HEAD")
-
-
-#: A suite of one benchmark, ``test_standin_work``: the stand-in's ``work()`` as one dask.delayed task.
-STANDIN_BENCH = """
-import dask
-import pytest
-import standin
-
-pytestmark = pytest.mark.benchmark
-
-
-def test_standin_work(measure):
-    assert measure(dask.delayed(standin.work)(), name="standin_work", params={}) == standin.VERSION
-"""
 
 
 def standin_checkout(

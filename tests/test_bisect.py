@@ -22,7 +22,8 @@ import pytest
 from daskbench import envs
 from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
-from tests.helpers import STANDIN_BENCH, daskbench_cli, standin_wheel
+from testing.standin import STANDIN_BENCH, standin_wheel
+from tests.helpers import daskbench_cli
 
 VERSIONS = [f"1.{minor}" for minor in range(6)]
 SESSION = ["--", "--workers", "1", "--saturation", "inf"]

@@ -22,7 +22,8 @@ import pytest
 
 from daskbench.bisect.again import again_command
 from daskbench.store import Store, runstatus
-from tests.helpers import STANDIN_BENCH, standin_checkout, wait_for
+from testing.standin import STANDIN_BENCH
+from tests.helpers import standin_checkout, wait_for
 
 SESSION = ["--floor", "runtime=1.2", "--", "--workers", "1", "--saturation", "inf"]
 

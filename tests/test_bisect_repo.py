@@ -26,7 +26,8 @@ import pytest
 
 from daskbench.bisect import plan as bisect_plan
 from daskbench.store import Store
-from tests.helpers import STANDIN_BENCH, daskbench_cli, git, standin_checkout
+from testing.standin import STANDIN_BENCH
+from tests.helpers import daskbench_cli, git, standin_checkout
 
 SESSION = ["--floor", "runtime=1.3", "--", "--workers", "1", "--saturation", "inf"]
 #: The commit (1 to `COMMITS` after the first) that makes work() 1.5x slower, and the one that does not build.

@@ -24,7 +24,8 @@ from daskbench.judge.compare import compare_runs
 from daskbench.model import Case, ClusterSpec
 from daskbench.store import Store
 from daskbench.verdicts import Comparison, Verdict
-from tests.helpers import STANDIN_BENCH, add_results, add_run, daskbench_cli, standin_wheel
+from testing.standin import STANDIN_BENCH, standin_wheel
+from tests.helpers import add_results, add_run, daskbench_cli
 
 #: The case the benchmark measures on one 1-thread worker at saturation inf (its memory: the machine's share).
 CASE = Case("standin_work", {}, ClusterSpec("local", 1, 1, 2**30, float("inf")))

@@ -44,7 +44,8 @@ from daskbench.model import Case, Run
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from testing.github_server import FakeGitHub, serve
-from tests.helpers import GITHUB_TEST_TOKEN, add_results, git, machine_lock, make_case, standin_project
+from testing.standin import standin_project
+from tests.helpers import GITHUB_TEST_TOKEN, add_results, git, machine_lock, make_case
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

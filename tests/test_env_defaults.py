@@ -19,7 +19,8 @@ import pytest
 from daskbench import envs
 from daskbench.envs import known
 from daskbench.errors import DaskbenchError
-from tests.helpers import make_run, standin_project
+from testing.standin import standin_project
+from tests.helpers import make_run
 
 OLDEST = {"dask": "2023.1.0", "distributed": "2023.1.0"}
 

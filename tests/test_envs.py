@@ -30,8 +30,9 @@ from daskbench.envs import builds, failures, installers, specs
 from daskbench.errors import DaskbenchError
 from daskbench.store import Store
 from daskbench.text import wrap_line
+from testing.standin import standin_project, standin_wheel
 from testing.wheel import write_wheel
-from tests.helpers import daskbench_cli, fill_disk, git, make_run, standin_project, standin_wheel, wait_for
+from tests.helpers import daskbench_cli, fill_disk, git, make_run, wait_for
 
 RECORDED = {"python": "3.11.7", "standin": "1.0", "daskbench": "0.1.0"}
 

@@ -20,7 +20,8 @@ import pytest
 from daskbench.cli import main
 from daskbench.github import api
 from testing.github_server import FakeGitHub, Misbehaviour, serve
-from tests.helpers import GITHUB_TEST_TOKEN, git, standin_project
+from testing.standin import standin_project
+from tests.helpers import GITHUB_TEST_TOKEN, git
 
 ISSUES = "/repos/owner/repo/issues"
 

@@ -24,7 +24,8 @@ from daskbench.judge.compare import compare_group
 from daskbench.store import Store
 from daskbench.verdicts import Verdict
 from testing.github_server import FakeGitHub
-from tests.helpers import GITHUB_TEST_TOKEN, PULL_NUMBER, daskbench_cli, git, standin_project
+from testing.standin import standin_project
+from tests.helpers import GITHUB_TEST_TOKEN, PULL_NUMBER, daskbench_cli, git
 
 NUMBER = PULL_NUMBER
 BENCH = """

@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from daskbench.store import Store
-from tests.helpers import daskbench_cli, git, standin_project
+from testing.standin import standin_project
+from tests.helpers import daskbench_cli, git
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = ["--", "--size", "tiny", "--workers", "1", "--saturation", "inf"]

@@ -22,7 +22,8 @@ from packaging.version import Version
 from daskbench import envs
 from daskbench.envs import index as listing
 from daskbench.errors import DaskbenchError
-from tests.helpers import free_port, standin_wheel
+from testing.standin import standin_wheel
+from tests.helpers import free_port
 
 VERSIONS = ["1.0", "1.1", "1.2"]
 YANKED = "1.3"  # on the loopback index, yanked: listed by neither pip nor the simple API reader
