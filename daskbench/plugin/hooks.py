@@ -117,9 +117,10 @@ def _state(config: pytest.Config) -> DaskbenchSession:
         raise config.stash[ERROR_KEY]
     try:
         settings = cfg.resolve(_flags(config), pyproject=cfg.load_pyproject(config.rootpath))
+        backend, prices = backend_of(settings.cluster), load_prices(settings.prices)
         from daskbench.plugin.state import DaskbenchSession  # after the settings: a bad one is said without it
 
-        state = DaskbenchSession(settings, backend_of(settings.cluster), load_prices(settings.prices))
+        state = DaskbenchSession(settings, backend, prices)
     except DaskbenchError as exc:
         config.stash[ERROR_KEY] = exc
         raise
