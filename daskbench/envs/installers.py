@@ -2,8 +2,8 @@
 
 `choose_installer` picks ``uv`` (on PATH or importable) or pip (this interpreter's, else the new environment's
 own); an `Installer` words its steps (create the virtualenv, install into it) for the folder and the `EnvSpec`,
-and `compile_command` the last (byte-compile what was installed); a `Build` is one environment being built, what `daskbench.envs.builds` runs those steps for and
-`daskbench.envs.failures` words a failed step of.
+and `compile_command` the last (byte-compile what was installed); a `Build` is one environment being built,
+what `daskbench.envs.builds` runs those steps for and `daskbench.envs.failures` words a failed step of.
 """
 
 from __future__ import annotations
