@@ -253,9 +253,8 @@ def _compile(folder: Path, job: Build) -> None:
     for another Python) stays as it is, as pip leaves it: the environment works without its bytecode; a full
     disk is said as such."""
     done = _logged(compile_command(folder), job.log, "a")
-    disk = disk_fault(done.stdout + done.stderr) if done is not None and done.returncode != 0 else None
-    if disk is not None:
-        raise OSError(disk, os.strerror(disk))
+    if done is not None and done.returncode != 0:
+        _raise_disk_fault(done.stdout + done.stderr)
 
 
 def offline(command: list[str]) -> list[str]:
@@ -326,10 +325,16 @@ def _run(job: Build, command: list[str], mode: str, what: str) -> None:
             f"stopped (is the index answering? its output: {job.log})"
         )
     if done.returncode != 0:
-        disk = disk_fault(done.stdout + done.stderr)
-        if disk is not None:  # the machine's fault, said as the cache's (`build`), never the request's
-            raise OSError(disk, os.strerror(disk))
+        _raise_disk_fault(done.stdout + done.stderr)
         raise InstallFailed(failure_line(done.stdout + done.stderr, job, what))
+
+
+def _raise_disk_fault(output: str) -> None:
+    """A failed step's output that names a full or read-only disk, raised as that `OSError`: the machine's fault,
+    said as the cache's (`build`), never the request's."""
+    disk = disk_fault(output)
+    if disk is not None:
+        raise OSError(disk, os.strerror(disk))
 
 
 def _mark(folder: Path, spec: EnvSpec, tool: Installer, seconds: float) -> None:
