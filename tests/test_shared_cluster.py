@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import cloudpickle
 import pytest
-from distributed import Client
+from distributed import Client, Event
 
 from daskbench.store import Store
 from tests.helpers import BENCH_FILE, run_pytest
@@ -48,21 +49,43 @@ def _running(dask_scheduler: Any) -> int:
     return sum(1 for ts in dask_scheduler.tasks.values() if ts.state == "processing")
 
 
+def _known(dask_scheduler: Any) -> int:
+    return len(dask_scheduler.tasks)
+
+
+def _release_once_more_work_arrives(client: Client, name: str) -> threading.Thread:
+    """Sets the event once the scheduler knows a task besides the held one (the told session's): the held task
+    ran all through the refused session and the told one's start, and the told one waits for it no longer."""
+
+    def release() -> None:
+        deadline = time.monotonic() + 120
+        while client.run_on_scheduler(_known) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        Event(name, client=client).set()
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_untouched(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """Another client's 30 s task is running: the session stops with one line before any run row
+    """Another client's task is running: the session stops with one line before any run row
     (after --wait-idle 1); told with --allow-busy-cluster it measures, marking the measurement;
-    either way the foreign task keeps running: nothing of it is cancelled or restarted."""
+    either way the foreign task keeps running: nothing of it is cancelled or restarted. (The task runs until
+    the told session's work reaches the scheduler, not a fixed 30 s the measurement would wait behind.)"""
     address = request.getfixturevalue("running_scheduler")  # conftest.py: scheduler + worker
     (tmp_path / "test_bench.py").write_text(BENCH_FILE.split("def test_other_sum")[0])
     db = tmp_path / "r.db"
     with Client(address, timeout=30) as other:
-        foreign = other.submit(time.sleep, 30, pure=False)  # importable on the worker as it is
+        # Another client's long task, on the worker's one thread until the test releases it (60 s at most):
+        foreign = other.submit(Event("daskbench-test-foreign", client=other).wait, 60, pure=False)
         deadline = time.monotonic() + 30
         while other.run_on_scheduler(_running) == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert other.run_on_scheduler(_running) == 1, "the foreign task never started"
+        print("DBG", foreign.status)
         result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                             "--saturation", "1.1", "--wait-idle", "1", "--db", f"sqlite:///{db}")  # fmt: skip
         assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout[-3000:] + result.stderr[-3000:]
@@ -70,10 +93,11 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
         assert len(errors) == 1 and "running 1 task of other clients after waiting 1 s" in errors[0]
         assert "--wait-idle SECONDS" in errors[0] and not db.exists()
         assert foreign.status == "pending"  # still running: nothing of theirs was cancelled or restarted
+        releaser = _release_once_more_work_arrives(other, "daskbench-test-foreign")
         told = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                           "--saturation", "1.1", "--allow-busy-cluster", "--db", f"sqlite:///{db}")  # fmt: skip
         assert told.returncode == 0, told.stdout[-3000:] + told.stderr[-3000:]
         (measured,) = Store(f"sqlite:///{db}").measurements()
         assert "running 1 task of other clients" in measured.extra["shared_cluster_busy"]
-        assert foreign.status in ("pending", "finished")  # measured beside it, never restarted, cancelled or lost
-        foreign.cancel()
+        releaser.join(timeout=5)
+        assert foreign.result(timeout=30) is True  # measured beside it, never restarted, cancelled or lost
