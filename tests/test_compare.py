@@ -13,13 +13,13 @@ from daskbench.cli import main
 from daskbench.config import parse_floors
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats
-from daskbench.judge.compare import compare_group, compare_runs, effect_size
+from daskbench.judge.compare import Against, compare_group, compare_runs, effect_size, finish
 from daskbench.judge.format import comparison_to_json, format_table, format_verdict, regression_summary
 from daskbench.model import JSON_VERSION, Case, ClusterSpec, Run
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from daskbench.verdicts import Comparison, Verdict
-from tests.helpers import HOST, MIB, add_results, add_run, make_case, make_measurement
+from tests.helpers import HOST, MIB, add_results, add_run, make_case, make_measurement, make_run
 
 
 @pytest.fixture
@@ -315,6 +315,19 @@ def test_verdicts_are_sorted_by_effect(store: Store) -> None:
     effects = [effect_size(v) for v in verdicts]
     assert effects == sorted(effects, reverse=True)
     assert verdicts[-1].verdict == "unchanged"
+
+
+def test_a_cost_that_ties_with_its_runtime_in_all_but_the_last_bits_is_named_after_it() -> None:
+    """Cost is runtime times a price: its ratio equals runtime's but for float rounding (here 1e-13 larger).
+    Equal effects keep the catalog's order, so a comment's "biggest" is the runtime, not the cost."""
+    common: dict[str, Any] = {"fingerprint": "f", "workload": "w", "params": {}, "verdict": "regressed", "floor": 1.1}
+    runtime = Verdict(metric="runtime_s", ratio=1.38, ci_low=1.04, ci_high=1.88, **common)
+    cost = Verdict(metric="cost_usd", ratio=1.38 * (1 + 1e-13), ci_low=1.04, ci_high=1.88, **common)
+    larger = Verdict(metric="cost_usd", ratio=1.39, ci_low=1.04, ci_high=1.88, **common)
+    run = make_run()
+    for verdicts, first in (([cost, runtime], "runtime_s"), ([runtime, larger], "cost_usd")):
+        comparison = finish("ab", Against((run,), "A"), run, verdicts, ())
+        assert comparison.verdicts[0].metric == first
 
 
 # -- refusals and errors -----------------------------------------------------------------------

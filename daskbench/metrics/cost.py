@@ -111,4 +111,4 @@ def _cost(prices: PriceTable, runtime_s: float | None, n_workers: int, worker: I
     if runtime_s is None or worker is None:
         return None
     per_hour = n_workers * worker.usd_per_hour + prices.scheduler.usd_per_hour
-    return round(runtime_s / 3600 * per_hour, 8)
+    return runtime_s / 3600 * per_hour  # not rounded: its ratio between two runs is exactly the runtime's

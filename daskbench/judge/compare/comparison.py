@@ -76,13 +76,20 @@ def finish(
     )
 
 
+#: Decimals of |log ratio| that order verdicts: a metric derived from another (cost is runtime times a price,
+#: `daskbench.metrics.cost`) ties with it, and the last bits of a float must not decide which one a comment
+#: names first.
+EFFECT_DECIMALS = 9
+
+
 def effect_size(v: Verdict) -> float:
-    """How big a change is, for sorting: outcome changes first, then |log ratio|."""
+    """How big a change is, for sorting: outcome changes first, then |log ratio| (equal ones in the catalog's
+    order of metrics: runtime before the cost derived from it)."""
     if v.verdict in ("newly-failing", "fixed"):
         return math.inf
     if v.ratio is None or not v.ratio > 0:
         return -1.0
-    return abs(math.log(v.ratio))
+    return round(abs(math.log(v.ratio)), EFFECT_DECIMALS)
 
 
 def _sort_key(v: Verdict) -> tuple[float, int, str, str, int]:
