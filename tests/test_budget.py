@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from daskbench.judge.budget import DEFAULT_SPREAD, OpenCase, allocate, rounds_to_decide, spread
+from daskbench.judge.budget import (
+    DEFAULT_SPREAD,
+    MIN_PART_SECONDS,
+    OpenCase,
+    allocate,
+    part_seconds,
+    rounds_to_decide,
+    spread,
+)
 from daskbench.judge.sequential import spending
 from daskbench.judge.stats import student_t_ppf
 
@@ -72,6 +80,24 @@ def test_allocate_always_continues_the_cheapest_while_any_time_is_left() -> None
     slow = case("slow", [1.02, 0.97, 1.01], seconds=60.0)
     assert [a.key for a in allocate([slow], seconds_left=10.0)] == ["slow"]
     assert allocate([slow], seconds_left=0.0) == []
+
+
+def test_a_part_is_planned_on_half_the_budget_left_but_not_on_less_than_its_minimum() -> None:
+    """16 min left: a part of 8; 3 min left: the 2-minute minimum; 1 min left: all of it."""
+    assert part_seconds(960.0) == 480.0
+    assert part_seconds(180.0) == MIN_PART_SECONDS == 120.0
+    assert part_seconds(60.0) == 60.0
+
+
+def test_a_part_of_half_the_budget_takes_the_cases_closest_to_deciding_and_leaves_the_rest_for_later() -> None:
+    """Four A/A-like cases of 10 s a round: each alone fits the budget left, all four do not fit its half, so
+    the part takes the two with the smallest spread (the cheapest to decide), the next part plans again."""
+    tight = [case(f"tight-{n}", [1.02, 0.98, 1.01], seconds=10.0) for n in range(2)]
+    loose = [case(f"loose-{n}", [1.08, 0.93, 1.04], seconds=10.0) for n in range(2)]
+    left = sum(a.seconds for a in allocate([*tight, *loose], math.inf))  # 2 x 20 s and 2 x 120 s: 280 s
+    assert len(allocate([*loose, *tight], left)) == 4  # planned on the whole budget: every case at once
+    chosen = allocate([*loose, *tight], part_seconds(left))
+    assert sorted(a.key for a in chosen) == ["tight-0", "tight-1"], left
 
 
 def test_a_case_at_its_most_rounds_gets_no_more() -> None:

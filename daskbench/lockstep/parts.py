@@ -3,8 +3,8 @@
 Without a budget a comparison is one part: every case in turn until decided, at its most rounds or out of
 its time (`daskbench.lockstep.engine`). With one, the first part screens every case for `SCREEN_ROUNDS`
 rounds (the sequential rule's first look: an effect plainly far from every floor is decided there), and
-each later part gives rounds to the cases still open, the cheapest to decide first
-(`daskbench.judge.budget.allocate`), until every case is decided, none can be given more, or the budget
+each later part gives rounds to the cases still open, the cheapest to decide first, planned on half the
+budget left (`daskbench.judge.budget.allocate`, `part_seconds`), until every case is decided, none can be given more, or the budget
 ends; what stayed undecided is listed with its interval. A part is a new pair of sessions (its runs are
 the group's next part: ``GROUP-A2``, ``GROUP-B2``...), so its start-up is paid again; a part is not
 started when the budget left would not cover that. Every case keeps one sequential plan over all its
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate
+from daskbench.judge.budget import SCREEN_ROUNDS, OpenCase, allocate, part_seconds
 from daskbench.judge.sequential import ALPHA, Question
 from daskbench.lockstep import turns
 from daskbench.lockstep.case import CaseResult
@@ -154,14 +154,15 @@ def _repeat_part(spent: Spent, question: Question, max_seconds: float, say: Call
 def _next_part(
     spent: Spent, question: Question, deadline: float, max_seconds: float, say: Callable[[str], None]
 ) -> Part | None:
-    """The next part: the open cases the budget left can decide, cheapest first; None when there is none."""
+    """The next part: the open cases its share of the budget left can decide (`part_seconds`), cheapest
+    first; None when there is none."""
     startup = spent.startup / max(spent.parts, 1)  # a part's start-up, as the parts so far took
     left = deadline - time.monotonic() - startup
     open_ = spent.open(question, max_seconds)
     if left <= 0 or not open_:
         return None
     cases = [_open_case(r, question) for r in open_]
-    chosen = allocate(cases, left)
+    chosen = allocate(cases, part_seconds(left))
     if not chosen:
         return None
     names = [spent.results[a.key].shown for a in chosen]
