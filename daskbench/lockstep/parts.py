@@ -1,14 +1,14 @@
 """A lockstep comparison in parts, and a whole suite within one budget (``--budget MINUTES``).
 
-Without a budget a comparison is one part: every case in turn until decided, at its most rounds or out of
-its time (`daskbench.lockstep.engine`). With one, the first part screens every case for `SCREEN_ROUNDS`
-rounds (the sequential rule's first look: an effect plainly far from every floor is decided there), and
-each later part gives rounds to the cases still open, the cheapest to decide first, planned on half the
-budget left (`daskbench.judge.budget.allocate`, `part_seconds`), until every case is decided, none can be given more, or the budget
-ends; what stayed undecided is listed with its interval. A part is a new pair of sessions (its runs are
-the group's next part: ``GROUP-A2``, ``GROUP-B2``...), so its start-up is paid again; a part is not
-started when the budget left would not cover that. Every case keeps one sequential plan over all its
-parts (its most rounds), so the verdicts read from the store (`compare_group`) are the rule's own.
+Without a budget a comparison is one part: every case in turn until decided, at its most rounds or out of its
+time (`daskbench.lockstep.engine`). With one, the first part screens every case for `SCREEN_ROUNDS` rounds
+(the sequential rule's first look: an effect plainly far from every floor is decided there), and each later
+part gives rounds to the cases still open, the cheapest to decide first, planned on half the budget left
+(`daskbench.judge.budget.allocate`, `part_seconds`), until every case is decided, none can be given more, or
+the budget ends; what stayed undecided is listed with its interval. A part is a new pair of sessions (its runs
+are the group's next part: ``GROUP-A2``, ``GROUP-B2``...), so its start-up is paid again; a part is not
+started when the budget left would not cover that. Every case keeps one sequential plan over all its parts
+(its most rounds), so the verdicts read from the store (`compare_group`) are the rule's own.
 
 ``ab``, ``pr``, ``confirm`` and ``bisect`` say what a group runs in one record, `GroupPlan`, and hand it to
 `run_group`; ``calibrate``, whose sessions run its own benchmark file under its own labels, starts each
