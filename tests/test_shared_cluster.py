@@ -49,6 +49,10 @@ def _running(dask_scheduler: Any) -> int:
     return sum(1 for ts in dask_scheduler.tasks.values() if ts.state == "processing")
 
 
+#: The `distributed.Event` the foreign task of the busy-scheduler test waits on until the test releases it.
+FOREIGN = "daskbench-test-foreign"
+
+
 def _known(dask_scheduler: Any) -> int:
     return len(dask_scheduler.tasks)
 
@@ -80,12 +84,11 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
     db = tmp_path / "r.db"
     with Client(address, timeout=30) as other:
         # Another client's long task, on the worker's one thread until the test releases it (60 s at most):
-        foreign = other.submit(Event("daskbench-test-foreign", client=other).wait, 60, pure=False)
+        foreign = other.submit(Event(FOREIGN, client=other).wait, 60, pure=False)
         deadline = time.monotonic() + 30
         while other.run_on_scheduler(_running) == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert other.run_on_scheduler(_running) == 1, "the foreign task never started"
-        print("DBG", foreign.status)
         result = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                             "--saturation", "1.1", "--wait-idle", "1", "--db", f"sqlite:///{db}")  # fmt: skip
         assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout[-3000:] + result.stderr[-3000:]
@@ -93,7 +96,7 @@ def test_a_scheduler_busy_with_another_clients_work_is_refused_and_their_work_un
         assert len(errors) == 1 and "running 1 task of other clients after waiting 1 s" in errors[0]
         assert "--wait-idle SECONDS" in errors[0] and not db.exists()
         assert foreign.status == "pending"  # still running: nothing of theirs was cancelled or restarted
-        releaser = _release_once_more_work_arrives(other, "daskbench-test-foreign")
+        releaser = _release_once_more_work_arrives(other, FOREIGN)
         told = run_pytest(tmp_path, "-m", "benchmark", "-p", "no:benchmark", "--cluster", address,
                           "--saturation", "1.1", "--allow-busy-cluster", "--db", f"sqlite:///{db}")  # fmt: skip
         assert told.returncode == 0, told.stdout[-3000:] + told.stderr[-3000:]
