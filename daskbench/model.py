@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
@@ -30,6 +30,17 @@ def calls_said(record: Mapping[str, Any]) -> int:
     measurements made several: `daskbench.lockstep.loops`)."""
     found = record.get("loops", 1)
     return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
+
+
+def calibration_set_aside(calls: Sequence[int]) -> bool:
+    """Whether a lockstep case's first round, of ``calls[i]`` calls a measurement in its round i (the fewer of its
+    two sides'), was the calibration of its loops and is set aside, not judged: one call each side, and its next
+    round made more (`daskbench.lockstep.loops`). A single call reads the ratio with the whole noise of one call
+    and of a fresh session's first (`measure/first-round`: on four suite checks its log ratio lay on average
+    2.3 times as far from the case's median as a later round's), so one such round among ten widens a case's
+    interval by about a fifth. A case that cannot loop (its next round one call too) keeps it: a round like the
+    others."""
+    return len(calls) >= 2 and calls[0] == 1 and calls[1] > 1
 
 
 def now_iso() -> str:

@@ -151,13 +151,15 @@ def add_lockstep_group(
     tags: dict[str, str] | None = None,
     suite: bool = True,
     others: float | None = None,
+    calls: tuple[int, ...] = (),
 ) -> list[Run]:
     """A lockstep A/B group as its sessions store it: part ``p`` is runs ``GROUP-A{p+1}``/``GROUP-B{p+1}`` (run
     indexes from ``first``), round ``r`` of case ``c`` in it a repeat of 1 s on side A and ``parts[p][r]`` s on
     side B (``ratios``: pairs of ``c`` and its ``parts``) (its memory the same on both sides). ``suite``: measured with false alarms counted per suite (tag
     ``ab_suite_alpha``), as ``ab``, ``pr`` and ``confirm`` measure; each measurement names its test
     (`lockstep_test`) and its phases (0.5 s restart, its compute), and ``others``, when given, the cores other work
-    used during it (``extra["others_cores"]``). Returns the runs, A before B in each part."""
+    used during it (``extra["others_cores"]``); ``calls``: the calls each of the first part's rounds made
+    (``extra["loops"]``; one when not given). Returns the runs, A before B in each part."""
     parts = max(len(per_part) for _, per_part in ratios)
     shared = {"ab_group": group, "ab_mode": "lockstep", "ab_max_rounds": "30", "ab_repeat_within": "1.2",
               **({"ab_suite_alpha": "0.1", "ab_family": "1"} if suite else {}), **(tags or {})}  # fmt: skip
@@ -173,6 +175,8 @@ def add_lockstep_group(
                     runtime = 1.0 if side == "A" else ratio
                     phases = {"restart": 0.5, "compute": runtime}
                     test = {"test": lockstep_test(case), **({"others_cores": others} if others is not None else {})}
+                    if number == 0 and repeat < len(calls):
+                        test["loops"] = calls[repeat]
                     store.add_measurement(make_measurement(run, case, repeat, runtime_s=runtime, cost_usd=runtime / 1000,
                                                            phases=phases, extra=test))  # fmt: skip
     return runs

@@ -19,7 +19,16 @@ from daskbench.model import JSON_VERSION, Case, ClusterSpec, Run
 from daskbench.store import Store
 from daskbench.text import WIDTH
 from daskbench.verdicts import Comparison, Verdict
-from tests.helpers import HOST, MIB, add_results, add_run, make_case, make_measurement, make_run
+from tests.helpers import (
+    HOST,
+    MIB,
+    add_lockstep_group,
+    add_results,
+    add_run,
+    make_case,
+    make_measurement,
+    make_run,
+)
 
 
 @pytest.fixture
@@ -713,6 +722,19 @@ def test_an_ab_groups_baseline_lines_fit_and_name_a_few_of_its_runs(store: Store
     assert all(len(line) <= WIDTH for line in table.splitlines())
     baseline = " ".join(table.split("baseline:")[1].split("\nsummary:")[0].split())
     assert baseline.endswith("side A (8 runs: run000-a, run002-a, run004-a and 5 more; all: --format json)")
+
+
+def test_a_stored_groups_calibration_round_is_set_aside_only_when_its_runs_say_so(store: Store) -> None:
+    """A wild first round of one call (3x), then 11 rounds of 8 calls about 1.0: a group whose sessions set the
+    loops' calibration aside (tag ``ab_set_aside``) is judged on the 11 and is unchanged; an older group, untagged,
+    judges the wild round with them, as it was judged when measured."""
+    case, looped = make_case("shuffle", size="small"), [1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0, 1.0]
+    calls = (1, *[8] * len(looped))
+    add_lockstep_group(store, "new", [(case, [[3.0, *looped]])], calls=calls, tags={"ab_set_aside": "calibration"})
+    add_lockstep_group(store, "old", [(case, [[3.0, *looped]])], calls=calls, first=10)
+    new, old = (next(v for v in compare_group(store, g).verdicts if v.metric == "runtime_s") for g in ("new", "old"))
+    assert (len(new.candidate_values), new.verdict) == (11, "unchanged")
+    assert len(old.candidate_values) == 12 and old.verdict == "inconclusive"
 
 
 def test_a_case_line_wider_than_the_table_wraps_between_whole_items(store: Store) -> None:

@@ -97,7 +97,9 @@ def test_a_case_a_side_cannot_measure_does_not_stall_the_comparison(
 ) -> None:
     """The second test measures the first one's case (refused after its turn was given, before any
     measurement): the comparison moves on and ends, judging the first case. Its case computes for
-    milliseconds, so from its second round both sides make the calls its first round fixed (aiming at 0.1 s)."""
+    milliseconds, so from its second round both sides make the calls its first round fixed (aiming at 0.1 s),
+    and that first round, the calibration, is set aside: the 3 rounds asked are judged from 4 measured, live and
+    when the stored group is read again."""
     monkeypatch.setenv(loops.ENV_TARGET, "0.1")
     (tmp_path / "test_twins.py").write_text(TWINS)
     db = f"sqlite:///{tmp_path / 'twins.db'}"
@@ -107,6 +109,11 @@ def test_a_case_a_side_cannot_measure_does_not_stall_the_comparison(
     assert {v["workload"] for v in json.loads(done.stdout)["verdicts"]} == {"same"}
     store = Store(db)
     rows = {(run.tags["ab_side"], m.repeat): m for run in store.runs() for m in store.measurements([run.run_id])}
-    assert sorted(rows) == [(side, r) for side in "AB" for r in range(3)]
     fixed = loops.loops_for([loops.per_call({"phases": rows[side, 0].phases}) for side in "AB"], 0.1)
-    assert [rows[side, r].loops for side in "AB" for r in range(3)] == [1, fixed, fixed] * 2
+    measured = 4 if fixed > 1 else 3
+    assert sorted(rows) == [(side, r) for side in "AB" for r in range(measured)]
+    assert [rows[side, r].loops for side in "AB" for r in range(measured)] == [1, *[fixed] * (measured - 1)] * 2
+    (live,) = runtime_verdicts(done.stdout).values()
+    (again,) = [v for v in compare_group(store, "twins").verdicts if v.metric == "runtime_s"]
+    assert len(again.baseline_values) == len(live["baseline_values"]) == 3
+    assert again.ci_low == pytest.approx(live["ci_low"]) and again.ci_high == pytest.approx(live["ci_high"])

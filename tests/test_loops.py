@@ -22,7 +22,7 @@ from daskbench.lockstep.engine import Lockstep
 from daskbench.lockstep.sessions import Side
 from daskbench.lockstep.turns import Turns
 from daskbench.metrics.collectors import Collected, per_call
-from daskbench.model import Measurement, Run
+from daskbench.model import Measurement, Run, calibration_set_aside
 from tests.helpers import make_case, make_measurement
 
 
@@ -137,17 +137,42 @@ def _scripted(tmp_path: Path, b_can_loop: bool) -> Lockstep:
 def test_the_controller_asks_both_sides_the_same_calls_fixed_at_the_first_round(
     tmp_path: Path, b_can_loop: bool
 ) -> None:
-    """Round 1 one call each (0.1 and 0.125 s): 8 calls each from round 2. A side B that makes one call though
-    asked 8 (a test measured as a whole) takes both sides back to one call in round 3; every round per call."""
+    """Round 1 one call each (0.1 and 0.125 s): 8 calls each from round 2, and round 1, the calibration, set
+    aside: 3 rounds judged need 4 measured. A side B that makes one call though asked 8 (a test measured as a
+    whole) takes both sides back to one call in round 3, and round 1 is judged as the others; every round per
+    call."""
     lockstep = _scripted(tmp_path, b_can_loop)
     (result,) = lockstep.run()
     asked = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in "AB"}
-    expected = [1, 8, 8] if b_can_loop else [1, 8, 1]
+    expected = [1, 8, 8, 8] if b_can_loop else [1, 8, 1]
     assert asked == {"A": expected, "B": expected}
     assert result.a == [0.1] * 3 and result.b == [0.125] * 3  # per call, however many calls
+    assert (result.set_aside, result.measured) == ((1, 4) if b_can_loop else (0, 3))
     made = {"A": expected, "B": expected if b_can_loop else [1, 1, 1]}
     assert result.cost.calls == sum(made["A"]) + sum(made["B"])
     assert result.loops == (8 if b_can_loop else 1)
+
+
+@pytest.mark.parametrize(
+    ("calls", "aside"),
+    [([1, 8, 8], True), ([1, 8], True), ([1, 1, 1], False), ([8, 8, 8], False), ([1], False), ([], False)],
+)
+def test_a_first_round_of_one_call_before_rounds_of_more_is_the_calibration(calls: list[int], aside: bool) -> None:
+    assert calibration_set_aside(calls) is aside
+
+
+def test_the_calibration_round_is_set_aside_once_its_next_round_made_more_calls() -> None:
+    """A wild single call (3x) then looped rounds: the wild round leaves the judged rounds, their cores with it;
+    the sessions still count it (measured); a case whose second round made one call keeps its first."""
+    result = CaseResult("k", a=[1.0, 1.0], b=[3.0, 1.02], others=[0.1, 0.2], timed=[(1, 0.5), (8, 2.0)])
+    assert result.set_aside_calibration()
+    assert (result.a, result.b, result.others) == ([1.0], [1.02], [0.2])
+    assert (result.rounds, result.measured, result.set_aside) == (1, 2, 1)
+    assert not result.set_aside_calibration()  # once only
+    whole = CaseResult("k", a=[1.0, 1.0], b=[3.0, 1.02], timed=[(1, 0.5), (1, 0.5)])
+    assert not whole.set_aside_calibration() and whole.rounds == 2
+    early = CaseResult("k", a=[1.0], b=[3.0], timed=[(1, 0.5)])
+    assert not early.set_aside_calibration() and early.rounds == 1  # its next round not measured yet
 
 
 def test_a_session_reads_the_calls_from_the_go_and_one_from_an_older_controller() -> None:

@@ -15,6 +15,7 @@ from daskbench.judge.repeat import Judged
 from daskbench.judge.stats import Decision
 from daskbench.lockstep import turns
 from daskbench.lockstep.cost import RoundCost
+from daskbench.model import calibration_set_aside
 
 
 @dataclass
@@ -37,10 +38,28 @@ class CaseResult:
     calls: int = 1  # the calls each side made per measurement in its last round (fewer than asked: it cannot loop)
     timed: list[tuple[int, float]] = field(default_factory=list)  # per round: its calls and its seconds (both turns)
     others: list[float | None] = field(default_factory=list)  # per round: the cores other work used (its sides' mean)
+    set_aside: int = 0  # rounds measured but not judged: its loops' calibration round (`model.calibration_set_aside`)
 
     @property
     def rounds(self) -> int:
+        """Its rounds judged (a calibration round set aside is not one of them)."""
         return len(self.a)
+
+    @property
+    def measured(self) -> int:
+        """Its rounds measured, a calibration round set aside included (the sessions count these)."""
+        return len(self.a) + self.set_aside
+
+    def set_aside_calibration(self) -> bool:
+        """Set its first round aside when it was its loops' calibration (one call each side, its next round more:
+        `daskbench.model.calibration_set_aside`), so that it is not judged; whether it did just now."""
+        if self.set_aside or self.rounds != 2 or not calibration_set_aside([calls for calls, _ in self.timed]):
+            return False
+        for values in (self.a, self.b, self.others):
+            del values[0]
+        self.starts = [start - 1 for start in self.starts if start > 1]
+        self.set_aside = 1
+        return True
 
     @property
     def shown(self) -> str:

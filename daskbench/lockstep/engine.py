@@ -236,17 +236,22 @@ class Lockstep:
         """Rounds of ``key`` until decided, at its target, out of rounds or out of time; then both sides move on."""
         prior = self.part.prior.get(key)
         result = prior.carried() if prior is not None else CaseResult(key, self.names.get(key, ""))
-        offset = result.rounds  # the sessions count this part's rounds from 0
+        offset, counted = result.rounds, result.measured  # the sessions count this part's rounds from 0
         started, before = time.monotonic(), result.seconds
         result.stopped = self._out_of_time(result)
         while not result.stopped:
-            dones = self._round(key, links, result, offset)
+            dones = self._round(key, links, result, counted)
             if result.stopped:  # a side could not measure this round: said, and the case ends here
                 result.failed = True
                 self.say(f"ab: {result.shown[:60]}: {result.stopped}"[:120])
                 break
             judging = time.monotonic()
             result.seconds = before + judging - started
+            if result.set_aside_calibration():
+                self.say(
+                    f"ab: {result.shown[:60]}: its first round (one call a side) set aside, not judged: it "
+                    f"calibrated {result.calls} calls a measurement"[:120]
+                )
             result.judged = repeat.judge(self.question, result.parts(), result.busy_parts())
             result.stopped = self._why_stop(result, offset)
             if self.rounds_said or result.stopped:
@@ -261,15 +266,16 @@ class Lockstep:
                 link.send({"go": False})
         return result
 
-    def _round(self, key: str, links: Mapping[str, Link], result: CaseResult, offset: int) -> list[Mapping[str, Any]]:
+    def _round(self, key: str, links: Mapping[str, Link], result: CaseResult, counted: int) -> list[Mapping[str, Any]]:
         """One round of ``key``, ABBA, each side making ``result.loops`` calls: its values appended to ``result``,
-        the sides' "done" messages returned; a side that could not measure sets ``result.stopped``."""
-        order = ("A", "B") if result.rounds % 2 == 0 else ("B", "A")
+        the sides' "done" messages returned; a side that could not measure sets ``result.stopped``. ``counted``:
+        the rounds it had measured before this part (the sessions count this part's from 0)."""
+        order = ("A", "B") if result.measured % 2 == 0 else ("B", "A")
         values: dict[str, float] = {}
         dones: list[Mapping[str, Any]] = []
         began = time.monotonic()
         for name in order:
-            values[name], done = self._turn(links[name], key, result.rounds - offset, result)
+            values[name], done = self._turn(links[name], key, result.measured - counted, result)
             dones.append(done)
             if result.stopped:
                 return dones
@@ -293,14 +299,14 @@ class Lockstep:
         link.send({"go": True, "loops": result.loops})
         done = link.peek() or {}
         if done.get("done") != key:  # its test ended without measuring (an error before it): not consumed
-            result.stopped = f"side {link.name} ended this case without a measurement in round {result.rounds + 1}"
+            result.stopped = f"side {link.name} ended this case without a measurement in round {result.measured + 1}"
             return 0.0, {}
         link.take()
         result.cost.add_turn(done, time.monotonic() - said)
         value, outcome = _value(done, self.question.metric), str(done.get("outcome", "lost"))
         if outcome != "passed" or value is None:
             why = outcome if outcome != "passed" else f"measured no {self.question.metric}"
-            result.stopped = f"side {link.name} {why} in round {result.rounds + 1}"
+            result.stopped = f"side {link.name} {why} in round {result.measured + 1}"
             return 0.0, done
         return value, done
 

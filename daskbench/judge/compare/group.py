@@ -20,7 +20,7 @@ from daskbench.judge.compare.verdicts import (
     paired_verdicts,
     passed_values,
 )
-from daskbench.model import Measurement, Run, group_measurements
+from daskbench.model import Measurement, Run, calibration_set_aside, group_measurements
 from daskbench.store import Store
 from daskbench.verdicts import Comparison
 
@@ -97,6 +97,7 @@ class _GroupShape:
     repeat_within: float | None = None  # change verdicts repeated in fresh sessions (`daskbench.judge.repeat`)
     family: suite.Family = suite.PER_CASE  # the verdicts whose false alarms are counted together
     asked: str = ""  # the metric the group was asked to judge (``--metric``; tag ``ab_metric``)
+    set_aside: bool = False  # a case's loops' calibration round not judged (tag ``ab_set_aside``)
 
     @classmethod
     def of(cls, by_side: Mapping[str, list[Run]]) -> _GroupShape:
@@ -107,7 +108,8 @@ class _GroupShape:
         within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
         most = int(limit) if limit.isdigit() else None
         asked = newest.get("ab_metric", "")
-        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), asked)
+        set_aside = lockstep and newest.get("ab_set_aside") == "calibration"
+        return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), asked, set_aside)
 
     def counted(self, cases: int, family: int = 1) -> _GroupShape:
         """Its family spent over ``cases`` cases times the metrics judged, or over at least ``family`` verdicts."""
@@ -138,9 +140,14 @@ def _rounds_rule(
     def per_round(metric: str) -> tuple[list[float], list[float]]:
         a_vals, b_vals = [], []
         sizes[metric], busy[metric] = [], []
-        for a_run, b_run in shape.pairs:
-            a_ms, b_ms = a_runs.get(a_run, []), b_runs.get(b_run, [])
+        parts = [(a_runs.get(a_run, []), b_runs.get(b_run, [])) for a_run, b_run in shape.pairs]
+        aside = shape.set_aside and calibration_set_aside(
+            [c for a_ms, b_ms in parts for c in _calls(a_ms, b_ms, metric)]
+        )
+        for a_ms, b_ms in parts:
             found = lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
+            if aside and found:
+                found, aside = found[1:], False  # its loops' calibration round: set aside, as the controller did
             sizes[metric].append(len(found))
             if found:
                 busy[metric].append(repeat.busy(_others(a_ms + b_ms)))
@@ -212,6 +219,14 @@ def _others(ms: list[Measurement]) -> list[float]:
     """The cores other work used during the passing measurements (``extra["others_cores"]``; older rows: none)."""
     found = (m.extra.get("others_cores") for m in ms if m.outcome == "passed")
     return [float(cores) for cores in found if isinstance(cores, int | float)]
+
+
+def _calls(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[int]:
+    """The calls a measurement made in each of a part's lockstep rounds both sides measured (the fewer of the
+    two sides'), in order: the rounds `lockstep_pairs` gives."""
+    a_by = {m.repeat: m for m in a_ms if passed_values([m], metric)}
+    b_by = {m.repeat: m for m in b_ms if passed_values([m], metric)}
+    return [min(a_by[r].loops, b_by[r].loops) for r in sorted(a_by.keys() & b_by.keys())]
 
 
 def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
