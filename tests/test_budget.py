@@ -15,6 +15,7 @@ from daskbench.judge.budget import (
     part_seconds,
     rounds_to_decide,
     spread,
+    suite_spread,
 )
 from daskbench.judge.sequential import spending
 from daskbench.judge.stats import student_t_ppf
@@ -121,3 +122,30 @@ def test_a_repeat_not_begun_is_projected_from_its_first_reading_from_round_zero(
     assert (rounds_to_decide(continued) or 0) > 5
     assert (rounds_to_decide(unknown) or 99) > found
     assert allocate([fresh], 600.0)[0].rounds == found
+
+
+def test_a_case_hopeless_on_its_screening_rounds_alone_is_projected_with_the_suites_typical_spread() -> None:
+    """Four tidy A/A-like cases (spread about 0.03) and one whose three screening rounds hold wild ones (1.00,
+    1.35, 0.75: mean about 1.00, spread 0.29): on its own spread no look decides it, so it would wait after every
+    case; with the suite's typical spread (the median: the tidy cases') it is given the rounds to its projected
+    look, within a part. Once it has more rounds than its screening and is still hopeless, its own spread stands:
+    last, to its most rounds."""
+    tidy = [case(f"tidy-{n}", [1.02, 0.98, 1.01], seconds=2.0) for n in range(4)]
+    wild = case("wild", [1.0, 1.35, 0.75], seconds=2.0)
+    assert rounds_to_decide(wild) is None
+    typical = suite_spread([*tidy, wild])
+    assert typical == pytest.approx(spread(tidy[0].log_ratios))
+    expected = rounds_to_decide(wild, sd=typical)
+    assert expected is not None and expected < 30
+    chosen = {a.key: a for a in allocate([*tidy, wild], seconds_left=600.0)}
+    assert chosen["wild"].rounds == expected and chosen["wild"].seconds == (expected - 3) * 2.0
+    later = case("wild", [1.0, 1.35, 0.75, 1.0, 1.3, 0.78], seconds=2.0)
+    assert rounds_to_decide(later) is None
+    planned = allocate([*tidy, later], seconds_left=600.0)
+    assert planned[-1].key == "wild" and planned[-1].rounds == 30
+
+
+def test_the_suites_typical_spread_is_read_from_cases_with_their_screening_rounds() -> None:
+    assert suite_spread([case("new", [1.1])]) is None
+    three = [case("a", [1.0, 1.1, 0.9]), case("b", [1.0, 1.02, 0.98]), case("c", [1.0, 1.3, 0.7])]
+    assert suite_spread(three) == pytest.approx(spread(three[0].log_ratios))

@@ -9,6 +9,9 @@ rounds, the interval at a later look ``k`` is about ``m +- q_k s / sqrt(k)`` (``
 quantile that look's spent error gives, `daskbench.judge.sequential`); the first look whose interval
 would be decided is the case's estimate, and its cost is the rounds still missing times the seconds
 a round of that case took. Cases go cheapest first while the part's share of the budget holds (`allocate`).
+A case that only has its screening rounds and that no look would decide on them is projected with the suite's
+typical spread instead (`suite_spread`): one wild round among three made such a case's interval 0.03-36.67 and left
+it at three rounds, placed after every other case (seven of eight undecided in a 20-minute check, 2026-11-29).
 
 A part is given half of the budget left (`part_seconds`; at least `MIN_PART_SECONDS`, never more than is
 left), not all of it: the estimates come from a few rounds each (a spread read off 3 rounds is below half the
@@ -83,11 +86,18 @@ def spread(log_ratios: Sequence[float], fallback: float = DEFAULT_SPREAD) -> flo
     return float(np.std(np.asarray(log_ratios, dtype=float), ddof=1)) or fallback
 
 
-def rounds_to_decide(case: OpenCase, fallback: float = DEFAULT_SPREAD) -> int | None:
-    """The first look after the rounds ``case`` has at which, if its mean and spread held, its interval
-    would be decided; None when no look up to its most rounds would decide it."""
+def suite_spread(cases: Sequence[OpenCase]) -> float | None:
+    """The suite's typical per-round spread: the median of the spreads of its cases with at least
+    `SCREEN_ROUNDS` rounds (one wild round moves a case's spread, not the median); None when none has."""
+    spreads = [spread(case.log_ratios) for case in cases if len(case.log_ratios) >= SCREEN_ROUNDS]
+    return float(np.median(spreads)) if spreads else None
+
+
+def rounds_to_decide(case: OpenCase, fallback: float = DEFAULT_SPREAD, sd: float | None = None) -> int | None:
+    """The first look after the rounds ``case`` has at which, if its mean and spread (or ``sd``) held, its
+    interval would be decided; None when no look up to its most rounds would decide it."""
     mean = float(np.mean(case.log_ratios)) if case.log_ratios else 0.0
-    sd = spread(case.log_ratios, fallback)
+    sd = spread(case.log_ratios, fallback) if sd is None else sd
     budget = spending(case.max_rounds, case.alpha)
     for rounds in looks(case.max_rounds):
         if rounds <= case.have or rounds < 2:
@@ -116,14 +126,20 @@ class Allotment:
 def allocate(cases: Sequence[OpenCase], seconds_left: float, fallback: float = DEFAULT_SPREAD) -> list[Allotment]:
     """The open cases to continue, cheapest to decide first, each up to the look its estimate names, as
     long as their expected cost fits ``seconds_left`` (the cheapest always, when there is any time left:
-    the budget's end, not its estimate, stops it). A case no look would decide comes after the rest, up to
-    its most rounds, if the budget still has room for it (estimates err; its rounds are not lost)."""
+    the budget's end, not its estimate, stops it). A case no look would decide on its screening rounds alone is
+    projected with the suite's typical spread instead (`suite_spread`: one wild round among three makes any
+    case look hopeless, and it would stay at three rounds); a case no look would decide after more rounds
+    comes after the rest, up to its most rounds, if the budget still has room for it (estimates err; its rounds
+    are not lost)."""
     planned: list[tuple[float, int, Allotment]] = []
+    typical = suite_spread(cases)
     for order, case in enumerate(cases):
         have = case.have
         if have >= case.max_rounds:
             continue
         target = rounds_to_decide(case, fallback)
+        if target is None and typical is not None and have <= SCREEN_ROUNDS:
+            target = rounds_to_decide(case, fallback, sd=typical)
         hopeless = target is None
         rounds = case.max_rounds if target is None else target
         cost = (rounds - have) * case.seconds_per_round
