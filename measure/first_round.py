@@ -18,7 +18,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from daskbench.judge.compare.group import group_rounds
+from daskbench.judge.compare import group_rounds, lockstep_rounds
+from daskbench.model import group_measurements
 from daskbench.store import Store
 from measure.verdict_cost import header
 
@@ -31,16 +32,15 @@ def case_rounds(store: Store) -> list[tuple[list[float], list[int]]]:
     found = []
     groups = {run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_mode") == "lockstep"}
     for group in sorted(groups):
-        per: dict[str, dict[tuple[int, int], dict[str, tuple[float, int]]]] = defaultdict(lambda: defaultdict(dict))
-        for part, sides in group_rounds(store, group).items():
-            for side, run in sides.items():
-                for m in store.measurements([run.run_id]):
-                    if m.ok and m.runtime_s:
-                        per[m.fingerprint][(part, m.repeat)][side] = (m.runtime_s, m.loops)
+        per: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+        for _, sides in sorted(group_rounds(store, group).items()):
+            if sides.keys() >= {"A", "B"}:
+                a_by, b_by = (group_measurements(store.measurements([sides[s].run_id]), "fingerprint") for s in "AB")
+                for fp in a_by.keys() & b_by.keys():
+                    per[fp] += lockstep_rounds(a_by[fp], b_by[fp], "runtime_s")
         for rounds in per.values():
-            keys = [key for key in sorted(rounds) if len(rounds[key]) == 2]
-            logs = [math.log(rounds[k]["B"][0] / rounds[k]["A"][0]) for k in keys]
-            found.append((logs, [min(rounds[k]["A"][1], rounds[k]["B"][1]) for k in keys]))
+            kept = [(a, b, calls) for a, b, calls in rounds if a > 0 and b > 0]
+            found.append(([math.log(b / a) for a, b, _ in kept], [calls for *_, calls in kept]))
     return found
 
 

@@ -35,6 +35,7 @@ from daskbench.judge.compare.group import (
     group_questions,
     group_rounds,
     lockstep_pairs,
+    lockstep_rounds,
 )
 from daskbench.judge.compare.history import compare_history
 from daskbench.judge.compare.verdicts import CASE_METRIC, OUTCOME_METHOD, Rules, set_aside_note
@@ -153,4 +154,5 @@ __all__ = [
     "group_questions",
     "group_rounds",
     "lockstep_pairs",
+    "lockstep_rounds",
 ]

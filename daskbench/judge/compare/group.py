@@ -140,19 +140,17 @@ def _rounds_rule(
     def per_round(metric: str) -> tuple[list[float], list[float]]:
         a_vals, b_vals = [], []
         sizes[metric], busy[metric] = [], []
-        parts = [(a_runs.get(a_run, []), b_runs.get(b_run, [])) for a_run, b_run in shape.pairs]
-        aside = shape.set_aside and calibration_set_aside(
-            [c for a_ms, b_ms in parts for c in _calls(a_ms, b_ms, metric)]
-        )
-        for a_ms, b_ms in parts:
-            found = lockstep_pairs(a_ms, b_ms, metric) if shape.lockstep else _session_pair(a_ms, b_ms, metric)
+        sides = [(a_runs.get(a_run, []), b_runs.get(b_run, [])) for a_run, b_run in shape.pairs]
+        parts = [(ms, _part_rounds(ms, shape.lockstep, metric)) for ms in sides]
+        aside = shape.set_aside and calibration_set_aside([calls for _, found in parts for *_, calls in found])
+        for (a_ms, b_ms), found in parts:
             if aside and found:
                 found, aside = found[1:], False  # its loops' calibration round: set aside, as the controller did
             sizes[metric].append(len(found))
             if found:
                 busy[metric].append(repeat.busy(_others(a_ms + b_ms)))
-            a_vals += [a for a, _ in found]
-            b_vals += [b for _, b in found]
+            a_vals += [a for a, _, _ in found]
+            b_vals += [b for _, b, _ in found]
         return a_vals, b_vals
 
     def decide(metric: str, a: list[float], b: list[float]) -> stats.Decision:
@@ -221,16 +219,24 @@ def _others(ms: list[Measurement]) -> list[float]:
     return [float(cores) for cores in found if isinstance(cores, int | float)]
 
 
-def _calls(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[int]:
-    """The calls a measurement made in each of a part's lockstep rounds both sides measured (the fewer of the
-    two sides'), in order: the rounds `lockstep_pairs` gives."""
-    a_by = {m.repeat: m for m in a_ms if passed_values([m], metric)}
-    b_by = {m.repeat: m for m in b_ms if passed_values([m], metric)}
-    return [min(a_by[r].loops, b_by[r].loops) for r in sorted(a_by.keys() & b_by.keys())]
+def _part_rounds(
+    sides: tuple[list[Measurement], list[Measurement]], lockstep: bool, metric: str
+) -> list[tuple[float, float, int]]:
+    """A part's rounds: its lockstep rounds, or one round of each side's median (one call)."""
+    if lockstep:
+        return lockstep_rounds(*sides, metric)
+    return [(a, b, 1) for a, b in _session_pair(*sides, metric)]
+
+
+def lockstep_rounds(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float, int]]:
+    """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order, each with the calls a
+    measurement made in it (the fewer of the two sides')."""
+    a_by = {m.repeat: (passed_values([m], metric), m.loops) for m in a_ms}
+    b_by = {m.repeat: (passed_values([m], metric), m.loops) for m in b_ms}
+    rounds = ((a_by[r], b_by[r]) for r in sorted(a_by.keys() & b_by.keys()))
+    return [(a[0], b[0], min(a_calls, b_calls)) for (a, a_calls), (b, b_calls) in rounds if a and b]
 
 
 def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
     """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
-    a_by = {m.repeat: passed_values([m], metric) for m in a_ms}
-    b_by = {m.repeat: passed_values([m], metric) for m in b_ms}
-    return [(a_by[r][0], b_by[r][0]) for r in sorted(a_by.keys() & b_by.keys()) if a_by[r] and b_by[r]]
+    return [(a, b) for a, b, _ in lockstep_rounds(a_ms, b_ms, metric)]
