@@ -58,7 +58,6 @@ OTHER_ENV = frozenset({
     "DASKBENCH_AB_CONTROL", "DASKBENCH_AB_GROUP", "DASKBENCH_AB_MAX_ROUNDS", "DASKBENCH_AB_PART",
     "DASKBENCH_AB_SIDE", "DASKBENCH_MACHINE_SHARE", "DASKBENCH_CALIBRATION_SIDE", "DASKBENCH_AB_METRIC",
     "DASKBENCH_AB_BOUNDARY", "DASKBENCH_AB_REPEAT_WITHIN", "DASKBENCH_AB_SUITE_ALPHA", "DASKBENCH_AB_FAMILY",
-    "DASKBENCH_AB_SET_ASIDE",
     # how a local cluster's workers start (daskbench.clusters.forkserver):
     "DASKBENCH_WORKER_START",
     # the compute a lockstep measurement of several calls aims at (daskbench.lockstep.loops):

@@ -56,9 +56,9 @@ ENV_REPEAT = "DASKBENCH_AB_REPEAT_WITHIN"
 ENV_SUITE_ALPHA, ENV_FAMILY = "DASKBENCH_AB_SUITE_ALPHA", "DASKBENCH_AB_FAMILY"
 #: How many clusters share this machine while the sessions run (each side's auto memory is a share).
 ENV_SHARE = MACHINE_SHARE_ENV
-#: Set when the controller sets a case's loops' calibration round aside (`daskbench.model.calibration_set_aside`),
-#: tagged likewise; a group without it (older) judges that round as the others.
-ENV_SET_ASIDE = "DASKBENCH_AB_SET_ASIDE"
+#: The tag of every lockstep session's run saying its controller set a case's loops' calibration round aside
+#: (`daskbench.model.calibration_set_aside`); a group without it (older) judges that round as the others.
+SET_ASIDE_TAG = {"ab_set_aside": "calibration"}
 
 
 def shown_name(key: str) -> str:
@@ -151,8 +151,7 @@ class Turns:
 def session_env(group: str, part: int, question: Question) -> dict[str, str]:
     """What ``daskbench ab`` (and ``calibrate``) set on both lockstep sessions besides the socket:
     the group, the part, and the ``question`` (the most rounds, the metric, a bisection's boundary, the repeat, the
-    suite's error and the fewest verdicts it is spent over), that two clusters share this machine, and that a case's
-    loops' calibration round is set aside."""
+    suite's error and the fewest verdicts it is spent over), and that two clusters share this machine."""
     asked = {ENV_METRIC: question.metric}
     if question.boundary is not None:
         asked[ENV_BOUNDARY] = repr(question.boundary)
@@ -161,12 +160,12 @@ def session_env(group: str, part: int, question: Question) -> dict[str, str]:
     if question.family.alpha is not None:
         asked.update({ENV_SUITE_ALPHA: repr(question.family.alpha), ENV_FAMILY: str(question.family.verdicts)})
     fixed = {ENV_GROUP: group, ENV_PART: str(part), ENV_MAX_ROUNDS: str(question.max_rounds), ENV_SHARE: "2"}
-    return {**fixed, ENV_SET_ASIDE: "calibration", **asked}
+    return {**fixed, **asked}
 
 
 def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The tags of a lockstep session's run: group, side, part, mode, most rounds and the question asked; {}
-    otherwise."""
+    """The tags of a lockstep session's run: group, side, part, mode, most rounds, the question asked and that its
+    cases' calibration rounds are set aside; {} otherwise."""
     if not environ.get(ENV_CONTROL) or not environ.get(ENV_GROUP):
         return {}
     return {
@@ -180,5 +179,5 @@ def run_tags(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
         **({"ab_repeat_within": environ[ENV_REPEAT]} if environ.get(ENV_REPEAT) else {}),
         **({"ab_suite_alpha": environ[ENV_SUITE_ALPHA]} if environ.get(ENV_SUITE_ALPHA) else {}),
         **({"ab_family": environ[ENV_FAMILY]} if environ.get(ENV_FAMILY) else {}),
-        **({"ab_set_aside": environ[ENV_SET_ASIDE]} if environ.get(ENV_SET_ASIDE) else {}),
+        **SET_ASIDE_TAG,
     }
