@@ -36,7 +36,7 @@ def case_rounds(store: Store) -> list[tuple[list[float], list[int]]]:
         for _, sides in sorted(group_rounds(store, group).items()):
             if sides.keys() >= {"A", "B"}:
                 a_by, b_by = (group_measurements(store.measurements([sides[s].run_id]), "fingerprint") for s in "AB")
-                for fp in a_by.keys() & b_by.keys():
+                for fp in sorted(a_by.keys() & b_by.keys()):
                     per[fp] += lockstep_rounds(a_by[fp], b_by[fp], "runtime_s")
         for rounds in per.values():
             kept = [(a, b, calls) for a, b, calls in rounds if a > 0 and b > 0]

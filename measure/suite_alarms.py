@@ -101,7 +101,7 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
     for sides in rounds.values():
         a_by = group_measurements(store.measurements([sides["A"].run_id]), "fingerprint")
         b_by = group_measurements(store.measurements([sides["B"].run_id]), "fingerprint")
-        for fp in a_by.keys() & b_by.keys() & labels.keys():
+        for fp in sorted(a_by.keys() & b_by.keys() & labels.keys()):  # in one order: the draws repeat by seed
             label = labels[fp]
             for metric in questions:
                 found = lockstep_pairs(a_by[fp], b_by[fp], metric)
