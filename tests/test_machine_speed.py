@@ -12,9 +12,17 @@ from daskbench.verdicts import Verdict
 from tests.helpers import GIB, add_run, make_case, make_measurement
 
 
-def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.0, waiting: float = 0.0) -> None:
+def _two_runs(
+    store: Store,
+    slower_code: float,
+    probe: float,
+    memory: float = 1.0,
+    waiting: float = 0.0,
+    cand_waiting: float | None = None,
+) -> None:
     """Three baseline runs at probe 30 ms; a candidate whose runtime is ``slower_code`` x and whose probe is ``probe`` s;
-    ``waiting`` is the share of each measurement's thread-seconds its tasks spent off the CPU (sleeping)."""
+    ``waiting`` is the share of each measurement's thread-seconds its tasks spent off the CPU (sleeping), the
+    candidate's ``cand_waiting`` when given."""
     case = make_case("wordcount", n_workers=1)
     store.add_case(case)
     sides = ((1.0, 0.030, 1.0), (1.01, 0.030, 1.0), (0.99, 0.030, 1.0), (slower_code, probe, memory))
@@ -22,7 +30,8 @@ def _two_runs(store: Store, slower_code: float, probe: float, memory: float = 1.
         run = add_run(store, index)
         for repeat in range(3):
             runtime = factor * (1.0 + 0.01 * repeat)
-            breakdown = {"time_breakdown": {"compute-noncpu": waiting * runtime}, "thread_seconds": runtime}
+            waited = cand_waiting if index == 3 and cand_waiting is not None else waiting
+            breakdown = {"time_breakdown": {"compute-noncpu": waited * runtime}, "thread_seconds": runtime}
             store.add_measurement(make_measurement(run, case, repeat, runtime_s=runtime, cost_usd=runtime / 100,
                                                    cpu_probe_s=seconds, peak_memory_bytes=int(2 * GIB * mem),
                                                    extra=breakdown))  # fmt: skip
@@ -115,6 +124,32 @@ def test_a_slowdown_of_sleeping_tasks_on_a_slower_machine_stands(store: Store) -
 def test_the_same_slowdown_of_cpu_bound_tasks_on_that_machine_is_set_aside(store: Store) -> None:
     _two_runs(store, slower_code=1.4, probe=0.041, waiting=0.0)
     assert _by_metric(store)["runtime_s"].verdict == "inconclusive"
+
+
+def test_a_short_case_starved_beyond_its_probe_is_set_aside_when_its_time_moved_to_waiting(store: Store) -> None:
+    """As .ci/run 42's word count (interval 4.65-10.69x while the probe read 1.66x slower): 4.5x slower, its tasks'
+    CPU share down from 0.9 to 0.44 (waiting for a core reads as waiting). The probe alone reaches 2.58x, too little;
+    with the time that moved to waiting, the machine's too, 4.78x."""
+    _two_runs(store, slower_code=4.5, probe=0.0498, waiting=0.1, cand_waiting=0.56)
+    found = _by_metric(store)["runtime_s"]
+    assert found.verdict == "inconclusive" and "1.66x slower during the candidate" in found.note
+
+
+def test_the_same_starving_with_the_cpu_share_unchanged_stands(store: Store) -> None:
+    _two_runs(store, slower_code=4.5, probe=0.0498, waiting=0.1)
+    assert _by_metric(store)["runtime_s"].verdict == "regressed"
+
+
+def test_the_reach_grows_by_the_share_moved_to_waiting_in_the_machines_direction(store: Store) -> None:
+    assert machine.reach(1.66, 0.9, waited=0.46) == pytest.approx(machine.reach(1.66, 0.9) / 0.54)
+    assert machine.reach(1 / 1.66, 0.9, waited=0.46) == pytest.approx(machine.reach(1 / 1.66, 0.9) * 0.54)
+    assert machine.reach(2.0, waited=1.0) == pytest.approx(4.0 / (1 - machine.MOST_MOVED))  # bounded
+    run, case = add_run(store, 0), make_case("wordcount")
+    computing, waiting = ([make_measurement(run, case, extra={"time_breakdown": {"compute-noncpu": w},
+                                                              "thread_seconds": 1.0})] for w in (0.1, 0.56))  # fmt: skip
+    assert machine.moved(computing, waiting) == pytest.approx(0.46)
+    assert machine.moved(waiting, computing) == 0.0  # the slower side computed more: nothing moved
+    assert machine.moved(computing, [make_measurement(run, case)]) == 0.0  # not broken down: unknown, none
 
 
 def test_the_database_takes_the_same_median_cpu_probe_as_machine_speed(store: Store) -> None:

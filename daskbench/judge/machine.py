@@ -14,7 +14,14 @@ Only the part of a case's time spent on a CPU stretches on a slower machine: a t
 waits on I/O (``compute-noncpu`` of the time breakdown, `daskbench.metrics.breakdown`) waits as long
 on a loaded machine. So the reach of a speed ratio ``s`` is ``1 + cpu_share * (s ** CONTENTION_EXPONENT - 1)``,
 ``cpu_share`` read off the measurements made on the faster machine (on the slower one, time spent
-waiting for a core also reads as non-CPU). Pure: records in, records out.
+waiting for a core also reads as non-CPU). That waiting is the machine's too: when the slower side's
+tasks spent a smaller share of their time on a CPU than the faster side's (`moved`, the share that went from
+computing to waiting), the reach grows to ``reach / (1 - moved)`` (`reach`). A short case of many round trips is
+starved that way far beyond what the probe reads: a 0.1 s word count read 7.05x slower (interval 4.65-10.69) beside
+a busy loop per core while the probe read 1.66x, with 46 points of its tasks' time moved to ``compute-noncpu``
+(``.ci/run`` 42, 2026-11-29): a reach of 2.76x at most from the probe alone, 5.1x with the move. A case whose tasks
+sleep as much on both sides moves nothing, so a slowdown of sleeping tasks still stands. Pure: records in, records
+out.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ TOLERANCE = 1.10
 #: transpose_mean at tiny 5.22x slower while its probe read 2.40x (2.40 ** 1.9); so a change is
 #: the machine's when the probe's slow-down to this power could explain it.
 CONTENTION_EXPONENT = 2.0
+#: The most of the slower side's time counted as moved to waiting (`moved`): a case starved all the way would
+#: otherwise have a reach without end.
+MOST_MOVED = 0.9
 #: The metric kinds that depend on how fast the machine ran.
 TIME_KINDS = ("runtime", "cost")
 
@@ -60,9 +70,20 @@ def cpu_share(measurements: Iterable[Measurement]) -> float:
     (1 minus ``compute-noncpu`` over ``thread_seconds``); 1.0 (all of it: the widest reach) when none was
     broken down, as on a distributed before 2023.3.2, which has no time breakdown (``extra["not_available"]``).
     Waits for the GIL count as waiting, so for multi-threaded pure-Python tasks this is a lower bound."""
-    shares = [_cpu_share(m) for m in measurements]
-    known = [share for share in shares if share is not None]
-    return statistics.median(known) if known else 1.0
+    known = _known_share(measurements)
+    return 1.0 if known is None else known
+
+
+def moved(faster: Iterable[Measurement], slower: Iterable[Measurement]) -> float:
+    """The share of the slower side's task time that went from computing to waiting (for a core): its
+    `cpu_share` below the faster side's; 0 when it is not below or either side was not broken down."""
+    fast, slow = _known_share(faster), _known_share(slower)
+    return 0.0 if fast is None or slow is None else max(0.0, fast - slow)
+
+
+def _known_share(measurements: Iterable[Measurement]) -> float | None:
+    known = [share for share in map(_cpu_share, measurements) if share is not None]
+    return statistics.median(known) if known else None
 
 
 def _cpu_share(m: Measurement) -> float | None:
@@ -73,10 +94,13 @@ def _cpu_share(m: Measurement) -> float | None:
     return 1.0 - min(1.0, max(0.0, float(waiting) / float(seconds)))
 
 
-def reach(slower: float, share: float = 1.0) -> float:
+def reach(slower: float, share: float = 1.0, waited: float = 0.0) -> float:
     """How much slower a case whose time is ``share`` CPU can run on a machine ``slower`` times slower
-    (below 1 on a faster machine)."""
-    return 1.0 + share * (slower**CONTENTION_EXPONENT - 1.0)
+    (below 1 on a faster machine), when the slower side's tasks spent a share ``waited`` more of their time waiting
+    (`moved`): that share of the slower side's time is the machine's as well."""
+    stretch = 1.0 + share * (slower**CONTENTION_EXPONENT - 1.0)
+    kept = 1.0 - min(waited, MOST_MOVED)
+    return stretch / kept if slower >= 1.0 else stretch * kept
 
 
 def guard(
@@ -103,8 +127,8 @@ def _guarded(v: Verdict, base_ms: Sequence[Measurement], cand_ms: Sequence[Measu
     speeds = _apart(speed(base_ms), speed(cand_ms))
     if speeds is None:
         return v
-    faster = base_ms if speeds[0] < speeds[1] else cand_ms
-    if not explained_by(v, speeds[1] / speeds[0], cpu_share(faster)):
+    faster, slower = (base_ms, cand_ms) if speeds[0] < speeds[1] else (cand_ms, base_ms)
+    if not explained_by(v, speeds[1] / speeds[0], cpu_share(faster), moved(faster, slower)):
         return v
     return _set_aside(v, speed_note(*speeds))
 
@@ -120,14 +144,14 @@ def _notes(base: float | None, cand: float | None, explained: int) -> list[str]:
     return [f"{lead}: {what} the speed during its case could explain set aside as inconclusive; memory verdicts stand"]
 
 
-def explained_by(v: Verdict, slower: float, share: float = 1.0) -> bool:
+def explained_by(v: Verdict, slower: float, share: float = 1.0, waited: float = 0.0) -> bool:
     """Whether a time verdict could be the machine's doing: a regression on a machine ``slower``
-    times slower whose interval, divided by the `reach` of that speed for a case ``share`` CPU, no
-    longer clears the floor (the mirror for an improvement on a faster machine). A change against
-    the machine's direction, or beyond what its speed explains, stands."""
+    times slower whose interval, divided by the `reach` of that speed for a case ``share`` CPU whose slower side
+    waited a share ``waited`` more, no longer clears the floor (the mirror for an improvement on a faster
+    machine). A change against the machine's direction, or beyond what its speed explains, stands."""
     if v.verdict not in ("regressed", "improved") or catalog.get(v.metric).kind not in TIME_KINDS:
         return False
-    floor, stretch = v.floor or 1.0, reach(slower, share)
+    floor, stretch = v.floor or 1.0, reach(slower, share, waited)
     if v.verdict == "regressed":
         return slower > TOLERANCE and (v.ci_low or v.ratio or 1.0) / stretch <= floor
     return slower < 1 / TOLERANCE and (v.ci_high or v.ratio or 1.0) / stretch >= 1 / floor
