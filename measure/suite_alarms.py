@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from daskbench.errors import DaskbenchError
 from daskbench.judge import stats, suite
 from daskbench.judge.compare import AB_GROUP, compare_group, group_questions, group_rounds, lockstep_pairs
 from daskbench.judge.format import case_label
@@ -163,7 +164,10 @@ def main() -> int:
     args = parser.parse_args()
     header()
     rng = np.random.default_rng(args.seed)
-    found = [checks(url, args.planted) for url in args.stores]
+    try:
+        found = [checks(url, args.planted) for url in args.stores]
+    except DaskbenchError as error:  # a store that is not one: its one line, no traceback
+        raise SystemExit(f"suite-alarms: {error}") from None
     unknown = sorted(set(args.planted).difference(*(check.planted for check in found)))
     if unknown:  # a case left in by a misspelt label would be counted as an unchanged one
         raise SystemExit(f"suite-alarms: --planted {unknown[0]!r} names no case of these stores; give the label "
