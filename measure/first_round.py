@@ -18,6 +18,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from daskbench.errors import DaskbenchError
 from daskbench.judge.compare import group_rounds, lockstep_rounds
 from daskbench.model import group_measurements
 from daskbench.store import Store
@@ -59,12 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="measure/first-round", description=__doc__.split("\n\n")[0])
     parser.add_argument("stores", nargs="+", metavar="STORE_URL")
     args = parser.parse_args(argv)
+    try:
+        stores = {url: Store(url, create=False) for url in args.stores}
+    except DaskbenchError as error:  # a store that is not one: its one line, no traceback
+        raise SystemExit(f"first-round: {error}") from None
     header()
     every: list[tuple[float, float, float]] = []
-    for url in args.stores:
+    for url, store in stores.items():
         read = [
             distances(logs)
-            for logs, calls in case_rounds(Store(url, create=False))
+            for logs, calls in case_rounds(store)
             if len(logs) >= MIN_ROUNDS and calls[0] == 1 and calls[1] > 1
         ]
         every += read

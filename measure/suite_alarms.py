@@ -162,12 +162,12 @@ def main() -> int:
     parser.add_argument("--replays", type=int, default=200, help="unchanged checks replayed per recorded one")
     parser.add_argument("--seed", type=int, default=43)
     args = parser.parse_args()
-    header()
-    rng = np.random.default_rng(args.seed)
     try:
         found = [checks(url, args.planted) for url in args.stores]
     except DaskbenchError as error:  # a store that is not one: its one line, no traceback
         raise SystemExit(f"suite-alarms: {error}") from None
+    header()
+    rng = np.random.default_rng(args.seed)
     unknown = sorted(set(args.planted).difference(*(check.planted for check in found)))
     if unknown:  # a case left in by a misspelt label would be counted as an unchanged one
         raise SystemExit(f"suite-alarms: --planted {unknown[0]!r} names no case of these stores; give the label "
