@@ -70,14 +70,16 @@ def replay(rounds: Sequence[tuple[float, float]], floor: float, max_rounds: int)
     return (decision.verdict if decision else "inconclusive"), len(rounds)
 
 
-def table(store: Store, groups: list[str], floor: float, metric: str, discard: int = 0) -> list[str]:
+def table(
+    store: Store, groups: list[str], floor: float, metric: str, discard: int = 0, max_rounds: int = MAX_ROUNDS
+) -> list[str]:
     dropped = f", first {discard} rounds discarded" if discard else ""
     lines = [
         f"floor {floor:.2f}, metric {metric}{dropped}, first pair of sessions alone: arm, called, median rounds, "
         "comparisons"
     ]
     for arm, planted in ARMS:
-        found = [replay(pairs(store, g, arm, metric, discard), floor, MAX_ROUNDS) for g in groups]
+        found = [replay(pairs(store, g, arm, metric, discard), floor, max_rounds) for g in groups]
         found = [f for f in found if f[1] >= 1]
         if not found:
             continue
@@ -116,6 +118,7 @@ def main() -> None:
     parser.add_argument("group")
     parser.add_argument("--floors", default="1.05,1.10")
     parser.add_argument("--discard", type=int, default=0, help="drop each comparison's first N rounds")
+    parser.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, help="the plan the rounds were collected with")
     args = parser.parse_args()
     store = Store(args.db, create=False)
     groups = comparison_groups(store, args.group)
@@ -124,7 +127,7 @@ def main() -> None:
     print("\n".join(warm_up(store, groups)))
     for metric in METRICS:
         for floor in (float(f) for f in args.floors.split(",")):
-            print("\n".join(table(store, groups, floor, metric, args.discard)))
+            print("\n".join(table(store, groups, floor, metric, args.discard, args.max_rounds)))
 
 
 if __name__ == "__main__":
