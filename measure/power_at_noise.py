@@ -10,8 +10,8 @@ as the lockstep controller does: a change within 1.20x of 1 is repeated by a fre
 round, a larger one counts at once. Prints how often each factor was called changed (for 1.00x: false alarms), the
 median rounds of both pairs, and the minutes at ``--round-s`` seconds a round (2.5 s: `measure/power`'s arms).
 
-Pure simulation (seeded), a minute: ``measure/power-at-noise [--sd 0.16] [--max-rounds 30 60]``. Real rounds are
-skewed, not normal: read its rates as what the rule gives normal rounds, not as a measurement.
+Pure simulation (seeded), a minute: ``measure/power-at-noise [--sd 0.16] [--max-rounds 30 60]``. Real rounds need
+not be normal: read its rates as what the rule gives normal rounds, not as a measurement.
 """
 
 from __future__ import annotations
