@@ -19,8 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from daskbench.errors import DaskbenchError
-from daskbench.judge.compare import group_rounds, lockstep_rounds
-from daskbench.model import group_measurements
+from daskbench.judge.compare import group_parts, lockstep_rounds
 from daskbench.store import Store
 from measure.verdict_cost import header
 
@@ -34,11 +33,9 @@ def case_rounds(store: Store) -> list[tuple[list[float], list[int]]]:
     groups = {run.tags["ab_group"] for run in store.runs() if run.tags.get("ab_mode") == "lockstep"}
     for group in sorted(groups):
         per: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
-        for _, sides in sorted(group_rounds(store, group).items()):
-            if sides.keys() >= {"A", "B"}:
-                a_by, b_by = (group_measurements(store.measurements([sides[s].run_id]), "fingerprint") for s in "AB")
-                for fp in sorted(a_by.keys() & b_by.keys()):
-                    per[fp] += lockstep_rounds(a_by[fp], b_by[fp], "runtime_s")
+        for part in group_parts(store, group):
+            for fp, (a_ms, b_ms) in part.items():
+                per[fp] += lockstep_rounds(a_ms, b_ms, "runtime_s")
         for rounds in per.values():
             kept = [(a, b, calls) for a, b, calls in rounds if a > 0 and b > 0]
             found.append(([math.log(b / a) for a, b, _ in kept], [calls for *_, calls in kept]))

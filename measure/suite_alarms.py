@@ -40,11 +40,10 @@ import numpy as np
 
 from daskbench.errors import DaskbenchError
 from daskbench.judge import stats, suite
-from daskbench.judge.compare import AB_GROUP, compare_group, group_questions, group_rounds, lockstep_pairs
+from daskbench.judge.compare import AB_GROUP, compare_group, group_parts, group_questions, lockstep_rounds
 from daskbench.judge.format import case_label
 from daskbench.judge.repeat import judge
 from daskbench.judge.sequential import Question, looks
-from daskbench.model import group_measurements
 from daskbench.store import Store
 from daskbench.text import wrap_line
 from measure.verdict_cost import header
@@ -97,16 +96,13 @@ def _group(store: Store, group: str, family: int, planted: Sequence[str]) -> Che
     questions = group_questions(store, group, len(named), family=family)
     if not questions:
         raise SystemExit(f"suite-alarms: group {group} is not a lockstep group whose changes are repeated")
-    rounds = group_rounds(store, group)
     pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for sides in rounds.values():
-        a_by = group_measurements(store.measurements([sides["A"].run_id]), "fingerprint")
-        b_by = group_measurements(store.measurements([sides["B"].run_id]), "fingerprint")
-        for fp in sorted(a_by.keys() & b_by.keys() & labels.keys()):  # in one order: the draws repeat by seed
-            label = labels[fp]
-            for metric in questions:
-                found = lockstep_pairs(a_by[fp], b_by[fp], metric)
-                pairs.setdefault((label, metric), []).extend((a, b) for a, b in found if a > 0 and b > 0)
+    for part in group_parts(store, group):
+        for fp, (a_ms, b_ms) in part.items():
+            if fp in labels:  # in one order (`group_parts` sorts): the draws repeat by seed
+                for metric in questions:
+                    found = lockstep_rounds(a_ms, b_ms, metric)
+                    pairs.setdefault((labels[fp], metric), []).extend((a, b) for a, b, _ in found if a > 0 and b > 0)
     kept = {key: np.array(values) for key, values in pairs.items() if len(values) >= MIN_POOL}
     return Check(group, questions, kept, called, undecided, len(labels), frozenset(planted) & set(named.values()))
 

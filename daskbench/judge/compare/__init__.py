@@ -32,9 +32,9 @@ from daskbench.judge.compare.group import (
     AB_ROUND,
     AB_SIDE,
     compare_group,
+    group_parts,
     group_questions,
     group_rounds,
-    lockstep_pairs,
     lockstep_rounds,
 )
 from daskbench.judge.compare.history import compare_history
@@ -151,8 +151,8 @@ __all__ = [
     "compare_runs",
     "effect_size",
     "finish",
+    "group_parts",
     "group_questions",
     "group_rounds",
-    "lockstep_pairs",
     "lockstep_rounds",
 ]

@@ -38,6 +38,16 @@ def group_rounds(store: Store, group: str) -> dict[int, dict[str, Run]]:
     return {number: sides for number, sides in sorted(rounds.items()) if len(sides) == 2}
 
 
+def group_parts(store: Store, group: str) -> list[dict[str, tuple[list[Measurement], list[Measurement]]]]:
+    """Each part of a group (`group_rounds`), in order: per case (fingerprint, sorted) its measurements on side A
+    and on side B (to pair with `lockstep_rounds`)."""
+    found = []
+    for sides in group_rounds(store, group).values():
+        a_by, b_by = (group_measurements(store.measurements([sides[side].run_id]), "fingerprint") for side in "AB")
+        found.append({fp: (a_by[fp], b_by[fp]) for fp in sorted(a_by.keys() & b_by.keys())})
+    return found
+
+
 def compare_group(
     store: Store,
     group: str,
@@ -235,8 +245,3 @@ def lockstep_rounds(a_ms: list[Measurement], b_ms: list[Measurement], metric: st
     b_by = {m.repeat: (passed_values([m], metric), m.loops) for m in b_ms}
     rounds = ((a_by[r], b_by[r]) for r in sorted(a_by.keys() & b_by.keys()))
     return [(a[0], b[0], min(a_calls, b_calls)) for (a, a_calls), (b, b_calls) in rounds if a and b]
-
-
-def lockstep_pairs(a_ms: list[Measurement], b_ms: list[Measurement], metric: str) -> list[tuple[float, float]]:
-    """Repeat r of A with repeat r of B, for the repeats both measured (passed), in order."""
-    return [(a, b) for a, b, _ in lockstep_rounds(a_ms, b_ms, metric)]
