@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from daskbench import catalog
@@ -30,6 +31,12 @@ def calls_said(record: Mapping[str, Any]) -> int:
     measurements made several: `daskbench.lockstep.loops`)."""
     found = record.get("loops", 1)
     return found if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
+
+
+#: The tag of a lockstep session's run saying its controller set a case's loops' calibration round aside
+#: (`calibration_set_aside`), written by the session (`daskbench.lockstep.turns.run_tags`) and read when a stored
+#: group is judged again (`daskbench.judge.compare`); a group without it (older) judges that round as the others.
+SET_ASIDE_TAG: Mapping[str, str] = MappingProxyType({"ab_set_aside": "calibration"})
 
 
 def calibration_set_aside(calls: Sequence[int]) -> bool:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from daskbench.clusters.common import MACHINE_SHARE_ENV
 from daskbench.errors import DaskbenchError
-from daskbench.model import Measurement, calls_said
+from daskbench.model import SET_ASIDE_TAG, Measurement, calls_said
 
 if TYPE_CHECKING:  # the plugin imports this module, and loads no verdicts (tests/test_imports.py)
     from daskbench.judge.sequential import Question
@@ -56,9 +56,6 @@ ENV_REPEAT = "DASKBENCH_AB_REPEAT_WITHIN"
 ENV_SUITE_ALPHA, ENV_FAMILY = "DASKBENCH_AB_SUITE_ALPHA", "DASKBENCH_AB_FAMILY"
 #: How many clusters share this machine while the sessions run (each side's auto memory is a share).
 ENV_SHARE = MACHINE_SHARE_ENV
-#: The tag of every lockstep session's run saying its controller set a case's loops' calibration round aside
-#: (`daskbench.model.calibration_set_aside`); a group without it (older) judges that round as the others.
-SET_ASIDE_TAG = {"ab_set_aside": "calibration"}
 
 
 def shown_name(key: str) -> str:

@@ -20,7 +20,7 @@ from daskbench.judge.compare.verdicts import (
     paired_verdicts,
     passed_values,
 )
-from daskbench.model import Measurement, Run, calibration_set_aside, group_measurements
+from daskbench.model import SET_ASIDE_TAG, Measurement, Run, calibration_set_aside, group_measurements
 from daskbench.store import Store
 from daskbench.verdicts import Comparison
 
@@ -118,7 +118,7 @@ class _GroupShape:
         within = _number(newest.get("ab_repeat_within", "")) if lockstep else None
         most = int(limit) if limit.isdigit() else None
         asked = newest.get("ab_metric", "")
-        set_aside = lockstep and newest.get("ab_set_aside") == "calibration"
+        set_aside = lockstep and newest.items() >= SET_ASIDE_TAG.items()
         return cls(lockstep, pairs, most, _boundary(newest), within, _family(newest), asked, set_aside)
 
     def counted(self, cases: int, family: int = 1) -> _GroupShape:
